@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages deadbolt needs to build and test, if any are missing.
+set -euo pipefail
+PKGS=(cmake ninja-build g++ pkg-config liburing-dev libmimalloc-dev libabsl-dev libgtest-dev
+      libgmock-dev libbenchmark-dev libxxhash-dev python3 python3-redis redis-tools redis-server)
+if [[ "${1:-}" == "--test" ]]; then
+  PKGS+=(nodejs npm)
+fi
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

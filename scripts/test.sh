@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds deadbolt twice (release, and ASan+UBSan) and runs every test against each build:
+# unit tests, end-to-end socket tests against the real binary, and real-client tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh --test
+for config in release asan; do
+  echo "=== build: $config"
+  scripts/build.sh "$config"
+  echo "=== test: $config"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "build/$config" --output-on-failure -j 2 --timeout 600
+done
+echo "all tests passed"

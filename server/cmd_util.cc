@@ -1,0 +1,80 @@
+#include "server/cmd_util.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "server/connection.h"
+#include "server/reactor.h"
+#include "server/server.h"
+
+namespace deadbolt::server {
+
+bool ParseScanCursor(std::string_view s, uint64_t* out) {
+  // strtoul needs a terminated string; cursors are short, anything long is copied to the heap.
+  char small[32];
+  std::string large;
+  char* buf = small;
+  if (s.size() >= sizeof(small)) {
+    large.assign(s);
+    buf = large.data();
+  } else {
+    std::memcpy(small, s.data(), s.size());
+    small[s.size()] = '\0';
+  }
+  if (std::isspace(static_cast<unsigned char>(buf[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(buf, &end, 10);
+  // As Redis, the parse ends at the first NUL byte, and what follows it is not looked at.
+  if (*end != '\0' || errno == ERANGE) return false;
+  *out = v;
+  return true;
+}
+
+ShardCtx LocalShardCtx(Connection& conn, protocol::ReplyBuilder& rb) {
+  Reactor& r = conn.reactor();
+  return ShardCtx{r.shard(), r.shard().db(conn.db_index()), conn.db_index(), r.now_ms(), r.config(),
+                  rb};
+}
+
+bool AllKeysOn(CmdArgs args, size_t first, size_t step, const Server& server, int shard) {
+  for (size_t i = first; i < args.size(); i += step) {
+    if (server.ShardOf(args[i]) != shard) return false;
+  }
+  return true;
+}
+
+const std::vector<int>& AllShards(const Server& server) {
+  thread_local std::vector<int> all;
+  if (all.size() != static_cast<size_t>(server.num_shards())) {
+    all.clear();
+    for (int i = 0; i < server.num_shards(); i++) all.push_back(i);
+  }
+  return all;
+}
+
+ShardedKeys::ShardedKeys(CmdArgs args, size_t first, size_t step, const Server& server)
+    : step_(step) {
+  size_t total = 0;
+  for (size_t i = first; i < args.size(); i++) total += args[i].size();
+  bytes_.reserve(total);  // never reallocated below: the views point into it
+  args_.reserve(args.size() - first);
+  for (size_t i = first; i < args.size(); i++) {
+    const size_t off = bytes_.size();
+    bytes_.append(args[i]);
+    args_.emplace_back(bytes_.data() + off, args[i].size());
+  }
+  const size_t groups = args_.size() / step;
+  owner_.reserve(groups);
+  for (size_t i = 0; i < groups; i++) {
+    const int s = server.ShardOf(args_[i * step]);
+    owner_.push_back(s);
+    if (std::find(shards_.begin(), shards_.end(), s) == shards_.end()) shards_.push_back(s);
+  }
+  std::sort(shards_.begin(), shards_.end());
+}
+
+}  // namespace deadbolt::server

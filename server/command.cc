@@ -1,0 +1,31 @@
+#include "server/command.h"
+
+#include <absl/strings/ascii.h>
+
+namespace deadbolt::server {
+
+const CommandTable& CommandTable::Get() {
+  static const CommandTable* table = new CommandTable();
+  return *table;
+}
+
+CommandTable::CommandTable() {
+  RegisterServerCommands(this);
+  RegisterStringCommands(this);
+  RegisterKeyCommands(this);
+  Index();
+}
+
+void CommandTable::Index() {
+  for (size_t i = 0; i < all_.size(); i++) by_name_[all_[i].name] = i;
+}
+
+const CommandSpec* CommandTable::Find(std::string_view name) const {
+  char buf[32];
+  if (name.size() > sizeof(buf)) return nullptr;
+  for (size_t i = 0; i < name.size(); i++) buf[i] = absl::ascii_tolower(name[i]);
+  auto it = by_name_.find(absl::string_view(buf, name.size()));
+  return it == by_name_.end() ? nullptr : &all_[it->second];
+}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,109 @@
+#pragma once
+// The command table: name, arity, flags, key positions and handler of every command.
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/types/span.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/reply_builder.h"
+
+namespace deadbolt::shard {
+class Shard;
+class Db;
+}  // namespace deadbolt::shard
+
+namespace deadbolt::server {
+
+class Connection;
+class Reactor;
+struct Config;
+
+using CmdArgs = absl::Span<const std::string_view>;  // args[0] is the command name
+
+// Where and how a command runs. Owned by the reactor that runs the command, for that call only.
+struct ShardCtx {
+  shard::Shard& shard;
+  shard::Db& db;
+  int db_index;
+  int64_t now_ms;
+  const Config& config;
+  protocol::ReplyBuilder& rb;
+};
+
+// A command that touches the keys of one shard. Runs on the reactor owning its keys: inline when
+// that is the connection's own reactor, otherwise as a message to the owner. It parses its
+// arguments, calls one pure shard operation and writes the reply.
+using ShardHandler = void (*)(CmdArgs args, ShardCtx& ctx);
+// A command about the connection or the whole server (or with keys on several shards). Runs on the
+// connection's reactor; it may fan out to other shards through Connection::FanOut().
+using ConnHandler = void (*)(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb);
+
+enum CommandFlag : uint32_t {
+  kWrite = 1 << 0,
+  kReadOnly = 1 << 1,
+  kFast = 1 << 2,
+  kAdmin = 1 << 3,
+  kNoAuth = 1 << 4,     // allowed before AUTH
+  kLoading = 1 << 5,
+  kStale = 1 << 6,
+  kNoScript = 1 << 7,
+  kPubSub = 1 << 8,
+  kDenyOom = 1 << 9,
+  kBarrier = 1 << 10,   // waits until the connection's earlier commands have replied
+  kMultiKey = 1 << 11,  // keys may span shards: handled by a ConnHandler that fans out
+};
+
+struct CommandSpec {
+  std::string name;      // lower case; "client|setname" for a subcommand
+  int arity;             // Redis convention: N exact, -N at least N (name included)
+  uint32_t flags;
+  int first_key;         // 0: no keys
+  int last_key;          // -1: last argument
+  int key_step;
+  ShardHandler shard_handler = nullptr;
+  ConnHandler conn_handler = nullptr;
+  std::vector<std::string> acl_categories;  // "@string", "@keyspace", ...
+  std::vector<CommandSpec> subcommands;      // for COMMAND INFO/DOCS
+
+  bool has_keys() const { return first_key > 0; }
+  bool ArityOk(size_t argc) const {
+    return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
+  }
+  // The key arguments of a call (indexes into args).
+  template <typename F>
+  void ForEachKey(CmdArgs args, F&& f) const {
+    if (first_key <= 0) return;
+    int last = last_key < 0 ? static_cast<int>(args.size()) + last_key : last_key;
+    for (int i = first_key; i <= last && i < static_cast<int>(args.size()); i += key_step) f(i);
+  }
+};
+
+// Built once by the main thread before the reactors start; read-only afterwards, shared by all.
+class CommandTable {
+ public:
+  static const CommandTable& Get();
+  // Case-insensitive lookup of a top-level command.
+  const CommandSpec* Find(std::string_view name) const;
+  // Index of a command in All(), for per-command statistics.
+  size_t IndexOf(const CommandSpec* spec) const { return spec - all_.data(); }
+  const std::vector<CommandSpec>& All() const { return all_; }
+
+  void Add(CommandSpec spec) { all_.push_back(std::move(spec)); }
+
+ private:
+  CommandTable();
+  void Index();
+  std::vector<CommandSpec> all_;
+  absl::flat_hash_map<std::string, size_t> by_name_;
+};
+
+// Each command family registers its commands (cmd_*.cc).
+void RegisterServerCommands(CommandTable* t);
+void RegisterStringCommands(CommandTable* t);
+void RegisterKeyCommands(CommandTable* t);
+
+}  // namespace deadbolt::server

@@ -1,0 +1,67 @@
+#include "server/command.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace deadbolt::server {
+namespace {
+
+TEST(CommandTableTest, FindIsCaseInsensitive) {
+  const auto& t = CommandTable::Get();
+  ASSERT_NE(t.Find("get"), nullptr);
+  EXPECT_EQ(t.Find("GET"), t.Find("get"));
+  EXPECT_EQ(t.Find("gEt"), t.Find("get"));
+  EXPECT_EQ(t.Find("nosuchcommand"), nullptr);
+  EXPECT_EQ(t.Find(std::string(100, 'x')), nullptr);
+}
+
+TEST(CommandTableTest, EveryCommandIsWellFormed) {
+  std::set<std::string> names;
+  for (const auto& s : CommandTable::Get().All()) {
+    SCOPED_TRACE(s.name);
+    EXPECT_TRUE(names.insert(s.name).second) << "duplicate";
+    EXPECT_NE(s.arity, 0);
+    // Exactly one handler: runs on the key's shard, or on the connection's reactor.
+    EXPECT_NE(s.shard_handler == nullptr, s.conn_handler == nullptr);
+    for (char c : s.name) EXPECT_FALSE(c >= 'A' && c <= 'Z');
+    if (s.first_key > 0) {
+      EXPECT_GE(s.key_step, 1);
+      EXPECT_TRUE(s.last_key < 0 || s.last_key >= s.first_key);
+    }
+    // A command whose keys can span shards must run on the connection's reactor.
+    if (s.shard_handler && s.first_key > 0) {
+      EXPECT_EQ(s.last_key, s.first_key) << "multi-key command with a shard handler";
+    }
+    EXPECT_FALSE(s.acl_categories.empty());
+  }
+}
+
+TEST(CommandTableTest, ArityFollowsRedisConvention) {
+  const auto& t = CommandTable::Get();
+  const CommandSpec* get = t.Find("get");
+  ASSERT_NE(get, nullptr);
+  EXPECT_TRUE(get->ArityOk(2));
+  EXPECT_FALSE(get->ArityOk(1));
+  EXPECT_FALSE(get->ArityOk(3));
+  const CommandSpec* set = t.Find("set");
+  ASSERT_NE(set, nullptr);
+  EXPECT_FALSE(set->ArityOk(2));
+  EXPECT_TRUE(set->ArityOk(3));
+  EXPECT_TRUE(set->ArityOk(9));
+}
+
+TEST(CommandTableTest, KeyPositions) {
+  const auto& t = CommandTable::Get();
+  std::vector<std::string_view> args = {"mset", "a", "1", "b", "2"};
+  std::vector<int> keys;
+  t.Find("mset")->ForEachKey(CmdArgs(args.data(), args.size()), [&](int i) { keys.push_back(i); });
+  EXPECT_EQ(keys, (std::vector<int>{1, 3}));
+  keys.clear();
+  std::vector<std::string_view> del = {"del", "a", "b", "c"};
+  t.Find("del")->ForEachKey(CmdArgs(del.data(), del.size()), [&](int i) { keys.push_back(i); });
+  EXPECT_EQ(keys, (std::vector<int>{1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace deadbolt::server

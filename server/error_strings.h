@@ -1,0 +1,64 @@
+#pragma once
+// Every error text deadbolt sends, in one place. Texts match Redis 7 byte for byte (including
+// the error code); ReplyBuilder::Error() adds the leading '-' and the CRLF.
+
+#include <string>
+#include <string_view>
+
+#include "shard/op_status.h"
+
+namespace deadbolt::server::errors {
+
+inline constexpr std::string_view kSyntax = "ERR syntax error";
+inline constexpr std::string_view kWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
+inline constexpr std::string_view kIncrOverflow = "ERR increment or decrement would overflow";
+inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
+inline constexpr std::string_view kNanOrInf = "ERR increment would produce NaN or Infinity";
+inline constexpr std::string_view kOffsetOutOfRange = "ERR offset is out of range";
+inline constexpr std::string_view kStringTooLong =
+    "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+inline constexpr std::string_view kNoSuchKey = "ERR no such key";
+inline constexpr std::string_view kHashNotInteger = "ERR hash value is not an integer";
+inline constexpr std::string_view kHashNotFloat = "ERR hash value is not a float";
+inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
+inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
+inline constexpr std::string_view kWrongPass =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+inline constexpr std::string_view kAuthNotConfigured =
+    "ERR AUTH <password> called without any password configured for the default user. Are you "
+    "sure your configuration is correct?";
+inline constexpr std::string_view kNoProto = "NOPROTO unsupported protocol version";
+inline constexpr std::string_view kTimeoutNotInteger = "ERR timeout is not an integer or out of range";
+inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
+inline constexpr std::string_view kNxXx =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+inline constexpr std::string_view kGtAndLt =
+    "ERR GT and LT options at the same time are not compatible";
+inline constexpr std::string_view kDecrOverflow = "ERR decrement would overflow";
+inline constexpr std::string_view kCrossShard =
+    "CROSSSLOT Keys in request don't hash to the same slot";
+inline constexpr std::string_view kClientNameSpaces =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+inline constexpr std::string_view kNoSuchClient = "ERR No such client";
+inline constexpr std::string_view kShutdownFailed = "ERR Errors trying to SHUTDOWN. Check logs.";
+inline constexpr std::string_view kMaxClients = "ERR max number of clients reached";
+
+// "ERR wrong number of arguments for 'get' command"
+std::string WrongArity(std::string_view fullname);
+// "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+std::string UnknownCommand(std::string_view name, const std::string_view* args, size_t nargs);
+// "ERR unknown subcommand 'foo'. Try CLIENT HELP."
+std::string UnknownSubcommand(std::string_view sub, std::string_view command_upper);
+// "ERR invalid expire time in 'set' command"
+std::string InvalidExpire(std::string_view command_lower);
+// "ERR Unsupported option foo" (EXPIRE and friends); cut at a NUL byte as Redis's %s does.
+std::string UnsupportedOption(std::string_view opt);
+// "ERR Protocol error: invalid bulk length" (from the parser's text)
+std::string ProtocolError(std::string_view parser_text);
+
+// The error text for a shard status; kOk and kSkipped have none (empty view).
+std::string_view ForStatus(shard::OpStatus s);
+
+}  // namespace deadbolt::server::errors

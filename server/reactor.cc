@@ -1,0 +1,563 @@
+#include "server/reactor.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <future>
+
+#include "server/command.h"
+#include "server/connection.h"
+#include "server/log.h"
+#include "server/server.h"
+
+namespace deadbolt::server {
+namespace {
+
+thread_local Reactor* tls_reactor = nullptr;
+
+constexpr unsigned kRingEntries = 1024;
+constexpr unsigned kBufCount = 512;  // power of two
+constexpr unsigned kBufSize = 16 * 1024;
+constexpr int kBufGroup = 0;
+// Bounds how long one active-expiry tick may run, so lock traffic never stalls behind it.
+constexpr int64_t kExpireBudgetUs = 1000;
+
+enum OpKind : uint64_t { kOpAccept = 1, kOpRecv = 2, kOpSend = 3, kOpEvent = 4, kOpIgnore = 5 };
+
+uint64_t Encode(const void* p, OpKind k) { return reinterpret_cast<uint64_t>(p) | k; }
+
+int64_t RealtimeMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t MonotonicUs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
+}
+
+std::string AddrToString(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    port = ntohs(a->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+Reactor::Reactor(Server* server, int id, const Config& config)
+    : server_(server), id_(id), config_(config), shard_(id, config.databases) {
+  stats_.commands.resize(CommandTable::Get().All().size());
+}
+
+Reactor::~Reactor() {
+  // Tasks still queued at shutdown are dropped without running.
+  while (Task* t = inbox_.Pop()) delete t;
+  for (Task* t : local_tasks_) delete t;
+  for (auto& [first, last] : outbox_) {
+    for (Task* t = first; t;) {
+      Task* next = t == last ? nullptr : t->next.load(std::memory_order_relaxed);
+      delete t;
+      t = next;
+    }
+  }
+  for (auto& [id, c] : conns_) {
+    close(c->fd());
+    delete c;
+  }
+  if (ring_ready_) io_uring_queue_exit(&ring_);
+  if (buf_ring_) munmap(buf_ring_, kBufCount * sizeof(io_uring_buf));
+  free(buf_base_);
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (event_fd_ >= 0) close(event_fd_);
+}
+
+Reactor* Reactor::Current() { return tls_reactor; }
+
+std::optional<std::string> Reactor::Init() {
+  // The ring is created on the reactor's own thread: with SINGLE_ISSUER the creating thread is
+  // the only one allowed to submit.
+  io_uring_params p{};
+  p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE;
+  p.cq_entries = kRingEntries * 8;
+  int r = io_uring_queue_init_params(kRingEntries, &ring_, &p);
+  ring_mode_ = "single-issuer+defer-taskrun";
+  if (r == -EINVAL) {
+    p = {};
+    p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE;
+    p.cq_entries = kRingEntries * 8;
+    r = io_uring_queue_init_params(kRingEntries, &ring_, &p);
+    ring_mode_ = "coop-taskrun";
+  }
+  if (r == -EINVAL) {
+    p = {};
+    r = io_uring_queue_init_params(kRingEntries, &ring_, &p);
+    ring_mode_ = "plain";
+  }
+  if (r < 0) {
+    return std::string("cannot set up io_uring: ") + strerror(-r) +
+           (r == -EPERM || r == -ENOSYS
+                ? " (io_uring is disabled here: see /proc/sys/kernel/io_uring_disabled, or a "
+                  "seccomp profile that blocks it)"
+                : "");
+  }
+  ring_ready_ = true;
+  if (!(p.features & IORING_FEAT_EXT_ARG)) {
+    return std::string("this kernel's io_uring lacks IORING_FEAT_EXT_ARG (needs Linux 5.11+)");
+  }
+
+  // Provided buffers for multishot receive.
+  size_t ring_bytes = kBufCount * sizeof(io_uring_buf);
+  void* mem = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  if (mem == MAP_FAILED) return std::string("mmap of the buffer ring failed: ") + strerror(errno);
+  buf_ring_ = static_cast<io_uring_buf_ring*>(mem);
+  io_uring_buf_ring_init(buf_ring_);
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<uint64_t>(mem);
+  reg.ring_entries = kBufCount;
+  reg.bgid = kBufGroup;
+  r = io_uring_register_buf_ring(&ring_, &reg, 0);
+  if (r < 0) {
+    return std::string("cannot register an io_uring buffer ring (needs Linux 5.19+): ") +
+           strerror(-r);
+  }
+  if (posix_memalign(reinterpret_cast<void**>(&buf_base_), 4096, size_t{kBufCount} * kBufSize)) {
+    return std::string("out of memory for receive buffers");
+  }
+  for (unsigned i = 0; i < kBufCount; i++) {
+    io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t{i} * kBufSize, kBufSize, i,
+                          io_uring_buf_ring_mask(kBufCount), i);
+  }
+  io_uring_buf_ring_advance(buf_ring_, kBufCount);
+
+  event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (event_fd_ < 0) return std::string("eventfd failed: ") + strerror(errno);
+
+  outbox_.assign(server_->num_shards(), {nullptr, nullptr});
+
+  if (id_ == 0) {
+    // One listening socket, owned by reactor 0, which hands connections out round-robin.
+    // (SO_REUSEPORT would silently share the port with a second server started by mistake.)
+    bool v6 = config_.bind.find(':') != std::string::npos;
+    listen_fd_ = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) return std::string("socket failed: ") + strerror(errno);
+    int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (v6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      a->sin6_family = AF_INET6;
+      a->sin6_port = htons(config_.port);
+      if (inet_pton(AF_INET6, config_.bind.c_str(), &a->sin6_addr) != 1) {
+        return "invalid bind address '" + config_.bind + "'";
+      }
+      len = sizeof(*a);
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      a->sin_family = AF_INET;
+      a->sin_port = htons(config_.port);
+      std::string host = config_.bind == "localhost" ? "127.0.0.1" : config_.bind;
+      if (inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) {
+        return "invalid bind address '" + config_.bind + "'";
+      }
+      len = sizeof(*a);
+    }
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) < 0) {
+      return "could not bind to " + config_.bind + ":" + std::to_string(config_.port) + ": " +
+             strerror(errno);
+    }
+    if (listen(listen_fd_, 511) < 0) return std::string("listen failed: ") + strerror(errno);
+  }
+  return std::nullopt;
+}
+
+void Reactor::Start() {
+  std::promise<std::optional<std::string>> ready;
+  auto fut = ready.get_future();
+  thread_ = std::thread([this, &ready] {
+    tls_reactor = this;
+    if (config_.pin_threads) {
+      long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(id_ % (ncpu > 0 ? ncpu : 1), &set);
+      pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    }
+    auto err = Init();
+    bool ok = !err.has_value();
+    ready.set_value(std::move(err));
+    if (ok) Loop();
+  });
+  auto err = fut.get();
+  if (err) {
+    thread_.join();
+    LogWarning("reactor %d: %s", id_, err->c_str());
+    fprintf(stderr, "deadbolt: %s\n", err->c_str());
+    exit(1);
+  }
+}
+
+void Reactor::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Reactor::RequestStop() {
+  stop_.store(true, std::memory_order_release);
+  uint64_t one = 1;
+  if (event_fd_ >= 0) {
+    ssize_t ignored = write(event_fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+}
+
+void Reactor::Wake() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.exchange(false, std::memory_order_acq_rel)) {
+    uint64_t one = 1;
+    ssize_t ignored = write(event_fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+}
+
+void Reactor::Send(int target, absl::AnyInvocable<void()> fn) {
+  Task* t = new Task(std::move(fn));
+  if (target == id_) {
+    local_tasks_.push_back(t);
+    return;
+  }
+  auto& [first, last] = outbox_[target];
+  if (!first) {
+    first = last = t;
+  } else {
+    last->next.store(t, std::memory_order_relaxed);
+    last = t;
+  }
+  stats_.messages_sent++;
+}
+
+void Reactor::Post(absl::AnyInvocable<void()> fn) {
+  inbox_.Push(new Task(std::move(fn)));
+  Wake();
+}
+
+void Reactor::FlushOutboxes() {
+  for (int target = 0; target < static_cast<int>(outbox_.size()); target++) {
+    auto& [first, last] = outbox_[target];
+    if (!first) continue;
+    Reactor& r = server_->reactor(target);
+    r.inbox_.PushChain(first, last);
+    first = last = nullptr;
+    r.Wake();
+  }
+}
+
+void Reactor::DrainInbox() {
+  // Bounded so that a flood of messages cannot starve this reactor's own sockets.
+  for (int i = 0; i < 4096; i++) {
+    Task* t = inbox_.Pop();
+    if (!t) break;
+    t->fn();
+    delete t;
+  }
+  while (!local_tasks_.empty()) {
+    std::vector<Task*> batch;
+    batch.swap(local_tasks_);
+    for (Task* t : batch) {
+      t->fn();
+      delete t;
+    }
+  }
+}
+
+io_uring_sqe* Reactor::GetSqe() {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe) {
+    io_uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  return sqe;
+}
+
+void Reactor::ArmAccept() {
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_multishot_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpAccept));
+}
+
+void Reactor::ArmEventfd() {
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_read(sqe, event_fd_, &event_buf_, sizeof(event_buf_), 0);
+  io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpEvent));
+}
+
+void Reactor::ArmRecv(Connection* c) {
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_recv_multishot(sqe, c->fd(), nullptr, 0, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kBufGroup;
+  io_uring_sqe_set_data64(sqe, Encode(c, kOpRecv));
+  c->recv_armed_ = true;
+}
+
+void Reactor::RecycleBuffer(uint16_t bid) {
+  io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t{bid} * kBufSize, kBufSize, bid,
+                        io_uring_buf_ring_mask(kBufCount), 0);
+  io_uring_buf_ring_advance(buf_ring_, 1);
+}
+
+void Reactor::SubmitSend(Connection* c) {
+  if (c->sending_.empty()) {
+    c->sending_.swap(c->out_);
+    c->sending_off_ = 0;
+  }
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_send(sqe, c->fd(), c->sending_.data() + c->sending_off_,
+                     c->sending_.size() - c->sending_off_, MSG_NOSIGNAL);
+  io_uring_sqe_set_data64(sqe, Encode(c, kOpSend));
+  c->send_in_flight_ = true;
+}
+
+void Reactor::MarkForFlush(Connection* c) {
+  if (c->in_flush_list_) return;
+  c->in_flush_list_ = true;
+  flush_list_.push_back(c);
+}
+
+void Reactor::FlushConnections() {
+  for (size_t i = 0; i < flush_list_.size(); i++) {
+    Connection* c = flush_list_[i];
+    c->in_flush_list_ = false;
+    if (c->closing_) continue;
+    if (!c->send_in_flight_ && !c->out_.empty()) {
+      SubmitSend(c);
+    } else if (!c->send_in_flight_ && c->out_.empty() && c->pending_.empty() &&
+               c->close_after_reply_) {
+      CloseConnection(c);
+    }
+  }
+  flush_list_.clear();
+}
+
+void Reactor::CloseConnection(Connection* c) {
+  if (c->closing_) return;
+  c->closing_ = true;
+  shutdown(c->fd(), SHUT_RDWR);
+  if (c->recv_armed_) {
+    io_uring_sqe* sqe = GetSqe();
+    io_uring_prep_cancel64(sqe, Encode(c, kOpRecv), 0);
+    io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpIgnore));
+  }
+  server_->connected_clients().fetch_sub(1, std::memory_order_relaxed);
+  MaybeFree(c);
+}
+
+void Reactor::MaybeFree(Connection* c) {
+  // Freed at the end of the loop turn: the caller may still be inside one of c's methods.
+  if (c->CanFree() && !c->in_free_list_) {
+    c->in_free_list_ = true;
+    free_list_.push_back(c);
+  }
+}
+
+void Reactor::OnAccept(int res, uint32_t flags) {
+  if (!(flags & IORING_CQE_F_MORE) && !stop_.load(std::memory_order_relaxed)) ArmAccept();
+  if (res < 0) {
+    if (res != -ECANCELED) LogWarning("accept failed: %s", strerror(-res));
+    return;
+  }
+  static thread_local unsigned next = 0;
+  int target = static_cast<int>(next++ % server_->num_shards());
+  int fd = res;
+  if (target == id_) {
+    Adopt(fd);
+  } else {
+    Send(target, [fd] { Reactor::Current()->Adopt(fd); });
+  }
+}
+
+void Reactor::Adopt(int fd) {
+  if (server_->connected_clients().load(std::memory_order_relaxed) >= config_.maxclients) {
+    static const char kMsg[] = "-ERR max number of clients reached\r\n";
+    ssize_t ignored = write(fd, kMsg, sizeof(kMsg) - 1);
+    (void)ignored;
+    close(fd);
+    stats_.rejected_connections++;
+    return;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  sockaddr_storage peer{}, local{};
+  socklen_t plen = sizeof(peer), llen = sizeof(local);
+  getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen);
+  auto* c = new Connection(this, fd, server_->NextClientId(), AddrToString(peer),
+                           AddrToString(local));
+  conns_[c->id()] = c;
+  server_->connected_clients().fetch_add(1, std::memory_order_relaxed);
+  stats_.connections_received++;
+  ArmRecv(c);
+}
+
+void Reactor::OnRecv(Connection* c, int res, uint32_t flags) {
+  bool more = flags & IORING_CQE_F_MORE;
+  if (!more) c->recv_armed_ = false;
+  if (res > 0) {
+    uint16_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
+    if (!c->closing_) c->OnRead(buf_base_ + size_t{bid} * kBufSize, res);
+    RecycleBuffer(bid);
+    if (!more && !c->closing_ && !c->recv_armed_) ArmRecv(c);
+  } else if (res == -ENOBUFS) {
+    // Every buffer was in use; they are back now.
+    if (!c->closing_ && !c->recv_armed_) ArmRecv(c);
+  } else if (!more) {
+    CloseConnection(c);  // EOF (0) or an error
+  }
+  MaybeFree(c);
+}
+
+void Reactor::OnSend(Connection* c, int res) {
+  c->send_in_flight_ = false;
+  if (res < 0) {
+    if (res == -EINTR || res == -EAGAIN) {
+      if (!c->closing_) SubmitSend(c);
+    } else {
+      CloseConnection(c);
+    }
+    MaybeFree(c);
+    return;
+  }
+  stats_.net_output_bytes += res;
+  c->sending_off_ += res;
+  if (c->closing_) {
+    MaybeFree(c);
+    return;
+  }
+  if (c->sending_off_ < c->sending_.size()) {
+    SubmitSend(c);
+    return;
+  }
+  c->sending_.clear();
+  if (c->sending_.capacity() > (1 << 20)) std::string().swap(c->sending_);
+  MarkForFlush(c);
+}
+
+void Reactor::HandleCqe(io_uring_cqe* cqe) {
+  uint64_t ud = cqe->user_data;
+  auto kind = static_cast<OpKind>(ud & 7);
+  auto* c = reinterpret_cast<Connection*>(ud & ~uint64_t{7});
+  switch (kind) {
+    case kOpAccept:
+      OnAccept(cqe->res, cqe->flags);
+      break;
+    case kOpRecv:
+      OnRecv(c, cqe->res, cqe->flags);
+      break;
+    case kOpSend:
+      OnSend(c, cqe->res);
+      break;
+    case kOpEvent:
+      if (!stop_.load(std::memory_order_relaxed)) ArmEventfd();
+      break;
+    case kOpIgnore:
+      break;
+  }
+}
+
+void Reactor::Tick() {
+  int64_t start = MonotonicUs();
+  size_t removed = 0;
+  // Keep going while a good share of what is visited has expired, within the time budget.
+  for (;;) {
+    size_t n = shard_.ActiveExpire(now_ms_, 1024);
+    removed += n;
+    if (n < 256 || MonotonicUs() - start > kExpireBudgetUs) break;
+  }
+  stats_.expired_keys += removed;
+  next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
+}
+
+void Reactor::Turn() {
+  DrainInbox();
+  FlushOutboxes();
+  FlushConnections();
+
+  bool block = local_tasks_.empty() && !inbox_.MaybeNonEmpty();
+  if (block) {
+    sleeping_.store(true, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (inbox_.MaybeNonEmpty() || stop_.load(std::memory_order_acquire)) {
+      block = false;
+      sleeping_.store(false, std::memory_order_relaxed);
+    }
+  }
+  if (block) {
+    int64_t wait_ms = std::max<int64_t>(0, next_tick_ms_ - now_ms_);
+    __kernel_timespec ts{wait_ms / 1000, (wait_ms % 1000) * 1000000};
+    io_uring_cqe* cqe = nullptr;
+    io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+    sleeping_.store(false, std::memory_order_relaxed);
+  } else {
+    io_uring_submit_and_get_events(&ring_);
+  }
+  now_ms_ = RealtimeMs();
+
+  unsigned head, count = 0;
+  io_uring_cqe* cqe;
+  io_uring_for_each_cqe(&ring_, head, cqe) {
+    HandleCqe(cqe);
+    count++;
+  }
+  io_uring_cq_advance(&ring_, count);
+
+  if (now_ms_ >= next_tick_ms_) Tick();
+
+  std::vector<Connection*> keep;
+  for (Connection* c : free_list_) {
+    if (c->in_flush_list_) {
+      keep.push_back(c);  // still named in flush_list_: free it next turn
+      continue;
+    }
+    c->in_free_list_ = false;
+    if (c->CanFree()) {
+      conns_.erase(c->id());
+      close(c->fd());
+      delete c;
+    }
+  }
+  free_list_.swap(keep);
+}
+
+void Reactor::Loop() {
+  now_ms_ = RealtimeMs();
+  next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
+  ArmEventfd();
+  if (listen_fd_ >= 0) ArmAccept();
+  while (!stop_.load(std::memory_order_acquire)) Turn();
+  // Say goodbye: flush what is already written, then stop.
+  FlushConnections();
+  io_uring_submit(&ring_);
+}
+
+}  // namespace deadbolt::server

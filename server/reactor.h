@@ -1,0 +1,118 @@
+#pragma once
+// A reactor: one pinned thread with its own io_uring, its own shard and its own connections.
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/functional/any_invocable.h>
+#include <liburing.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/config.h"
+#include "server/stats.h"
+#include "server/task_queue.h"
+#include "shard/shard.h"
+
+namespace deadbolt::server {
+
+class Connection;
+class Server;
+
+// Owned by its own thread from Start() to Join(): only that thread touches its ring, shard and
+// connections. Other threads reach it only through Send()/Post(), which enqueue a task on its
+// TaskQueue and wake it through an eventfd if it sleeps.
+class Reactor {
+ public:
+  Reactor(Server* server, int id, const Config& config);
+  ~Reactor();
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+
+  // Main thread, before Start(): sets up the ring, the buffer ring and the listening socket.
+  // Returns a message for the user when something cannot be set up.
+  std::optional<std::string> Init();
+  void Start();
+  void Join();
+  // Any thread, async-signal-safe: asks the loop to stop.
+  void RequestStop();
+
+  // The reactor running on the calling thread, or nullptr on other threads.
+  static Reactor* Current();
+
+  int id() const { return id_; }
+  Server& server() { return *server_; }
+  shard::Shard& shard() { return shard_; }
+  const Config& config() const { return config_; }
+  Config& mutable_config() { return config_; }
+  int64_t now_ms() const { return now_ms_; }
+  ReactorStats& stats() { return stats_; }
+  const char* ring_mode() const { return ring_mode_; }
+
+  // Reactor thread: runs fn on reactor `target`. Messages to the same target keep their order;
+  // they are sent in one batch at the end of this loop turn. target may be this reactor.
+  void Send(int target, absl::AnyInvocable<void()> fn);
+  // Any thread: enqueue fn here now and wake the loop.
+  void Post(absl::AnyInvocable<void()> fn);
+
+  // Reactor thread: connection bookkeeping.
+  void MarkForFlush(Connection* c);
+  void ArmRecv(Connection* c);
+  void CloseConnection(Connection* c);      // shuts the socket; freed once nothing is in flight
+  void MaybeFree(Connection* c);
+  const absl::flat_hash_map<uint64_t, Connection*>& connections() const { return conns_; }
+
+ private:
+  friend class Connection;
+  void Loop();
+  void Turn();
+  void Adopt(int fd);
+  void HandleCqe(io_uring_cqe* cqe);
+  void OnAccept(int res, uint32_t flags);
+  void OnRecv(Connection* c, int res, uint32_t flags);
+  void OnSend(Connection* c, int res);
+  void ArmAccept();
+  void ArmEventfd();
+  void SubmitSend(Connection* c);
+  void DrainInbox();
+  void FlushOutboxes();
+  void FlushConnections();
+  void Tick();
+  io_uring_sqe* GetSqe();
+  void Wake();
+  void RecycleBuffer(uint16_t bid);
+
+  Server* server_;
+  const int id_;
+  Config config_;
+  shard::Shard shard_;
+  ReactorStats stats_;
+
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  const char* ring_mode_ = "";
+  io_uring_buf_ring* buf_ring_ = nullptr;
+  char* buf_base_ = nullptr;
+  int listen_fd_ = -1;
+  int event_fd_ = -1;
+  uint64_t event_buf_ = 0;
+  std::thread thread_;
+
+  TaskQueue inbox_;
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stop_{false};
+  std::vector<std::pair<Task*, Task*>> outbox_;  // per target: chain built this turn
+  std::vector<Task*> local_tasks_;
+
+  int64_t now_ms_ = 0;
+  int64_t next_tick_ms_ = 0;
+  absl::flat_hash_map<uint64_t, Connection*> conns_;
+  std::vector<Connection*> flush_list_;
+  std::vector<Connection*> free_list_;
+};
+
+}  // namespace deadbolt::server

@@ -1,0 +1,50 @@
+#include "server/server.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+
+#include "server/command.h"
+#include "server/reactor.h"
+
+namespace deadbolt::server {
+
+Server::Server(const Config& config) : config_(config) {
+  if (config_.threads <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    config_.threads = n > 0 ? static_cast<int>(n) : 1;
+  }
+  // Slots are split into contiguous ranges, one per shard, as a cluster splits them over nodes.
+  slot_owner_.resize(shard::kNumSlots);
+  for (int s = 0; s < shard::kNumSlots; s++) {
+    slot_owner_[s] = static_cast<uint16_t>(int64_t{s} * config_.threads / shard::kNumSlots);
+  }
+  std::random_device rd;
+  static const char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 40; i++) run_id_ += kHex[rd() % 16];
+  CommandTable::Get();  // built before any reactor runs
+}
+
+Server::~Server() = default;
+
+std::optional<std::string> Server::Start() {
+  start_time_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  for (int i = 0; i < config_.threads; i++) {
+    reactors_.push_back(std::make_unique<Reactor>(this, i, config_));
+  }
+  for (auto& r : reactors_) r->Start();
+  return std::nullopt;
+}
+
+void Server::Wait() {
+  for (auto& r : reactors_) r->Join();
+}
+
+void Server::RequestShutdown() {
+  for (auto& r : reactors_) r->RequestStop();
+}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,57 @@
+#pragma once
+// The whole server: its reactors and the facts they share.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/config.h"
+#include "shard/shard.h"
+
+namespace deadbolt::server {
+
+class Reactor;
+class CommandTable;
+
+inline constexpr const char* kVersion = "7.2.0";  // the Redis version deadbolt speaks as
+inline constexpr const char* kDeadboltVersion = "0.1.0";
+
+// Created and started by the main thread; after Start() its fields are read-only except the
+// atomics, so every reactor may read it without locks.
+class Server {
+ public:
+  explicit Server(const Config& config);
+  ~Server();
+
+  // Main thread. Returns an error message when the server cannot start.
+  std::optional<std::string> Start();
+  // Main thread: blocks until every reactor has stopped.
+  void Wait();
+  // Any thread, async-signal-safe.
+  void RequestShutdown();
+
+  int num_shards() const { return static_cast<int>(reactors_.size()); }
+  Reactor& reactor(int i) { return *reactors_[i]; }
+  int ShardOf(std::string_view key) const { return slot_owner_[shard::KeySlot(key)]; }
+  int ShardOfSlot(uint16_t slot) const { return slot_owner_[slot]; }
+  const Config& initial_config() const { return config_; }
+
+  uint64_t NextClientId() { return next_client_id_.fetch_add(1, std::memory_order_relaxed); }
+  std::atomic<int64_t>& connected_clients() { return connected_clients_; }
+  int64_t start_time_ms() const { return start_time_ms_; }
+  const std::string& run_id() const { return run_id_; }
+
+ private:
+  Config config_;
+  std::vector<std::unique_ptr<Reactor>> reactors_;
+  std::vector<uint16_t> slot_owner_;
+  std::atomic<uint64_t> next_client_id_{1};
+  std::atomic<int64_t> connected_clients_{0};
+  int64_t start_time_ms_ = 0;
+  std::string run_id_;
+};
+
+}  // namespace deadbolt::server

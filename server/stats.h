@@ -1,0 +1,51 @@
+#pragma once
+// Counters for INFO. Each reactor has its own; INFO sums them through messages.
+
+#include <cstdint>
+#include <vector>
+
+namespace deadbolt::server {
+
+struct CommandStats {
+  uint64_t calls = 0;
+  uint64_t usec = 0;
+  uint64_t rejected_calls = 0;
+  uint64_t failed_calls = 0;
+};
+
+// Owned by one reactor thread. Read by others only as a copy made on that thread.
+struct ReactorStats {
+  uint64_t connections_received = 0;
+  uint64_t rejected_connections = 0;
+  uint64_t commands_processed = 0;
+  uint64_t net_input_bytes = 0;
+  uint64_t net_output_bytes = 0;
+  uint64_t expired_keys = 0;
+  uint64_t keyspace_hits = 0;
+  uint64_t keyspace_misses = 0;
+  uint64_t messages_sent = 0;
+  uint64_t total_error_replies = 0;
+  std::vector<CommandStats> commands;  // indexed by CommandTable::IndexOf
+
+  void Add(const ReactorStats& o) {
+    connections_received += o.connections_received;
+    rejected_connections += o.rejected_connections;
+    commands_processed += o.commands_processed;
+    net_input_bytes += o.net_input_bytes;
+    net_output_bytes += o.net_output_bytes;
+    expired_keys += o.expired_keys;
+    keyspace_hits += o.keyspace_hits;
+    keyspace_misses += o.keyspace_misses;
+    messages_sent += o.messages_sent;
+    total_error_replies += o.total_error_replies;
+    if (commands.size() < o.commands.size()) commands.resize(o.commands.size());
+    for (size_t i = 0; i < o.commands.size(); i++) {
+      commands[i].calls += o.commands[i].calls;
+      commands[i].usec += o.commands[i].usec;
+      commands[i].rejected_calls += o.commands[i].rejected_calls;
+      commands[i].failed_calls += o.commands[i].failed_calls;
+    }
+  }
+};
+
+}  // namespace deadbolt::server

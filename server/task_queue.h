@@ -1,0 +1,76 @@
+#pragma once
+// Cross-reactor messages: a task is a closure that runs on the reactor it is sent to.
+
+#include <absl/functional/any_invocable.h>
+
+#include <atomic>
+#include <utility>
+
+namespace deadbolt::server {
+
+// A message between reactors. Created by the sender, run and freed by the receiver. Anything it
+// carries from the sender's shard is copied in; it never holds a pointer into another shard's
+// table.
+struct Task {
+  explicit Task(absl::AnyInvocable<void()> f) : fn(std::move(f)) {}
+  std::atomic<Task*> next{nullptr};
+  absl::AnyInvocable<void()> fn;
+};
+
+// Many producers, one consumer: the consumer is the owning reactor's thread; producers are the
+// other reactors (and the main thread for shutdown). Unbounded, lock-free (Vyukov's intrusive
+// MPSC list). A producer can push a whole chain built during one loop turn with one atomic
+// exchange, which is how reactors batch messages.
+class TaskQueue {
+ public:
+  TaskQueue() : head_(&stub_), tail_(&stub_) {}
+  TaskQueue(const TaskQueue&) = delete;
+  TaskQueue& operator=(const TaskQueue&) = delete;
+
+  // Any thread. `first`..`last` must already be linked through `next`.
+  void PushChain(Task* first, Task* last) {
+    last->next.store(nullptr, std::memory_order_relaxed);
+    Task* prev = head_.exchange(last, std::memory_order_acq_rel);
+    prev->next.store(first, std::memory_order_release);
+  }
+  void Push(Task* t) { PushChain(t, t); }
+
+  // Consumer thread only. Returns nullptr when empty, or when a producer is between its two
+  // steps (the task then shows up on a later call).
+  Task* Pop() {
+    Task* tail = tail_;
+    Task* next = tail->next.load(std::memory_order_acquire);
+    if (tail == &stub_) {
+      if (!next) return nullptr;
+      tail_ = next;
+      tail = next;
+      next = next->next.load(std::memory_order_acquire);
+    }
+    if (next) {
+      tail_ = next;
+      return tail;
+    }
+    Task* head = head_.load(std::memory_order_acquire);
+    if (tail != head) return nullptr;
+    Push(&stub_);
+    next = tail->next.load(std::memory_order_acquire);
+    if (next) {
+      tail_ = next;
+      return tail;
+    }
+    return nullptr;
+  }
+
+  // Consumer thread only: whether a Pop() might find something.
+  bool MaybeNonEmpty() const {
+    return tail_->next.load(std::memory_order_acquire) != nullptr || tail_ != &stub_ ||
+           head_.load(std::memory_order_acquire) != &stub_;
+  }
+
+ private:
+  alignas(64) std::atomic<Task*> head_;  // producers
+  alignas(64) Task* tail_;               // consumer
+  Task stub_{nullptr};
+};
+
+}  // namespace deadbolt::server

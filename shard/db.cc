@@ -1,0 +1,286 @@
+// Db: construction, the keyspace change functions, and the key commands (DEL, EXISTS, TYPE,
+// EXPIRE family, TTL family, PERSIST, KEYS, SCAN, RANDOMKEY, FLUSHDB) and active expiry.
+// String commands are in db_string.cc, hash commands in db_hash.cc.
+
+#include "shard/db.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "shard/db_impl.h"
+#include "shard/shard.h"
+
+namespace deadbolt::shard {
+
+namespace {
+
+// RandomKey draws this many times before walking the table for a live key.
+constexpr int kRandomKeyTries = 100;
+
+}  // namespace
+
+// --- Impl: the keyspace change functions ---
+
+Dict::Pos Db::Impl::Lookup(std::string_view key, int64_t now_ms, uint64_t* hash) {
+  *hash = Dict::Hash(key);
+  Dict::Pos pos = dict.FindLink(key, *hash);
+  if (pos && pos.entry()->IsExpired(now_ms)) {
+    Remove(pos, Change::kExpired);
+    return Dict::Pos{};
+  }
+  return pos;
+}
+
+void Db::Impl::Add(Entry* e, uint64_t hash) {
+  dict.Insert(e, hash);
+  if (e->has_expire()) ++expires;
+  OnChange(e->key(), Change::kAdded);
+}
+
+void Db::Impl::Overwrite(Dict::Pos pos, Entry* e, Change why) {
+  Swap(pos, e);
+  OnChange(e->key(), why);
+}
+
+void Db::Impl::Swap(Dict::Pos pos, Entry* e) {
+  Entry* old = dict.Replace(pos, e);
+  expires -= old->has_expire() ? 1 : 0;
+  expires += e->has_expire() ? 1 : 0;
+  Entry::Destroy(old);
+}
+
+bool Db::Impl::OverwriteStringInPlace(Dict::Pos pos, std::string_view value, int64_t at_ms,
+                                      Change why) {
+  Entry* e = pos.entry();
+  if (e->kind() != Entry::Kind::kInlineString || e->string_value().size() != value.size() ||
+      !e->ExpireFitsInPlace(at_ms)) {
+    return false;
+  }
+  if (!value.empty()) std::memcpy(e->inline_value_data(), value.data(), value.size());
+  expires -= e->has_expire() ? 1 : 0;
+  e->SetExpireInPlace(at_ms);
+  expires += e->has_expire() ? 1 : 0;
+  OnChange(e->key(), why);
+  return true;
+}
+
+Entry* Db::Impl::SetExpire(Dict::Pos pos, int64_t at_ms) {
+  Entry* e = pos.entry();
+  const bool had = e->has_expire();
+  if (e->ExpireFitsInPlace(at_ms)) {
+    e->SetExpireInPlace(at_ms);
+  } else {
+    Entry* rebuilt = Entry::Rebuild(e, at_ms);
+    dict.Replace(pos, rebuilt);
+    Entry::FreeShell(e);  // its value object now belongs to `rebuilt`
+    e = rebuilt;
+  }
+  expires -= had ? 1 : 0;
+  expires += e->has_expire() ? 1 : 0;
+  OnChange(e->key(), Change::kModified);
+  return e;
+}
+
+void Db::Impl::Remove(Dict::Pos pos, Change why) {
+  Entry* e = pos.entry();
+  OnChange(e->key(), why);
+  if (e->has_expire()) --expires;
+  Entry::Destroy(dict.Unlink(pos));
+}
+
+void Db::Impl::RemovingInScan(Entry* e, Change why) {
+  OnChange(e->key(), why);
+  if (e->has_expire()) --expires;
+}
+
+size_t Db::Impl::ActiveExpire(int64_t now_ms, size_t max_visits, size_t* visited) {
+  // Housekeeping: while a resize is under way, move some buckets even if no command comes.
+  if (dict.rehashing()) dict.RehashSteps(std::max<size_t>(1, max_visits / 16));
+  if (expires == 0 || max_visits == 0) return 0;
+  size_t removed = 0;
+  size_t visits = 0;
+  auto expire_if_due = [&](Entry* e) {
+    if (!e->IsExpired(now_ms)) return false;
+    RemovingInScan(e, Change::kExpired);
+    ++removed;
+    return true;
+  };
+  do {
+    // A step during a rehash visits several buckets; never start one the budget cannot pay for
+    // (except the first, so that every call makes progress).
+    const size_t cost = dict.ScanStepCost();
+    if (visits > 0 && visits + cost > max_visits) break;
+    expire_cursor = dict.Scan(expire_cursor, expire_if_due, &visits);
+  } while (expire_cursor != 0 && visits < max_visits && expires != 0);
+  if (removed != 0) dict.MaybeShrink();
+  *visited += visits;
+  return removed;
+}
+
+// --- Db ---
+
+Db::Db() : impl_(std::make_unique<Impl>()) {}
+Db::~Db() = default;
+
+bool Db::Del(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return false;
+  impl_->Remove(pos, Impl::Change::kDeleted);
+  impl_->dict.MaybeShrink();
+  return true;
+}
+
+bool Db::Exists(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  return static_cast<bool>(impl_->Lookup(key, now_ms, &hash));
+}
+
+ValueType Db::Type(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  return pos ? pos.entry()->type() : ValueType::kNone;
+}
+
+int64_t Db::ExpireAt(std::string_view key, int64_t at_ms, ExpireCond cond, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return 0;
+  const Entry* e = pos.entry();
+  // The conditions come first (Redis's expireGenericCommand); a key without a TTL counts as
+  // having an infinite one for GT and LT.
+  switch (cond) {
+    case ExpireCond::kNone:
+      break;
+    case ExpireCond::kNX:
+      if (e->has_expire()) return 0;
+      break;
+    case ExpireCond::kXX:
+      if (!e->has_expire()) return 0;
+      break;
+    case ExpireCond::kGT:
+      if (!e->has_expire() || at_ms <= e->expire_at()) return 0;
+      break;
+    case ExpireCond::kLT:
+      if (e->has_expire() && at_ms >= e->expire_at()) return 0;
+      break;
+  }
+  if (at_ms <= now_ms) {
+    impl_->Remove(pos, Impl::Change::kDeleted);
+    impl_->dict.MaybeShrink();
+    return 1;
+  }
+  impl_->SetExpire(pos, at_ms);
+  return 1;
+}
+
+int64_t Db::Pttl(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return -2;
+  const Entry* e = pos.entry();
+  if (!e->has_expire()) return -1;
+  return std::max<int64_t>(0, e->expire_at() - now_ms);
+}
+
+int64_t Db::ExpireTime(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return -2;
+  const Entry* e = pos.entry();
+  return e->has_expire() ? e->expire_at() : -1;
+}
+
+bool Db::Persist(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos || !pos.entry()->has_expire()) return false;
+  impl_->SetExpire(pos, Entry::kNoExpire);
+  return true;
+}
+
+void Db::Keys(std::string_view pattern, int64_t now_ms,
+              const std::function<void(std::string_view)>& fn) {
+  const bool all = pattern == "*";
+  // Expired keys are skipped, not removed: the walk must not change the table.
+  impl_->dict.ForEach([&](const Entry* e) {
+    if (!e->IsExpired(now_ms) && (all || GlobMatch(pattern, e->key()))) fn(e->key());
+    return true;
+  });
+}
+
+ScanResult Db::Scan(uint64_t cursor, std::string_view pattern, size_t count, ValueType type_filter,
+                    int64_t now_ms) {
+  ScanResult result;
+  count = std::max<size_t>(count, 1);
+  const bool all = pattern.empty() || pattern == "*";
+  // As Redis: step until `count` keys were seen (matching or not), at most 10*count steps.
+  size_t seen = 0;
+  size_t steps_left = count > SIZE_MAX / 10 ? SIZE_MAX : count * 10;
+  size_t removed = 0;
+  auto collect = [&](Entry* e) {
+    ++seen;
+    if (e->IsExpired(now_ms)) {
+      impl_->RemovingInScan(e, Impl::Change::kExpired);
+      ++removed;
+      return true;
+    }
+    if (type_filter != ValueType::kNone && e->type() != type_filter) return false;
+    if (!all && !GlobMatch(pattern, e->key())) return false;
+    result.keys.emplace_back(e->key());
+    return false;
+  };
+  size_t visited = 0;
+  do {
+    cursor = impl_->dict.Scan(cursor, collect, &visited);
+  } while (cursor != 0 && --steps_left > 0 && seen < count);
+  if (removed != 0) impl_->dict.MaybeShrink();
+  result.cursor = cursor;
+  return result;
+}
+
+std::optional<std::string> Db::RandomKey(int64_t now_ms) {
+  for (int i = 0; i < kRandomKeyTries; ++i) {
+    const Entry* e = impl_->dict.Random(&impl_->rng);
+    if (e == nullptr) return std::nullopt;
+    if (!e->IsExpired(now_ms)) return std::string(e->key());
+    // Remove it, as Redis does, through the lazy-expiry path.
+    std::string key(e->key());
+    uint64_t hash;
+    impl_->Lookup(key, now_ms, &hash);
+  }
+  // Mostly expired keys: walk for a live one rather than drawing forever.
+  std::optional<std::string> found;
+  impl_->dict.ForEach([&](const Entry* e) {
+    if (e->IsExpired(now_ms)) return true;
+    found.emplace(e->key());
+    return false;
+  });
+  return found;
+}
+
+size_t Db::Size() const { return impl_->dict.size(); }
+
+size_t Db::ExpiresSize() const { return impl_->expires; }
+
+void Db::Flush() {
+  impl_->dict.ForEach([&](const Entry* e) {
+    impl_->OnChange(e->key(), Impl::Change::kDeleted);
+    return true;
+  });
+  impl_->dict.Clear();
+  impl_->expires = 0;
+  impl_->expire_cursor = 0;
+}
+
+size_t Db::ActiveExpire(int64_t now_ms, size_t max_visits) {
+  size_t visited = 0;
+  return impl_->ActiveExpire(now_ms, max_visits, &visited);
+}
+
+size_t Db::ActiveExpire(int64_t now_ms, size_t max_visits, size_t* visited) {
+  return impl_->ActiveExpire(now_ms, max_visits, visited);
+}
+
+}  // namespace deadbolt::shard

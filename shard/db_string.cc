@@ -1,0 +1,287 @@
+// Db: the string commands (GET, SET, GETDEL, GETEX, APPEND, STRLEN, GETRANGE, SETRANGE, INCRBY,
+// INCRBYFLOAT), with Redis 7's t_string.c semantics.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "shard/db.h"
+#include "shard/db_impl.h"
+#include "shard/numeric.h"
+#include "shard/value.h"
+
+namespace deadbolt::shard {
+
+namespace {
+
+// offset + len, or -1 if that overflows or exceeds max_len (Redis's checkStringLength).
+int64_t CheckedEnd(int64_t offset, size_t len, int64_t max_len) {
+  if (len > static_cast<size_t>(INT64_MAX - offset)) return -1;
+  const int64_t end = offset + static_cast<int64_t>(len);
+  return end > max_len ? -1 : end;
+}
+
+}  // namespace
+
+char* Db::Impl::GrowString(Dict::Pos pos, size_t new_len) {
+  Entry* e = pos.entry();
+  const std::string_view old = e->string_value();
+  if (new_len == old.size()) {
+    return e->kind() == Entry::Kind::kHeapString ? e->heap_string()->data()
+                                                 : e->inline_value_data();
+  }
+  if (e->kind() == Entry::Kind::kHeapString) {
+    HeapString* s = HeapString::Reserve(e->heap_string(), new_len);
+    s->Resize(new_len);
+    e->set_heap_string(s);
+    return s->data();
+  }
+  Entry* grown;
+  if (new_len <= HeapString::kMaxInlineGrow) {
+    std::string buf(old);
+    buf.resize(new_len, '\0');
+    grown = Entry::MakeString(e->key(), buf, e->expire_at());
+  } else {
+    HeapString* s = HeapString::Create(old, HeapString::GreedyCapacity(new_len));
+    s->Resize(new_len);
+    grown = Entry::MakeHeapString(e->key(), s, e->expire_at());
+  }
+  Swap(pos, grown);  // pos now names `grown`
+  return grown->kind() == Entry::Kind::kHeapString ? grown->heap_string()->data()
+                                                   : grown->inline_value_data();
+}
+
+void Db::Impl::ReplaceValueKeepTtl(Dict::Pos pos, std::string_view value) {
+  Entry* e = pos.entry();
+  const int64_t at = e->expire_at();
+  if (OverwriteStringInPlace(pos, value, at, Change::kModified)) return;
+  Overwrite(pos, Entry::MakeString(e->key(), value, at), Change::kModified);
+}
+
+OpResult<std::string_view> Db::Get(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return OpStatus::kKeyNotFound;
+  const Entry* e = pos.entry();
+  if (!e->is_string()) return OpStatus::kWrongType;
+  return e->string_value();
+}
+
+OpResult<SetResult> Db::Set(std::string_view key, std::string_view value, const SetOptions& opts,
+                            int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  SetResult result;
+  // GET is answered first: a non-string old value fails the whole command, even when NX or XX
+  // would have skipped the write.
+  if (opts.get && pos) {
+    const Entry* e = pos.entry();
+    if (!e->is_string()) return OpStatus::kWrongType;
+    result.old_value.emplace(e->string_value());
+  }
+  if ((opts.cond == SetOptions::Cond::kNX && pos) || (opts.cond == SetOptions::Cond::kXX && !pos)) {
+    return result;
+  }
+  int64_t at = Entry::kNoExpire;
+  switch (opts.expire) {
+    case SetOptions::Expire::kClear:
+      break;
+    case SetOptions::Expire::kKeep:
+      if (pos) at = pos.entry()->expire_at();
+      break;
+    case SetOptions::Expire::kAt:
+      at = opts.expire_at_ms;
+      break;
+  }
+  result.written = true;
+  if (opts.expire == SetOptions::Expire::kAt && at <= now_ms) {
+    // Already expired (Redis's checkAlreadyExpired): the SET succeeds and the key is gone.
+    if (pos) {
+      impl_->Remove(pos, Impl::Change::kDeleted);
+      impl_->dict.MaybeShrink();
+    }
+    return result;
+  }
+  if (pos) {
+    if (!impl_->OverwriteStringInPlace(pos, value, at, Impl::Change::kOverwritten)) {
+      impl_->Overwrite(pos, Entry::MakeString(key, value, at));
+    }
+  } else {
+    impl_->Add(Entry::MakeString(key, value, at), hash);
+  }
+  return result;
+}
+
+OpResult<std::string> Db::GetDel(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return OpStatus::kKeyNotFound;
+  const Entry* e = pos.entry();
+  if (!e->is_string()) return OpStatus::kWrongType;
+  std::string value(e->string_value());
+  impl_->Remove(pos, Impl::Change::kDeleted);
+  impl_->dict.MaybeShrink();
+  return value;
+}
+
+OpResult<std::string_view> Db::GetEx(std::string_view key, const ExpireChange& change,
+                                     int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return OpStatus::kKeyNotFound;
+  Entry* e = pos.entry();
+  if (!e->is_string()) return OpStatus::kWrongType;
+  switch (change.kind) {
+    case ExpireChange::Kind::kNone:
+      break;
+    case ExpireChange::Kind::kPersist:
+      if (e->has_expire()) e = impl_->SetExpire(pos, Entry::kNoExpire);
+      break;
+    case ExpireChange::Kind::kAt:
+      if (change.at_ms <= now_ms) {
+        // The reply is the value; the key is deleted. The view points into scratch.
+        impl_->scratch.assign(e->string_value());
+        impl_->Remove(pos, Impl::Change::kDeleted);
+        impl_->dict.MaybeShrink();
+        return std::string_view(impl_->scratch);
+      }
+      e = impl_->SetExpire(pos, change.at_ms);
+      break;
+  }
+  return e->string_value();
+}
+
+OpResult<int64_t> Db::Append(std::string_view key, std::string_view value, int64_t now_ms,
+                             int64_t max_string_len) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) {
+    // A missing key is created, even with an empty value.
+    impl_->Add(Entry::MakeString(key, value, Entry::kNoExpire), hash);
+    return static_cast<int64_t>(value.size());
+  }
+  const Entry* e = pos.entry();
+  if (!e->is_string()) return OpStatus::kWrongType;
+  const size_t old_len = e->string_value().size();
+  const int64_t new_len = CheckedEnd(static_cast<int64_t>(old_len), value.size(), max_string_len);
+  if (new_len < 0) return OpStatus::kStringTooLong;
+  if (value.empty()) return new_len;
+  char* data = impl_->GrowString(pos, static_cast<size_t>(new_len));
+  std::memcpy(data + old_len, value.data(), value.size());
+  impl_->Modified(pos);
+  return new_len;
+}
+
+OpResult<int64_t> Db::StrLen(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return int64_t{0};
+  const Entry* e = pos.entry();
+  if (!e->is_string()) return OpStatus::kWrongType;
+  return static_cast<int64_t>(e->string_value().size());
+}
+
+OpResult<std::string> Db::GetRange(std::string_view key, int64_t start, int64_t end,
+                                   int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return std::string();
+  const Entry* e = pos.entry();
+  if (!e->is_string()) return OpStatus::kWrongType;
+  const std::string_view s = e->string_value();
+  const int64_t len = static_cast<int64_t>(s.size());
+  // Redis's getrangeCommand, step by step (including its clamping of two negative indexes that
+  // both fall before the start: GETRANGE "abc" -100 -50 is "a").
+  if (start < 0 && end < 0 && start > end) return std::string();
+  if (start < 0) start = len + start;
+  if (end < 0) end = len + end;
+  if (start < 0) start = 0;
+  if (end < 0) end = 0;
+  if (end >= len) end = len - 1;
+  if (len == 0 || start > end) return std::string();
+  return std::string(s.substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
+}
+
+OpResult<int64_t> Db::SetRange(std::string_view key, int64_t offset, std::string_view value,
+                               int64_t now_ms, int64_t max_string_len) {
+  if (offset < 0) return OpStatus::kOutOfRange;
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) {
+    // An empty value does not create the key.
+    if (value.empty()) return int64_t{0};
+    const int64_t end = CheckedEnd(offset, value.size(), max_string_len);
+    if (end < 0) return OpStatus::kStringTooLong;
+    Entry* e;
+    if (static_cast<size_t>(end) <= HeapString::kMaxInlineGrow) {
+      std::string buf(static_cast<size_t>(end), '\0');
+      std::memcpy(buf.data() + offset, value.data(), value.size());
+      e = Entry::MakeString(key, buf, Entry::kNoExpire);
+    } else {
+      // Built in place: a far offset does not cost a second copy of the padding.
+      HeapString* s = HeapString::Create("", static_cast<size_t>(end));
+      s->Resize(static_cast<size_t>(end));
+      std::memcpy(s->data() + offset, value.data(), value.size());
+      e = Entry::MakeHeapString(key, s, Entry::kNoExpire);
+    }
+    impl_->Add(e, hash);
+    return end;
+  }
+  const Entry* e = pos.entry();
+  if (!e->is_string()) return OpStatus::kWrongType;
+  const int64_t old_len = static_cast<int64_t>(e->string_value().size());
+  if (value.empty()) return old_len;
+  const int64_t end = CheckedEnd(offset, value.size(), max_string_len);
+  if (end < 0) return OpStatus::kStringTooLong;
+  const int64_t new_len = std::max(old_len, end);
+  char* data = impl_->GrowString(pos, static_cast<size_t>(new_len));
+  std::memcpy(data + offset, value.data(), value.size());
+  impl_->Modified(pos);
+  return new_len;
+}
+
+OpResult<int64_t> Db::IncrBy(std::string_view key, int64_t delta, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  int64_t old = 0;
+  if (pos) {
+    const Entry* e = pos.entry();
+    if (!e->is_string()) return OpStatus::kWrongType;
+    if (!ParseInt64(e->string_value(), &old)) return OpStatus::kNotAnInteger;
+  }
+  if ((delta < 0 && old < 0 && delta < INT64_MIN - old) ||
+      (delta > 0 && old > 0 && delta > INT64_MAX - old)) {
+    return OpStatus::kIncrOverflow;
+  }
+  const int64_t result = old + delta;
+  const std::string text = FormatInt64(result);
+  if (pos) {
+    impl_->ReplaceValueKeepTtl(pos, text);
+  } else {
+    impl_->Add(Entry::MakeString(key, text, Entry::kNoExpire), hash);
+  }
+  return result;
+}
+
+OpResult<std::string> Db::IncrByFloat(std::string_view key, long double delta, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  long double old = 0;
+  if (pos) {
+    const Entry* e = pos.entry();
+    if (!e->is_string()) return OpStatus::kWrongType;
+    if (!ParseLongDouble(e->string_value(), &old)) return OpStatus::kNotAFloat;
+  }
+  const long double result = old + delta;
+  if (std::isnan(result) || std::isinf(result)) return OpStatus::kNanOrInf;
+  std::string text = FormatLongDoubleHuman(result);
+  if (pos) {
+    impl_->ReplaceValueKeepTtl(pos, text);
+  } else {
+    impl_->Add(Entry::MakeString(key, text, Entry::kNoExpire), hash);
+  }
+  return text;
+}
+
+}  // namespace deadbolt::shard

@@ -1,0 +1,174 @@
+#pragma once
+// One key of a Db: a single allocation holding the chain link, the key, the expire time (only
+// when the key has one) and the value (string bytes inline, or a pointer to a value object).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "shard/db.h"
+
+namespace deadbolt::shard {
+
+class HashValue;
+class HeapString;
+
+// Owned by the Dict that links it, on the shard's reactor thread; never shared across threads.
+//
+// Memory layout (one block from operator new, no padding, unaligned fields read with memcpy):
+//
+//   offset 0   Entry* next            chain link of the Dict bucket (8 bytes)
+//   offset 8   uint8  flags           kind (2 bits) | has-expire | wide-expire | wide-lengths
+//   offset 9   lengths                short: u8 key_len, u8 value_len        (2 bytes)
+//                                     wide:  u32 key_len, u32 value_len      (8 bytes)
+//   then       expire_at (unix ms)    none, 6 bytes (48-bit, values < 2^48, i.e. until year
+//                                     10889) or 8 bytes (any other int64)
+//   then       key bytes
+//   then       value area             kInlineString: the string bytes
+//                                     kHeapString / kHash: an 8-byte owning pointer
+//
+// A lock key "lock:123456" (11 bytes) holding a 36-byte uuid with a TTL takes
+// 8 + 1 + 2 + 6 + 11 + 36 = 64 bytes: one 64-byte allocator size class.
+//
+// The layout is fixed when the entry is built. Changes that keep the layout (a new value of the
+// same length, a new expire time of the same width) are done in place; others build a new entry
+// (Rebuild, MakeString) that the Dict swaps in with Replace.
+class Entry {
+ public:
+  enum class Kind : uint8_t { kInlineString = 0, kHeapString = 1, kHash = 2 };
+  static constexpr int64_t kNoExpire = INT64_MIN;  // expire_at() of a key without a TTL
+
+  Entry(const Entry&) = delete;
+  Entry& operator=(const Entry&) = delete;
+
+  // Builders. Each returns one new allocation; free it with Destroy (or FreeShell).
+  static Entry* MakeString(std::string_view key, std::string_view value, int64_t expire_at);
+  // Takes ownership of `str`.
+  static Entry* MakeHeapString(std::string_view key, HeapString* str, int64_t expire_at);
+  // Takes ownership of `hash`.
+  static Entry* MakeHash(std::string_view key, HashValue* hash, int64_t expire_at);
+  // A copy of `old` with another expire time. The value object (if any) moves to the new entry:
+  // free `old` with FreeShell afterwards, not Destroy.
+  static Entry* Rebuild(const Entry* old, int64_t expire_at);
+
+  // Frees the entry and the value object it owns.
+  static void Destroy(Entry* e);
+  // Frees the entry only (its value object was moved elsewhere).
+  static void FreeShell(Entry* e);
+
+  Entry* next() const { return next_; }
+  Entry** next_link() { return &next_; }
+  void set_next(Entry* n) { next_ = n; }
+
+  Kind kind() const { return static_cast<Kind>(flags() & kKindMask); }
+  ValueType type() const { return kind() == Kind::kHash ? ValueType::kHash : ValueType::kString; }
+  bool is_string() const { return kind() != Kind::kHash; }
+
+  std::string_view key() const { return {key_data(), key_len()}; }
+  bool KeyEquals(std::string_view k) const {
+    return k.size() == key_len() && (k.empty() || std::memcmp(k.data(), key_data(), k.size()) == 0);
+  }
+
+  bool has_expire() const { return (flags() & kHasExpire) != 0; }
+  int64_t expire_at() const {  // kNoExpire when the key has no TTL
+    const char* p = bytes() + expire_offset();
+    switch (expire_width()) {
+      case 6: {
+        uint64_t v = 0;  // 48-bit little endian
+        for (int i = 0; i < 6; ++i) v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+        return static_cast<int64_t>(v);
+      }
+      case 8: {
+        int64_t v;
+        std::memcpy(&v, p, sizeof v);
+        return v;
+      }
+      default:
+        return kNoExpire;
+    }
+  }
+  // Redis's rule (keyIsExpired): a key is expired once now is past its expire time.
+  bool IsExpired(int64_t now_ms) const { return has_expire() && now_ms > expire_at(); }
+  // True if the expire time `at` (or kNoExpire) fits this entry's layout, so that
+  // SetExpireInPlace can store it.
+  bool ExpireFitsInPlace(int64_t at) const { return ExpireWidth(at) == expire_width(); }
+  void SetExpireInPlace(int64_t at);
+
+  // The string value (kInlineString or kHeapString).
+  std::string_view string_value() const {
+    if (kind() == Kind::kHeapString) return HeapStringView();
+    return {value_area(), value_area_len()};
+  }
+  // kInlineString only: the writable bytes of the value (string_value().size() of them).
+  char* inline_value_data() { return value_area(); }
+  // kHeapString only.
+  HeapString* heap_string() const { return static_cast<HeapString*>(LoadPtr()); }
+  void set_heap_string(HeapString* s) { StorePtr(s); }
+  // kHash only.
+  HashValue* hash() const { return static_cast<HashValue*>(LoadPtr()); }
+
+  // Bytes of this block as requested from the allocator (without value objects).
+  size_t block_size() const { return value_offset() + value_area_len(); }
+
+  // Size of the block an entry with these parts takes; for tests and memory reports.
+  static size_t BlockSize(size_t key_len, size_t value_area_len, int64_t expire_at);
+
+ private:
+  static constexpr uint8_t kKindMask = 0x03;
+  static constexpr uint8_t kHasExpire = 0x04;
+  static constexpr uint8_t kWideExpire = 0x08;
+  static constexpr uint8_t kWideLengths = 0x10;
+  static constexpr size_t kHeaderOffset = sizeof(Entry*);
+  static constexpr int64_t kCompactExpireLimit = int64_t{1} << 48;
+
+  explicit Entry(Entry* next) : next_(next) {}
+
+  // 0 (no TTL), 6 (48-bit) or 8 bytes.
+  static size_t ExpireWidth(int64_t at) {
+    if (at == kNoExpire) return 0;
+    return (at >= 0 && at < kCompactExpireLimit) ? 6 : 8;
+  }
+  static Entry* Allocate(Kind kind, std::string_view key, size_t value_area_len, int64_t at);
+
+  const char* bytes() const { return reinterpret_cast<const char*>(this); }
+  char* bytes() { return reinterpret_cast<char*>(this); }
+  uint8_t flags() const { return static_cast<uint8_t>(bytes()[kHeaderOffset]); }
+  bool wide_lengths() const { return (flags() & kWideLengths) != 0; }
+  size_t lengths_width() const { return wide_lengths() ? 8 : 2; }
+  size_t expire_width() const {
+    if (!has_expire()) return 0;
+    return (flags() & kWideExpire) ? 8 : 6;
+  }
+  size_t key_len() const {
+    const char* p = bytes() + kHeaderOffset;
+    return wide_lengths() ? Load32(p + 1) : static_cast<unsigned char>(p[1]);
+  }
+  size_t value_area_len() const {
+    const char* p = bytes() + kHeaderOffset;
+    return wide_lengths() ? Load32(p + 5) : static_cast<unsigned char>(p[2]);
+  }
+  static uint32_t Load32(const char* p) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  std::string_view HeapStringView() const;
+  size_t expire_offset() const { return kHeaderOffset + 1 + lengths_width(); }
+  size_t key_offset() const { return expire_offset() + expire_width(); }
+  size_t value_offset() const { return key_offset() + key_len(); }
+  const char* key_data() const { return bytes() + key_offset(); }
+  char* value_area() { return bytes() + value_offset(); }
+  const char* value_area() const { return bytes() + value_offset(); }
+  void* LoadPtr() const {
+    void* p;
+    std::memcpy(&p, value_area(), sizeof p);
+    return p;
+  }
+  void StorePtr(void* p);
+
+  Entry* next_;
+  // Followed by the flags, lengths, expire, key and value bytes described above.
+};
+
+}  // namespace deadbolt::shard

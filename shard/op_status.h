@@ -1,0 +1,48 @@
+#pragma once
+// Errors as values for shard operations. Only server/ turns these into RESP error text
+// (server/error_strings.h).
+
+#include <cstdint>
+#include <utility>
+#include <variant>
+
+namespace deadbolt::shard {
+
+enum class OpStatus : uint8_t {
+  kOk,
+  kKeyNotFound,    // the key does not exist (or has expired)
+  kWrongType,      // the key holds a value of another type
+  kSkipped,        // a condition (NX, XX, IFEQ, ...) was not met; nothing changed
+  kNotAnInteger,   // the value or argument is not an integer or out of range
+  kIncrOverflow,   // increment or decrement would overflow
+  kNotAFloat,      // the value or argument is not a valid float
+  kNanOrInf,       // increment would produce NaN or Infinity
+  kOutOfRange,     // an offset or index is out of range
+  kStringTooLong,  // string exceeds maximum allowed size (proto-max-bulk-len)
+  kInvalidExpire,  // expire time out of range
+  kSyntax,         // syntax error
+  kNoSuchKey,      // a command needs the key to exist (RENAME ...)
+  kHashValueNotInteger,  // hash value is not an integer
+  kHashValueNotFloat,    // hash value is not a float
+};
+
+// A value or a non-kOk status.
+template <typename T>
+class OpResult {
+ public:
+  OpResult(T v) : v_(std::move(v)) {}  // NOLINT: implicit on purpose, `return value;`
+  OpResult(OpStatus s) : v_(s) {}      // NOLINT
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  OpStatus status() const { return ok() ? OpStatus::kOk : std::get<OpStatus>(v_); }
+  T& value() { return std::get<T>(v_); }
+  const T& value() const { return std::get<T>(v_); }
+  T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  std::variant<T, OpStatus> v_;
+};
+
+}  // namespace deadbolt::shard

@@ -1,0 +1,54 @@
+#include "shard/value.h"
+
+#include <cstring>
+#include <new>
+
+namespace deadbolt::shard {
+
+namespace {
+constexpr size_t kGreedyLimit = size_t{1} << 20;  // 1 MiB, as Redis's SDS_MAX_PREALLOC
+}  // namespace
+
+HeapString* HeapString::Create(std::string_view s, size_t capacity) {
+  if (capacity < s.size()) capacity = s.size();
+  void* block = ::operator new(sizeof(HeapString) + capacity);
+  auto* str = new (block) HeapString(s.size(), capacity);
+  if (!s.empty()) std::memcpy(str->data(), s.data(), s.size());
+  return str;
+}
+
+void HeapString::Destroy(HeapString* s) {
+  if (s == nullptr) return;
+  s->~HeapString();
+  ::operator delete(static_cast<void*>(s));
+}
+
+size_t HeapString::GreedyCapacity(size_t len) {
+  return len < kGreedyLimit ? len * 2 : len + kGreedyLimit;
+}
+
+HeapString* HeapString::Reserve(HeapString* s, size_t len) {
+  if (len <= s->capacity_) return s;
+  HeapString* grown = Create(s->view(), GreedyCapacity(len));
+  Destroy(s);
+  return grown;
+}
+
+void HeapString::Resize(size_t len) {
+  if (len > size_) std::memset(data() + size_, 0, len - size_);
+  size_ = len;
+}
+
+bool HashValue::Set(std::string_view field, std::string_view value) {
+  auto [it, inserted] = fields_.try_emplace(absl::string_view(field.data(), field.size()));
+  it->second.assign(value.data(), value.size());
+  return inserted;
+}
+
+std::optional<std::string_view> HashValue::Get(std::string_view field) const {
+  auto it = fields_.find(absl::string_view(field.data(), field.size()));
+  if (it == fields_.end()) return std::nullopt;
+  return std::string_view(it->second);
+}
+
+}  // namespace deadbolt::shard
