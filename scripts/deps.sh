@@ -4,7 +4,10 @@ set -euo pipefail
 PKGS=(cmake ninja-build g++ pkg-config liburing-dev libmimalloc-dev libabsl-dev libgtest-dev
       libgmock-dev libbenchmark-dev libxxhash-dev python3 python3-redis redis-tools redis-server)
 if [[ "${1:-}" == "--test" ]]; then
-  PKGS+=(nodejs npm)
+  # Node.js for the JavaScript client tests: only when none is on PATH (a machine may have a
+  # Node.js that did not come from Debian, and Debian's npm would conflict with it).
+  command -v node >/dev/null || PKGS+=(nodejs)
+  command -v npm >/dev/null || PKGS+=(npm)
 fi
 missing=()
 for p in "${PKGS[@]}"; do
