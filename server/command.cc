@@ -13,6 +13,11 @@ CommandTable::CommandTable() {
   RegisterServerCommands(this);
   RegisterStringCommands(this);
   RegisterKeyCommands(this);
+  RegisterHashCommands(this);
+  RegisterLockCommands(this);
+  RegisterScriptCommands(this);
+  RegisterPubSubCommands(this);
+  RegisterTransactionCommands(this);
   Index();
 }
 

@@ -105,5 +105,10 @@ class CommandTable {
 void RegisterServerCommands(CommandTable* t);
 void RegisterStringCommands(CommandTable* t);
 void RegisterKeyCommands(CommandTable* t);
+void RegisterHashCommands(CommandTable* t);
+void RegisterLockCommands(CommandTable* t);
+void RegisterScriptCommands(CommandTable* t);
+void RegisterPubSubCommands(CommandTable* t);
+void RegisterTransactionCommands(CommandTable* t);
 
 }  // namespace deadbolt::server

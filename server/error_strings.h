@@ -45,6 +45,16 @@ inline constexpr std::string_view kNoSuchClient = "ERR No such client";
 inline constexpr std::string_view kShutdownFailed = "ERR Errors trying to SHUTDOWN. Check logs.";
 inline constexpr std::string_view kMaxClients = "ERR max number of clients reached";
 
+// --- hashes ---
+
+// --- lock commands ---
+
+// --- scripts ---
+
+// --- pub/sub ---
+
+// --- transactions ---
+
 // "ERR wrong number of arguments for 'get' command"
 std::string WrongArity(std::string_view fullname);
 // "ERR unknown command 'foo', with args beginning with: 'a' 'b' "

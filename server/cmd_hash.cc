@@ -1,0 +1,9 @@
+// Hash commands. (Filled in by its issue; registered from CommandTable's constructor.)
+
+#include "server/command.h"
+
+namespace deadbolt::server {
+
+void RegisterHashCommands(CommandTable* t) {}
+
+}  // namespace deadbolt::server

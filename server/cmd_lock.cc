@@ -1,0 +1,9 @@
+// Lock commands. (Filled in by its issue; registered from CommandTable's constructor.)
+
+#include "server/command.h"
+
+namespace deadbolt::server {
+
+void RegisterLockCommands(CommandTable* t) {}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,9 @@
+// Transaction commands. (Filled in by its issue; registered from CommandTable's constructor.)
+
+#include "server/command.h"
+
+namespace deadbolt::server {
+
+void RegisterTransactionCommands(CommandTable* t) {}
+
+}  // namespace deadbolt::server

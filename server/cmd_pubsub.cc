@@ -1,0 +1,9 @@
+// PubSub commands. (Filled in by its issue; registered from CommandTable's constructor.)
+
+#include "server/command.h"
+
+namespace deadbolt::server {
+
+void RegisterPubSubCommands(CommandTable* t) {}
+
+}  // namespace deadbolt::server
