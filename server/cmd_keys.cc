@@ -38,16 +38,18 @@ bool KeyExists(shard::Db& db, std::string_view key, int64_t now_ms) {
   return db.Exists(key, now_ms);
 }
 
-// Replies with the number of keys (duplicates included) for which op returned true.
+// All keys on the shard running this: the count, in one step.
+template <KeyOp op>
+void CountKeysOnShard(CmdArgs args, ShardCtx& ctx) {
+  int64_t n = 0;
+  for (size_t i = 1; i < args.size(); i++) n += op(ctx.db, args[i], ctx.now_ms);
+  ctx.rb.Integer(n);
+}
+
+// Keys on several shards: replies with the number of keys (duplicates included) for which op
+// returned true, counted on every shard under the command's locks.
 void CountKeys(CmdArgs args, Connection& conn, ReplyBuilder& rb, KeyOp op) {
   Server& server = conn.reactor().server();
-  if (AllKeysOn(args, 1, 1, server, conn.reactor().id())) {
-    ShardCtx ctx = LocalShardCtx(conn, rb);
-    int64_t n = 0;
-    for (size_t i = 1; i < args.size(); i++) n += op(ctx.db, args[i], ctx.now_ms);
-    rb.Integer(n);
-    return;
-  }
   struct State {
     State(CmdArgs args, const Server& server)
         : keys(args, 1, 1, server), counts(server.num_shards()) {}
@@ -459,7 +461,7 @@ CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
 }
 
 CommandSpec MultiKey(std::string name, int arity, uint32_t flags, ConnHandler h,
-                     std::vector<std::string> acl) {
+                     ShardHandler one_shard, std::vector<std::string> acl) {
   CommandSpec s;
   s.name = std::move(name);
   s.arity = arity;
@@ -468,6 +470,7 @@ CommandSpec MultiKey(std::string name, int arity, uint32_t flags, ConnHandler h,
   s.last_key = -1;
   s.key_step = 1;
   s.conn_handler = h;
+  s.shard_handler = one_shard;
   s.acl_categories = std::move(acl);
   return s;
 }
@@ -494,10 +497,12 @@ void RegisterKeyCommands(CommandTable* t) {
   const std::vector<std::string> kWriteFast = {"@keyspace", "@write", "@fast"};
   const std::vector<std::string> kWriteSlow = {"@keyspace", "@write", "@slow"};
   const std::vector<std::string> kWriteDangerous = {"@keyspace", "@write", "@slow", "@dangerous"};
-  t->Add(MultiKey("del", -2, kWrite, Del, kWriteSlow));
-  t->Add(MultiKey("unlink", -2, kWrite | kFast, Del, kWriteFast));
-  t->Add(MultiKey("exists", -2, kReadOnly | kFast, Exists, kReadFast));
-  t->Add(MultiKey("touch", -2, kReadOnly | kFast, Exists, kReadFast));
+  t->Add(MultiKey("del", -2, kWrite, Del, CountKeysOnShard<DelKey>, kWriteSlow));
+  t->Add(MultiKey("unlink", -2, kWrite | kFast, Del, CountKeysOnShard<DelKey>, kWriteFast));
+  t->Add(MultiKey("exists", -2, kReadOnly | kFast, Exists, CountKeysOnShard<KeyExists>,
+                  kReadFast));
+  t->Add(MultiKey("touch", -2, kReadOnly | kFast, Exists, CountKeysOnShard<KeyExists>,
+                  kReadFast));
   t->Add(Key1("type", 2, kReadOnly | kFast, Type, kReadFast));
   t->Add(Key1("expire", -3, kWrite | kFast, Expire, kWriteFast));
   t->Add(Key1("pexpire", -3, kWrite | kFast, PExpire, kWriteFast));

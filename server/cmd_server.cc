@@ -21,6 +21,7 @@
 #include "server/error_strings.h"
 #include "server/info.h"
 #include "server/log.h"
+#include "server/pubsub.h"
 #include "server/reactor.h"
 #include "server/server.h"
 
@@ -58,6 +59,11 @@ void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Conn
 void Ping(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   if (args.size() > 2) {
     rb.Error(errors::WrongArity("ping"));
+  } else if (conn.subscribed() && rb.resp() == 2) {
+    // RESP2 subscribed mode: PING answers as a pub/sub message.
+    rb.ArrayHeader(2);
+    rb.Bulk("pong");
+    rb.Bulk(args.size() == 2 ? args[1] : std::string_view());
   } else if (args.size() == 2) {
     rb.Bulk(args[1]);
   } else {
@@ -184,6 +190,7 @@ void Quit(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }
 
 void Reset(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  conn.ResetTransactionState();
   conn.set_db_index(0);
   conn.set_resp(2);
   rb.set_resp(2);
@@ -194,12 +201,19 @@ void Reset(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 
 // --- CLIENT ---
 
+size_t SubCount(const Connection& c, PubSubKind k) {
+  return c.pubsub_state() ? c.pubsub_state()->count(k) : 0;
+}
+
 std::string ClientLine(Connection& c, int64_t now_ms, std::string_view cmd_override = {}) {
   std::string last = cmd_override.empty() ? c.last_command() : std::string(cmd_override);
   return absl::StrCat(
       "id=", c.id(), " addr=", c.peer(), " laddr=", c.local(), " fd=", c.fd(), " name=", c.name(),
       " age=", (now_ms - c.created_ms()) / 1000, " idle=", (now_ms - c.last_interaction_ms()) / 1000,
-      " flags=N db=", c.db_index(), " sub=0 psub=0 ssub=0 multi=-1 qbuf=", c.query_buffer_size(),
+      " flags=", c.subscribed() ? "P" : (c.in_multi() ? "x" : "N"), " db=", c.db_index(),
+      " sub=", SubCount(c, PubSubKind::kChannel), " psub=", SubCount(c, PubSubKind::kPattern),
+      " ssub=", SubCount(c, PubSubKind::kShard), " multi=", c.in_multi() ? 0 : -1,
+      " qbuf=", c.query_buffer_size(),
       " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=", c.output_buffer_size(),
       " tot-mem=0 events=r cmd=", last.empty() ? "NULL" : last, " user=default redir=-1 resp=",
       c.resp(), " lib-name=", c.lib_name(), " lib-ver=", c.lib_ver());
@@ -280,6 +294,7 @@ void ClientList(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   }
   std::vector<uint64_t> ids;
   bool by_type = false;
+  bool want_pubsub = false;
   if (args.size() >= 4 && Eq(args[2], "ID")) {
     for (size_t i = 3; i < args.size(); i++) {
       uint64_t id;
@@ -296,15 +311,17 @@ void ClientList(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       rb.Error(absl::StrCat("ERR Unknown client type '", AV(args[3]), "'"));
       return;
     }
-    if (!Eq(args[3], "normal")) ids.push_back(0);  // nothing but normal clients exist yet
+    want_pubsub = Eq(args[3], "pubsub");
+    if (!Eq(args[3], "normal") && !want_pubsub) ids.push_back(0);  // no replicas or masters
   }
   uint64_t self = conn.id();
   AllReactors(
       conn,
-      [ids, by_type, self](Reactor& r) {
+      [ids, by_type, want_pubsub, self](Reactor& r) {
         std::vector<Connection*> cs;
         for (auto& [id, c] : r.connections()) {
           if (c->closing()) continue;
+          if (by_type && c->subscribed() != want_pubsub) continue;
           if ((!ids.empty() || by_type) && !ids.empty() &&
               std::find(ids.begin(), ids.end(), id) == ids.end()) {
             continue;
@@ -724,8 +741,8 @@ void RegisterServerCommands(CommandTable* t) {
   t->Add(Conn("hello", -1, kConnFlags | kNoAuth, Hello, {"@fast", "@connection"}));
   t->Add(Conn("auth", -2, kConnFlags | kNoAuth, Auth, {"@fast", "@connection"}));
   t->Add(Conn("select", 2, kConnFlags, Select, {"@fast", "@connection"}));
-  t->Add(Conn("quit", -1, kConnFlags | kNoAuth, Quit, {"@fast", "@connection"}));
-  t->Add(Conn("reset", 1, kConnFlags | kNoAuth, Reset, {"@fast", "@connection"}));
+  t->Add(Conn("quit", -1, kConnFlags | kNoAuth | kNoQueue, Quit, {"@fast", "@connection"}));
+  t->Add(Conn("reset", 1, kConnFlags | kNoAuth | kNoQueue, Reset, {"@fast", "@connection"}));
   t->Add(Subs(Conn("client", -2, kLoading | kStale | kNoScript, Client, {"@slow", "@connection"}),
               {{"id", 2}, {"setname", 3}, {"getname", 2}, {"setinfo", 4}, {"list", -2},
                {"kill", -3}, {"info", 2}, {"help", 2}, {"no-evict", 3}, {"no-touch", 3}}));

@@ -388,15 +388,15 @@ void WriteMGetValue(ShardCtx& ctx, ReplyBuilder& rb, std::string_view key) {
   }
 }
 
+// All keys on the shard running this.
+void MGetOnShard(CmdArgs args, ShardCtx& ctx) {
+  ctx.rb.ArrayHeader(args.size() - 1);
+  for (size_t i = 1; i < args.size(); i++) WriteMGetValue(ctx, ctx.rb, args[i]);
+}
+
+// Keys on several shards: read under the command's locks, so no MSET is seen half done.
 void MGet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   Server& server = conn.reactor().server();
-  const int here = conn.reactor().id();
-  if (AllKeysOn(args, 1, 1, server, here)) {
-    ShardCtx ctx = LocalShardCtx(conn, rb);
-    rb.ArrayHeader(args.size() - 1);
-    for (size_t i = 1; i < args.size(); i++) WriteMGetValue(ctx, rb, args[i]);
-    return;
-  }
   // Each shard encodes the replies for its keys, in argument order, into its own buffer; finish
   // interleaves them back into the order of the keys.
   struct Out {
@@ -441,20 +441,24 @@ void MGet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       });
 }
 
+// All keys on the shard running this.
+void MSetOnShard(CmdArgs args, ShardCtx& ctx) {
+  if (args.size() % 2 == 0) {
+    ctx.rb.Error(errors::WrongArity("mset"));
+    return;
+  }
+  const SetOptions plain;  // a plain SET: drops any TTL
+  for (size_t i = 1; i < args.size(); i += 2) ctx.db.Set(args[i], args[i + 1], plain, ctx.now_ms);
+  ctx.rb.Ok();
+}
+
+// Keys on several shards: written under the command's locks.
 void MSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   if (args.size() % 2 == 0) {
     rb.Error(errors::WrongArity("mset"));
     return;
   }
   Server& server = conn.reactor().server();
-  const int here = conn.reactor().id();
-  const SetOptions opts;  // a plain SET: drops any TTL
-  if (AllKeysOn(args, 1, 2, server, here)) {
-    ShardCtx ctx = LocalShardCtx(conn, rb);
-    for (size_t i = 1; i < args.size(); i += 2) ctx.db.Set(args[i], args[i + 1], opts, ctx.now_ms);
-    rb.Ok();
-    return;
-  }
   auto keys = std::make_shared<ShardedKeys>(args, 1, 2, server);
   conn.FanOut(
       keys->shards(),
@@ -482,40 +486,55 @@ int64_t MSetNxOn(ShardCtx& ctx, size_t n, Pair pair) {
   return 1;
 }
 
-// MSETNX is atomic only when all its keys live on one shard; keys on several shards are refused
-// (as Redis Cluster refuses keys in several slots) rather than set partially or non-atomically.
-void MSetNx(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+// All keys on the shard running this.
+void MSetNxOnShard(CmdArgs args, ShardCtx& ctx) {
   using KV = std::pair<std::string_view, std::string_view>;
+  if (args.size() % 2 == 0) {
+    ctx.rb.Error(errors::WrongArity("msetnx"));
+    return;
+  }
+  const size_t n = (args.size() - 1) / 2;
+  ctx.rb.Integer(MSetNxOn(ctx, n, [&](size_t i) { return KV(args[1 + 2 * i], args[2 + 2 * i]); }));
+}
+
+// Keys on several shards: two phases under the command's locks on every shard — each shard says
+// whether any of its keys exists, then, if none does anywhere, each sets its keys. Racing
+// MSETNXs on overlapping keys are serialised by the locks, so exactly one wins.
+void MSetNx(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   if (args.size() % 2 == 0) {
     rb.Error(errors::WrongArity("msetnx"));
     return;
   }
   Server& server = conn.reactor().server();
-  const int owner = server.ShardOf(args[1]);
-  if (!AllKeysOn(args, 1, 2, server, owner)) {
-    rb.Error(errors::kCrossShard);
-    return;
-  }
-  const size_t n = (args.size() - 1) / 2;
-  if (owner == conn.reactor().id()) {
-    ShardCtx ctx = LocalShardCtx(conn, rb);
-    rb.Integer(MSetNxOn(ctx, n, [&](size_t i) { return KV(args[1 + 2 * i], args[2 + 2 * i]); }));
-    return;
-  }
   struct State {
-    State(CmdArgs args, const Server& server) : keys(args, 1, 2, server) {}
+    State(CmdArgs args, const Server& server)
+        : keys(args, 1, 2, server), exists(server.num_shards()) {}
     ShardedKeys keys;
-    int64_t result = 0;
+    std::vector<PerShard<bool>> exists;
+    bool AnyExists() const {
+      for (const auto& e : exists) {
+        if (e.v) return true;
+      }
+      return false;
+    }
   };
   auto st = std::make_shared<State>(args, server);
-  conn.FanOut(
-      st->keys.shards(),
-      [st](ShardCtx& ctx) {
-        const ShardedKeys& keys = st->keys;
-        st->result =
-            MSetNxOn(ctx, keys.size(), [&](size_t i) { return KV(keys.key(i), keys.arg(i, 1)); });
-      },
-      [st](ReplyBuilder& rb) { rb.Integer(st->result); });
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    const int me = ctx.shard.index();
+    st->keys.ForEachOn(me, [&](size_t i) {
+      st->exists[me].v = st->exists[me].v || ctx.db.Exists(st->keys.key(i), ctx.now_ms);
+    });
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    if (st->AnyExists()) return;
+    const SetOptions plain;
+    st->keys.ForEachOn(ctx.shard.index(), [&](size_t i) {
+      ctx.db.Set(st->keys.key(i), st->keys.arg(i, 1), plain, ctx.now_ms);
+    });
+  });
+  conn.FanOutPhases(st->keys.shards(), std::move(phases),
+                    [st](ReplyBuilder& rb) { rb.Integer(st->AnyExists() ? 0 : 1); });
 }
 
 CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
@@ -533,7 +552,7 @@ CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
 }
 
 CommandSpec MultiKey(std::string name, int arity, uint32_t flags, int step, ConnHandler h,
-                     std::vector<std::string> acl) {
+                     ShardHandler one_shard, std::vector<std::string> acl) {
   CommandSpec s;
   s.name = std::move(name);
   s.arity = arity;
@@ -542,6 +561,7 @@ CommandSpec MultiKey(std::string name, int arity, uint32_t flags, int step, Conn
   s.last_key = -1;
   s.key_step = step;
   s.conn_handler = h;
+  s.shard_handler = one_shard;
   s.acl_categories = std::move(acl);
   return s;
 }
@@ -561,9 +581,9 @@ void RegisterStringCommands(CommandTable* t) {
   t->Add(Key1("getset", 3, kWrite | kDenyOom | kFast, GetSet, kWriteFast));
   t->Add(Key1("getdel", 2, kWrite | kFast, GetDel, kWriteFast));
   t->Add(Key1("getex", -2, kWrite | kFast, GetEx, kWriteFast));
-  t->Add(MultiKey("mget", -2, kReadOnly | kFast, 1, MGet, kReadFast));
-  t->Add(MultiKey("mset", -3, kWrite | kDenyOom, 2, MSet, kWriteSlow));
-  t->Add(MultiKey("msetnx", -3, kWrite | kDenyOom, 2, MSetNx, kWriteSlow));
+  t->Add(MultiKey("mget", -2, kReadOnly | kFast, 1, MGet, MGetOnShard, kReadFast));
+  t->Add(MultiKey("mset", -3, kWrite | kDenyOom, 2, MSet, MSetOnShard, kWriteSlow));
+  t->Add(MultiKey("msetnx", -3, kWrite | kDenyOom, 2, MSetNx, MSetNxOnShard, kWriteSlow));
   t->Add(Key1("append", 3, kWrite | kDenyOom | kFast, Append, kWriteFast));
   t->Add(Key1("strlen", 2, kReadOnly | kFast, StrLen, kReadFast));
   t->Add(Key1("getrange", 4, kReadOnly, GetRange, kReadSlow));

@@ -55,7 +55,13 @@ enum CommandFlag : uint32_t {
   kDenyOom = 1 << 9,
   kBarrier = 1 << 10,   // waits until the connection's earlier commands have replied
   kMultiKey = 1 << 11,  // keys may span shards: handled by a ConnHandler that fans out
+  kNoQueue = 1 << 12,   // runs at once inside MULTI instead of being queued (EXEC, WATCH, ...)
 };
+
+// For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and
+// last key index (step 1; first > last for none) and returns true, or returns false when the
+// arguments are malformed (the handler then replies the error).
+using KeyRangeFn = bool (*)(CmdArgs args, int* first, int* last);
 
 struct CommandSpec {
   std::string name;      // lower case; "client|setname" for a subcommand
@@ -64,21 +70,32 @@ struct CommandSpec {
   int first_key;         // 0: no keys
   int last_key;          // -1: last argument
   int key_step;
+  // A command with keys runs its shard_handler on the shard owning them when they all live on
+  // one shard; when they span shards it runs its conn_handler (which fans out atomically). A
+  // command may have either or both.
   ShardHandler shard_handler = nullptr;
   ConnHandler conn_handler = nullptr;
+  KeyRangeFn key_range = nullptr;
   std::vector<std::string> acl_categories;  // "@string", "@keyspace", ...
   std::vector<CommandSpec> subcommands;      // for COMMAND INFO/DOCS
 
-  bool has_keys() const { return first_key > 0; }
+  bool has_keys() const { return first_key > 0 || key_range != nullptr; }
   bool ArityOk(size_t argc) const {
     return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
   }
   // The key arguments of a call (indexes into args).
   template <typename F>
   void ForEachKey(CmdArgs args, F&& f) const {
-    if (first_key <= 0) return;
-    int last = last_key < 0 ? static_cast<int>(args.size()) + last_key : last_key;
-    for (int i = first_key; i <= last && i < static_cast<int>(args.size()); i += key_step) f(i);
+    int first = first_key, last = last_key, step = key_step;
+    if (key_range) {
+      if (!key_range(args, &first, &last)) return;
+      step = 1;
+    } else if (first_key <= 0) {
+      return;
+    } else if (last_key < 0) {
+      last = static_cast<int>(args.size()) + last_key;
+    }
+    for (int i = first; i <= last && i < static_cast<int>(args.size()); i += step) f(i);
   }
 };
 

@@ -6,42 +6,95 @@
 
 #include "server/error_strings.h"
 #include "server/log.h"
+#include "server/pubsub.h"
 #include "server/reactor.h"
 #include "server/server.h"
+#include "server/lock_table.h"
+#include "server/watch_table.h"
 #include "server/str_util.h"
 
 namespace deadbolt::server {
 namespace {
 
-// Arguments copied into one block so a command can travel to another reactor.
-struct OwnedArgs {
-  explicit OwnedArgs(CmdArgs args) {
-    size_t total = 0;
-    for (auto a : args) total += a.size();
-    bytes.reserve(total);
-    lens.reserve(args.size());
-    for (auto a : args) {
-      bytes.append(a);
-      lens.push_back(a.size());
+// Whether any key of the call is locked by a transaction on this shard.
+bool KeysBlocked(const CommandSpec* spec, CmdArgs args, int db, const LockTable& locks) {
+  bool blocked = false;
+  spec->ForEachKey(args, [&](int i) { blocked = blocked || locks.Blocked(db, args[i]); });
+  return blocked;
+}
+
+std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db) {
+  std::vector<std::string> names;
+  spec->ForEachKey(args, [&](int i) { names.push_back(LockTable::Name(db, args[i])); });
+  return names;
+}
+
+}  // namespace
+
+// A single-shard command travelling to the shard that owns its keys. If a transaction holds one
+// of them there, it waits in that shard's LockTable and runs when the lock is released.
+struct RemoteCommand {
+  const CommandSpec* spec;
+  std::unique_ptr<OwnedArgs> args;
+  int origin;
+  int db;
+  int resp;
+  Connection* conn;  // dereferenced only back on `origin`
+  uint64_t seq;
+  uint64_t client_id;
+
+  void operator()() {
+    Reactor* r = Reactor::Current();
+    std::vector<std::string_view> views = args->Views();
+    CmdArgs a(views.data(), views.size());
+    if (!r->locks().idle() &&
+        (KeysBlocked(spec, a, db, r->locks()) || r->locks().HasParked(client_id))) {
+      std::vector<std::string> names = LockNames(spec, a, db);
+      uint64_t owner = client_id;
+      r->locks().Park(std::move(names), owner, std::move(*this));
+      return;
     }
+    r->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+    std::string reply;
+    protocol::ReplyBuilder rb(&reply, resp);
+    ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
+    spec->shard_handler(a, ctx);
+    Connection* c = conn;
+    uint64_t s = seq;
+    r->Send(origin, [c, s, reply = std::move(reply)]() mutable {
+      c->CompleteSlot(s, std::move(reply));
+      c->OnForwardDone();
+      c->Unref();
+    });
   }
-  std::vector<std::string_view> Views() const {
-    std::vector<std::string_view> v;
-    v.reserve(lens.size());
-    size_t off = 0;
-    for (size_t n : lens) {
-      v.emplace_back(bytes.data() + off, n);
-      off += n;
-    }
-    return v;
-  }
-  std::string bytes;
-  std::vector<size_t> lens;
 };
 
+namespace {
 thread_local std::string NullSink;  // fan-out work writes no reply of its own
 
 }  // namespace
+
+OwnedArgs::OwnedArgs(CmdArgs args) {
+  size_t total = 0;
+  for (auto a : args) total += a.size();
+  bytes.reserve(total);
+  lens.reserve(args.size());
+  for (auto a : args) {
+    bytes.append(a);
+    lens.push_back(a.size());
+  }
+}
+
+std::vector<std::string_view> OwnedArgs::Views() const {
+  std::vector<std::string_view> v;
+  v.reserve(lens.size());
+  size_t off = 0;
+  for (size_t n : lens) {
+    v.emplace_back(bytes.data() + off, n);
+    off += n;
+  }
+  return v;
+}
 
 Connection::Connection(Reactor* reactor, int fd, uint64_t id, std::string peer, std::string local)
     : reactor_(reactor),
@@ -59,7 +112,7 @@ Connection::Connection(Reactor* reactor, int fd, uint64_t id, std::string peer, 
   created_ms_ = last_interaction_ms_ = reactor_->now_ms();
 }
 
-Connection::~Connection() = default;
+Connection::~Connection() { PubSubTeardown(); }  // pub/sub: leave the registry
 
 void Connection::Unref() {
   refs_--;
@@ -78,7 +131,7 @@ void Connection::OnRead(const char* data, size_t n) {
 void Connection::ProcessInput() {
   if (processing_) return;
   processing_ = true;
-  while (!closing_ && !close_after_reply_ && in_start_ < in_.size()) {
+  while (!closing_ && !close_after_reply_ && !paused_ && in_start_ < in_.size()) {
     size_t consumed = 0;
     std::string_view buf(in_.data() + in_start_, in_.size() - in_start_);
     protocol::ParseStatus st = parser_.Parse(buf, &consumed, &args_);
@@ -154,18 +207,33 @@ void Connection::Dispatch(CmdArgs args) {
   last_interaction_ms_ = reactor_->now_ms();
   const CommandSpec* spec = CommandTable::Get().Find(args[0]);
   if (!spec) {
+    if (in_multi_) multi_error_ = true;
     ReplyError(errors::UnknownCommand(args[0], args.data() + 1, args.size() - 1));
     return;
   }
   CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
   if (!spec->ArityOk(args.size())) {
     cs.rejected_calls++;
+    if (in_multi_ && spec->name == "exec") {
+      // A rejected EXEC discards the transaction, saying why (Redis's execCommandAbort).
+      ResetTransactionState();
+      std::string why = errors::WrongArity(spec->name);
+      ReplyError(errors::ExecAbortBecause(why));
+      return;
+    }
+    if (in_multi_) multi_error_ = true;
     ReplyError(errors::WrongArity(spec->name));
     return;
   }
   if (!authenticated_ && !(spec->flags & kNoAuth)) {
     cs.rejected_calls++;
+    if (in_multi_) multi_error_ = true;
     ReplyError(errors::kNoAuth);
+    return;
+  }
+  if (pubsub_ && PubSubFilter(spec, args)) return;  // pub/sub: subscribed-mode rules
+  if (in_multi_ && !(spec->flags & kNoQueue)) {
+    Queue(spec, args);
     return;
   }
   last_spec_ = spec;
@@ -183,9 +251,49 @@ std::string Connection::last_command() const {
   return last_spec_->name + "|" + last_sub_;
 }
 
+int Connection::KeyShard(const CommandSpec* spec, CmdArgs args) const {
+  const Server& server = reactor_->server();
+  int shard = -1;
+  spec->ForEachKey(args, [&](int i) {
+    if (shard == kSpansShards) return;
+    int s = server.ShardOf(args[i]);
+    if (shard == -1) {
+      shard = s;
+    } else if (s != shard) {
+      shard = kSpansShards;
+    }
+  });
+  return shard;
+}
+
 void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
+  // Where it runs: the one shard owning its keys, or (conn_handler) here.
+  int shard = kSpansShards;
+  if (spec->shard_handler) {
+    shard = spec->has_keys() ? KeyShard(spec, args) : -1;
+    if (shard == -1) shard = reactor_->id();
+    if (shard == kSpansShards && !spec->conn_handler) {
+      ReplyError(errors::kCrossShard);
+      return;
+    }
+  }
+  const bool on_shard = shard != kSpansShards;
+  // Effects happen in the order the client sent its commands. Commands may be in flight to one
+  // shard at a time (that shard's queue keeps them in order); a command for another shard, or
+  // one that touches keys through a fan-out, waits until they are done.
+  if (inflight_ > 0 &&
+      (on_shard ? shard != inflight_shard_
+                : (spec->has_keys() || (spec->flags & (kWrite | kReadOnly | kBarrier))))) {
+    Defer(spec, args);
+    return;
+  }
   reactor_->stats().commands_processed++;
-  if (spec->conn_handler) {
+  if (on_shard) {
+    if (shard != reactor_->id() || inflight_ > 0 ||
+        (!reactor_->locks().idle() && KeysBlocked(spec, args, db_index_, reactor_->locks()))) {
+      Forward(spec, args, shard);  // to the owner, or behind a lock (or earlier work) here
+      return;
+    }
     reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
     bool slotted = !pending_.empty();
     uint64_t seq = 0;
@@ -196,14 +304,10 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
       rb_.set_out(&out_);
     }
     rb_.set_resp(resp_);
-    spec->conn_handler(args, *this, rb_);
+    ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
+                 reactor_->now_ms(), reactor_->config(), rb_};
+    spec->shard_handler(args, ctx);
     if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
-    return;
-  }
-  int shard = spec->has_keys() ? reactor_->server().ShardOf(args[spec->first_key])
-                               : reactor_->id();
-  if (shard != reactor_->id()) {
-    Forward(spec, args, shard);
     return;
   }
   reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
@@ -216,79 +320,144 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
     rb_.set_out(&out_);
   }
   rb_.set_resp(resp_);
-  ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_, reactor_->now_ms(),
-               reactor_->config(), rb_};
-  spec->shard_handler(args, ctx);
+  RunConnHandler(spec, args, rb_);
   if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
+}
+
+void Connection::Defer(const CommandSpec* spec, CmdArgs args) {
+  deferred_spec_ = spec;
+  deferred_args_ = std::make_unique<OwnedArgs>(args);
+  paused_ = true;
+}
+
+void Connection::OnForwardDone() {
+  if (--inflight_ > 0 || !deferred_spec_) return;
+  const CommandSpec* spec = deferred_spec_;
+  std::unique_ptr<OwnedArgs> owned = std::move(deferred_args_);
+  deferred_spec_ = nullptr;
+  paused_ = false;
+  std::vector<std::string_view> views = owned->Views();
+  Execute(spec, CmdArgs(views.data(), views.size()));
+  if (!paused_ && !closing_) ProcessInput();
+}
+
+void Connection::RunConnHandler(const CommandSpec* spec, CmdArgs args,
+                                protocol::ReplyBuilder& rb) {
+  cur_spec_ = spec;
+  cur_args_ = args;
+  spec->conn_handler(args, *this, rb);
+  cur_spec_ = nullptr;
+  cur_args_ = {};
 }
 
 void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard) {
   uint64_t seq = ReserveSlot();
   Ref();
-  auto owned = std::make_unique<OwnedArgs>(args);
-  int origin = reactor_->id();
-  int db = db_index_;
-  int resp = resp_;
-  reactor_->Send(shard, [spec, owned = std::move(owned), origin, db, resp, conn = this, seq] {
-    Reactor* r = Reactor::Current();
-    r->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
-    std::string reply;
-    protocol::ReplyBuilder rb(&reply, resp);
-    std::vector<std::string_view> views = owned->Views();
-    ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
-    spec->shard_handler(CmdArgs(views.data(), views.size()), ctx);
-    r->Send(origin, [conn, seq, reply = std::move(reply)]() mutable {
-      conn->CompleteSlot(seq, std::move(reply));
-      conn->Unref();
-    });
-  });
+  inflight_++;
+  inflight_shard_ = shard;
+  reactor_->Send(shard, RemoteCommand{spec, std::make_unique<OwnedArgs>(args), reactor_->id(),
+                                      db_index_, resp_, this, seq, id_});
 }
 
 void Connection::FanOut(const std::vector<int>& shards, ShardFn per_shard,
                         absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
-  struct State {
-    size_t remaining;
-    absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish;
-    int resp;
-    uint64_t seq;
-  };
-  uint64_t seq = ReserveSlot();
-  auto* st = new State{shards.size(), std::move(finish), resp_, seq};
-  Ref();
-  auto done_one = [this, st] {
-    if (--st->remaining > 0) return;
-    std::string data;
-    protocol::ReplyBuilder rb(&data, st->resp);
-    st->finish(rb);
-    uint64_t s = st->seq;
-    delete st;
-    CompleteSlot(s, std::move(data));
-    Unref();
-  };
-  if (shards.empty()) {
-    st->remaining = 1;
-    done_one();
-    return;
+  std::vector<ShardFn> phases;
+  phases.push_back(std::move(per_shard));
+  FanOutPhases(shards, std::move(phases), std::move(finish));
+}
+
+// One fan-out in progress: its transaction, the phases left and where its reply goes.
+struct Connection::FanOutRun {
+  FanOutRun(Reactor* r, std::vector<Transaction::Part> parts) : tx(r, std::move(parts)) {}
+  Transaction tx;
+  std::vector<int> shards;
+  std::vector<ShardFn> phases;
+  size_t next = 0;
+  absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish;
+  int db = 0;
+  int resp = 2;
+  bool for_exec = false;  // the reply goes into EXEC's array, not a slot of its own
+  bool pauses = false;    // the connection's later commands wait until this one is done
+  uint64_t seq = 0;
+  Connection* conn = nullptr;
+
+  void NextPhase() {
+    if (next == phases.size()) {
+      tx.Release();
+      std::string data;
+      protocol::ReplyBuilder rb(&data, resp);
+      finish(rb);
+      Connection* c = conn;
+      if (for_exec) {
+        delete this;
+        c->exec_->replies += data;
+        c->ExecNext();
+      } else {
+        uint64_t s = seq;
+        bool paused = pauses;
+        delete this;
+        c->CompleteSlot(s, std::move(data));
+        if (paused) {
+          c->paused_ = false;
+          if (!c->closing_) c->ProcessInput();  // commands that arrived meanwhile
+        }
+        c->Unref();
+      }
+      return;
+    }
+    ShardFn phase = phases[next++];
+    int d = db;
+    tx.Hop(
+        shards,
+        [phase, d](Reactor& r) {
+          protocol::ReplyBuilder sink(&NullSink, 2);
+          ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
+          phase(ctx);
+          NullSink.clear();
+        },
+        [this] { NextPhase(); });
   }
-  int origin = reactor_->id();
-  int db = db_index_;
-  for (int s : shards) {
-    if (s == origin) {
-      protocol::ReplyBuilder sink(&NullSink, resp_);
-      ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db), db, reactor_->now_ms(),
-                   reactor_->config(), sink};
-      per_shard(ctx);
-      done_one();
-    } else {
-      reactor_->Send(s, [per_shard, db, origin, done_one] {
-        Reactor* r = Reactor::Current();
-        protocol::ReplyBuilder sink(&NullSink, 2);
-        ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), sink};
-        per_shard(ctx);
-        r->Send(origin, done_one);
+};
+
+void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
+                              absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+  std::vector<Transaction::Part> parts;
+  bool for_exec = exec_ && exec_in_handler_;
+  // Inside EXEC the transaction's locks are already held. Otherwise a command that touches keys
+  // (or the whole keyspace) locks what it touches on every shard it fans out to.
+  if (!for_exec && cur_spec_ && (cur_spec_->flags & (kWrite | kReadOnly))) {
+    if (cur_spec_->has_keys()) {
+      const Server& server = reactor_->server();
+      cur_spec_->ForEachKey(cur_args_, [&](int i) {
+        parts.push_back(Transaction::Part{server.ShardOf(cur_args_[i]),
+                                          {LockTable::Name(db_index_, cur_args_[i])}});
       });
+    } else {
+      for (int s : shards) parts.push_back(Transaction::Part{s, {}, true});
     }
   }
+  auto* run = new FanOutRun(reactor_, std::move(parts));
+  run->shards = shards;
+  run->phases = std::move(phases);
+  run->finish = std::move(finish);
+  run->db = db_index_;
+  run->resp = resp_;
+  run->conn = this;
+  run->for_exec = for_exec;
+  if (for_exec) {
+    exec_->async = true;
+  } else {
+    run->seq = ReserveSlot();
+    Ref();
+    // A locking fan-out takes its locks asynchronously, so a later command of this connection on
+    // the same key could otherwise overtake it. The connection's next commands wait for it (at
+    // most one transaction in flight per connection, as with EXEC).
+    if (!run->tx.Shards().empty()) {
+      run->pauses = true;
+      paused_ = true;
+    }
+  }
+  run->tx.Lock([run] { run->NextPhase(); });
 }
 
 }  // namespace deadbolt::server

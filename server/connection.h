@@ -14,10 +14,25 @@
 #include "protocol/reply_builder.h"
 #include "protocol/resp_parser.h"
 #include "server/command.h"
+#include "server/transaction.h"
 
 namespace deadbolt::server {
 
 class Reactor;
+class Transaction;
+class PubSubClient;               // pub/sub (server/pubsub.h)
+enum class PubSubKind : uint8_t;  // pub/sub
+struct WatchFlag;
+struct RemoteCommand;
+
+// A command's arguments copied into one block, so it can travel to another reactor or wait in a
+// MULTI queue after the connection's input buffer has moved on.
+struct OwnedArgs {
+  explicit OwnedArgs(CmdArgs args);
+  std::vector<std::string_view> Views() const;
+  std::string bytes;
+  std::vector<size_t> lens;
+};
 
 // Owned by the reactor thread that accepted it; no other thread touches it. A command sent to
 // another shard holds a reference (Ref/Unref, on this thread only) so the object outlives its
@@ -64,22 +79,74 @@ class Connection {
   // Runs per_shard on each shard in `shards` (inline for this reactor's shard, as a message to the
   // others), then finish() here, which writes the command's reply. per_shard is copied to every
   // shard; it may write only to state set aside for that shard. Replies keep pipeline order.
+  //
+  // A command that reads or writes keys (or the whole keyspace) on several shards is atomic:
+  // the fan-out takes the command's key locks on every shard first (see Transaction), so no
+  // other client sees it half done. Inside EXEC it runs under EXEC's locks.
   using ShardFn = std::function<void(ShardCtx&)>;
   void FanOut(const std::vector<int>& shards, ShardFn per_shard,
               absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
+  // The same in several phases, all under the same locks: phase k+1 starts on every shard once
+  // phase k has finished on all of them, and may read what phase k wrote (MSETNX: check, then
+  // write).
+  void FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
+                    absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
+
+  // --- MULTI / EXEC / WATCH (connection_exec.cc) ---
+  bool in_multi() const { return in_multi_; }
+  void Multi(protocol::ReplyBuilder& rb);
+  void Exec(protocol::ReplyBuilder& rb);
+  void Discard(protocol::ReplyBuilder& rb);
+  void Watch(CmdArgs args, protocol::ReplyBuilder& rb);
+  void Unwatch();
+  // RESET: leaves MULTI and forgets WATCHed keys.
+  void ResetTransactionState();
 
   // --- for the reactor ---
   int fd() const { return fd_; }
   void Ref() { refs_++; }
   void Unref();
   bool closing() const { return closing_; }
+  // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
+  void OnClose();
   bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }
 
  private:
   friend class Reactor;
+  friend struct RemoteCommand;
+  static constexpr int kSpansShards = -2;
+  struct QueuedCommand {
+    const CommandSpec* spec;
+    std::unique_ptr<OwnedArgs> args;
+    int db;
+  };
+  // An EXEC in progress: runs the queued commands one after another under its transaction's
+  // locks, gathering their replies.
+  struct ExecState {
+    std::vector<QueuedCommand> cmds;
+    size_t next = 0;
+    std::string replies;
+    std::unique_ptr<Transaction> tx;
+    uint64_t seq = 0;
+    int resp = 2;
+    bool async = false;    // the current command went to other shards; ExecNext resumes
+    bool in_loop = false;  // ExecNext's loop is running (a nested call only flags a resume)
+    bool resumed = false;
+  };
+  struct FanOutRun;
   void Dispatch(CmdArgs args);
   void Execute(const CommandSpec* spec, CmdArgs args);
   void Forward(const CommandSpec* spec, CmdArgs args, int shard);
+  // Holds a command (and the input after it) until the commands in flight are done.
+  void Defer(const CommandSpec* spec, CmdArgs args);
+  void OnForwardDone();
+  // The shard owning every key of the call; -1 without keys, kSpansShards when they span shards.
+  int KeyShard(const CommandSpec* spec, CmdArgs args) const;
+  void RunConnHandler(const CommandSpec* spec, CmdArgs args, protocol::ReplyBuilder& rb);
+  void Queue(const CommandSpec* spec, CmdArgs args);
+  void ExecCheckWatches();
+  void ExecNext();
+  void ExecFinish(bool aborted);
   uint64_t ReserveSlot();
   void CompleteSlot(uint64_t seq, std::string data);
   std::string* ReplyTarget();  // out_ when nothing is pending, else a fresh slot
@@ -122,6 +189,56 @@ class Connection {
   bool closing_ = false;
   bool close_after_reply_ = false;
   bool processing_ = false;
+  bool paused_ = false;  // an EXEC, a fan-out or a deferred command holds back later input
+  int inflight_ = 0;     // forwarded commands not yet answered, all to inflight_shard_
+  int inflight_shard_ = -1;
+  const CommandSpec* deferred_spec_ = nullptr;
+  std::unique_ptr<OwnedArgs> deferred_args_;
+
+  // The command a conn_handler is running, for FanOut's lock plan.
+  const CommandSpec* cur_spec_ = nullptr;
+  CmdArgs cur_args_;
+
+  // MULTI / EXEC / WATCH
+  bool in_multi_ = false;
+  bool multi_error_ = false;
+  int multi_db_ = 0;
+  std::vector<QueuedCommand> queued_;
+  std::unique_ptr<ExecState> exec_;
+  bool exec_in_handler_ = false;
+  struct Watched {
+    int shard;
+    int db;
+    std::string key;
+  };
+  std::vector<Watched> watched_;
+  std::shared_ptr<WatchFlag> watch_flag_;
+
+  // --- pub/sub (defined in server/pubsub.cc) ---
+ public:
+  // This connection's subscriptions; null until its first (P|S)SUBSCRIBE.
+  PubSubClient* pubsub_state() { return pubsub_.get(); }
+  const PubSubClient* pubsub_state() const { return pubsub_.get(); }
+  PubSubClient& EnsurePubSubState();
+  // Subscribed to any channel, pattern or shard channel (CLIENT LIST's flag P).
+  bool subscribed() const;
+  // Appends a published message (a RESP3 push, or a RESP2 array) after every reply so far.
+  // Returns false when the output went over the pub/sub output buffer limit: the caller closes
+  // the connection.
+  bool WritePubSubMessage(PubSubKind kind, const std::string* pattern, std::string_view channel,
+                          std::string_view payload);
+  // True if a handler writing to `target` writes this connection's next reply to the client (the
+  // output buffer or the newest slot), not into a reply being assembled (EXEC's array).
+  bool IsDirectReply(const std::string* target) const;
+
+ private:
+  // Dispatch(), for a connection that has subscribed: RESET drops the subscriptions; in RESP2
+  // subscribed mode only (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PING, QUIT and RESET run, and PING
+  // answers [pong, msg]. True when the command was answered here.
+  bool PubSubFilter(const CommandSpec* spec, CmdArgs args);
+  // Leaves the reactor's registry (destructor; safe to call again, e.g. from OnClose()).
+  void PubSubTeardown();
+  std::unique_ptr<PubSubClient> pubsub_;
 };
 
 }  // namespace deadbolt::server

@@ -38,6 +38,11 @@ std::string UnsupportedOption(std::string_view opt) {
   return "ERR Unsupported option " + std::string(opt.substr(0, opt.find('\0')));
 }
 
+std::string ExecAbortBecause(std::string_view error) {
+  if (error.substr(0, 4) == "ERR ") error.remove_prefix(4);
+  return "EXECABORT Transaction discarded because of: " + std::string(error);
+}
+
 std::string ProtocolError(std::string_view parser_text) {
   return "ERR " + std::string(parser_text);
 }

@@ -46,14 +46,51 @@ inline constexpr std::string_view kShutdownFailed = "ERR Errors trying to SHUTDO
 inline constexpr std::string_view kMaxClients = "ERR max number of clients reached";
 
 // --- hashes ---
+// HINCRBYFLOAT's increment is NaN or infinite (checked before the key is looked at).
+inline constexpr std::string_view kNanOrInfIncrement = "ERR value is NaN or Infinity";
 
 // --- lock commands ---
+// DELEX with a condition on a key that is not a string (Redis 8.4's text; not WRONGTYPE).
+inline constexpr std::string_view kDelexNotString =
+    "ERR Key should be of string type if conditions are specified";
+inline constexpr std::string_view kDelexCondition =
+    "ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE";
+// The digest of IFDEQ / IFDNE (SET, DELEX) is not 16 characters long.
+inline constexpr std::string_view kDigestLength = "ERR must be exactly 16 hexadecimal characters";
 
 // --- scripts ---
 
 // --- pub/sub ---
+// A RESP2 connection in subscribed mode running anything else: "ERR Can't execute 'get': only
+// (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context".
+inline std::string PubSubNotAllowed(std::string_view fullname) {
+  std::string s = "ERR Can't execute '";
+  s.append(fullname);
+  s.append(
+      "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+      "context");
+  return s;
+}
+// PUBSUB CHANNELS / SHARDCHANNELS with more than one pattern: "ERR unknown subcommand or wrong
+// number of arguments for 'CHANNELS'. Try PUBSUB HELP." (the subcommand as typed, at most 128
+// bytes).
+inline std::string PubSubSubcommandSyntax(std::string_view sub) {
+  std::string s = "ERR unknown subcommand or wrong number of arguments for '";
+  s.append(sub.substr(0, 128));
+  s.append("'. Try PUBSUB HELP.");
+  return s;
+}
 
 // --- transactions ---
+inline constexpr std::string_view kMultiNested = "ERR MULTI calls can not be nested";
+inline constexpr std::string_view kExecWithoutMulti = "ERR EXEC without MULTI";
+inline constexpr std::string_view kDiscardWithoutMulti = "ERR DISCARD without MULTI";
+inline constexpr std::string_view kWatchInMulti = "ERR WATCH inside MULTI is not allowed";
+inline constexpr std::string_view kExecAbort =
+    "EXECABORT Transaction discarded because of previous errors.";
+// "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command"
+// (the rejection's text without its "ERR " code).
+std::string ExecAbortBecause(std::string_view error);
 
 // "ERR wrong number of arguments for 'get' command"
 std::string WrongArity(std::string_view fullname);

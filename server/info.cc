@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "server/connection.h"
+#include "server/pubsub.h"
 #include "server/str_util.h"
 #include "server/reactor.h"
 #include "server/server.h"
@@ -25,8 +26,10 @@ namespace {
 
 struct Snapshot {
   ReactorStats stats;
+  PubSubInfoPart pubsub;
   std::vector<std::pair<size_t, size_t>> dbs;  // keys, expires
   size_t clients = 0;
+  PubSubInfoTotals pubsub_totals;
 };
 
 size_t RssBytes() {
@@ -98,7 +101,8 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
     section("Clients");
     absl::StrAppend(&out, "connected_clients:", snap.clients, "\r\n",
                     "maxclients:", config.maxclients, "\r\n", "blocked_clients:0\r\n",
-                    "tracking_clients:0\r\n", "pubsub_clients:0\r\n");
+                    "tracking_clients:0\r\n", "pubsub_clients:", snap.pubsub_totals.clients,
+                    "\r\n");
   }
   if (Wants(sections, "memory", true)) {
     size_t used = UsedMemory(), rss = RssBytes();
@@ -126,8 +130,10 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     "rejected_connections:", s.rejected_connections, "\r\n",
                     "expired_keys:", s.expired_keys, "\r\n", "evicted_keys:0\r\n",
                     "keyspace_hits:", s.keyspace_hits, "\r\n",
-                    "keyspace_misses:", s.keyspace_misses, "\r\n", "pubsub_channels:0\r\n",
-                    "pubsub_patterns:0\r\n", "total_error_replies:", s.total_error_replies,
+                    "keyspace_misses:", s.keyspace_misses, "\r\n", "pubsub_channels:",
+                    snap.pubsub_totals.channels, "\r\n", "pubsub_patterns:",
+                    snap.pubsub_totals.patterns, "\r\n", "pubsubshard_channels:",
+                    snap.pubsub_totals.shard_channels, "\r\n", "total_error_replies:", s.total_error_replies,
                     "\r\n", "cross_shard_messages:", s.messages_sent, "\r\n");
   }
   if (Wants(sections, "replication", true)) {
@@ -188,12 +194,16 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         Reactor* r = Reactor::Current();
         Snapshot& s = (*snaps)[r->id()];
         s.stats = r->stats();
+        s.pubsub = CollectPubSubInfo(r->pubsub());
         for (int d = 0; d < ctx.shard.num_dbs(); d++) {
           s.dbs.emplace_back(ctx.shard.db(d).Size(), ctx.shard.db(d).ExpiresSize());
         }
       },
       [snaps, sections, &server = conn.reactor().server()](protocol::ReplyBuilder& rb) {
         Snapshot total;
+        std::vector<PubSubInfoPart> pubsub_parts;
+        for (auto& s : *snaps) pubsub_parts.push_back(s.pubsub);
+        total.pubsub_totals = MergePubSubInfo(pubsub_parts);
         for (auto& s : *snaps) {
           total.stats.Add(s.stats);
           if (total.dbs.size() < s.dbs.size()) total.dbs.resize(s.dbs.size());

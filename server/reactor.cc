@@ -363,6 +363,7 @@ void Reactor::FlushConnections() {
 void Reactor::CloseConnection(Connection* c) {
   if (c->closing_) return;
   c->closing_ = true;
+  c->OnClose();
   shutdown(c->fd(), SHUT_RDWR);
   if (c->recv_armed_) {
     io_uring_sqe* sqe = GetSqe();

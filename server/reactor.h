@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "server/config.h"
+#include "server/lock_table.h"
+#include "server/pubsub.h"
+#include "server/watch_table.h"
 #include "server/stats.h"
 #include "server/task_queue.h"
 #include "shard/shard.h"
@@ -51,6 +54,9 @@ class Reactor {
   Config& mutable_config() { return config_; }
   int64_t now_ms() const { return now_ms_; }
   ReactorStats& stats() { return stats_; }
+  LockTable& locks() { return locks_; }
+  WatchTable& watches() { return watches_; }
+  PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
   const char* ring_mode() const { return ring_mode_; }
 
   // Reactor thread: runs fn on reactor `target`. Messages to the same target keep their order;
@@ -91,6 +97,9 @@ class Reactor {
   Config config_;
   shard::Shard shard_;
   ReactorStats stats_;
+  LockTable locks_;
+  WatchTable watches_{&shard_};
+  PubSubRegistry pubsub_;  // pub/sub; other reactors only read its hints
 
   io_uring ring_{};
   bool ring_ready_ = false;

@@ -264,6 +264,8 @@ size_t Db::Size() const { return impl_->dict.size(); }
 
 size_t Db::ExpiresSize() const { return impl_->expires; }
 
+void Db::set_observer(KeyObserver* o) { impl_->observer = o; }
+
 void Db::Flush() {
   impl_->dict.ForEach([&](const Entry* e) {
     impl_->OnChange(e->key(), Impl::Change::kDeleted);

@@ -5,8 +5,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shard/op_status.h"
@@ -17,12 +19,31 @@ enum class ValueType : uint8_t { kNone, kString, kHash };
 
 // Options of SET (and of SETNX, SETEX, PSETEX, GETSET, MSET, which are SETs with fixed options).
 struct SetOptions {
-  enum class Cond : uint8_t { kNone, kNX, kXX };
+  // kIfEq..kIfDne: compare-and-set on the current string value (Redis 8.4): IFEQ/IFDEQ need the
+  // key to hold `cond_value` (or a value whose digest is `cond_value`) and never create it;
+  // IFNE/IFDNE need it to hold something else and create a missing key. Digests are compared
+  // as text, ignoring ASCII case, with the 16 lower-case hex digits of StringDigest.
+  enum class Cond : uint8_t { kNone, kNX, kXX, kIfEq, kIfNe, kIfDeq, kIfDne };
   enum class Expire : uint8_t { kClear, kKeep, kAt };  // kClear: a plain SET drops the old TTL
   Cond cond = Cond::kNone;
   bool get = false;  // GET: hand back the old value
   Expire expire = Expire::kClear;
   int64_t expire_at_ms = 0;  // absolute unix ms, with Expire::kAt
+  // With kIfEq..kIfDne: the value or the digest compared (a view; not owned).
+  std::string_view cond_value;
+};
+
+// DIGEST of a string value: its XXH3-64 hash (seed 0). DIGEST shows it as 16 lower-case hex
+// digits.
+uint64_t StringDigest(std::string_view value);
+
+// A hash's pairs as (field, value) views (valid until the next mutating call on the Db).
+using HashPairs = std::vector<std::pair<std::string_view, std::string_view>>;
+
+// One HSCAN step.
+struct HScanResult {
+  uint64_t cursor = 0;  // 0 when the scan is complete
+  HashPairs pairs;
 };
 
 struct SetResult {
@@ -49,6 +70,14 @@ struct ScanResult {
 // the current time `now_ms` (unix ms) as a parameter: an expired key is removed lazily when an
 // operation meets it and is never visible. ActiveExpire() removes expired keys that nobody touches.
 // String views handed out stay valid until the next mutating call on this Db.
+// Told of every change to a key: added, overwritten, modified, deleted or expired. Implemented
+// by server/ for WATCH; called on the Db's own thread, while the change happens.
+class KeyObserver {
+ public:
+  virtual ~KeyObserver() = default;
+  virtual void OnKeyChanged(std::string_view key) = 0;
+};
+
 class Db {
  public:
   Db();
@@ -80,6 +109,15 @@ class Db {
   // The new value formatted as Redis does (%.17Lg style, no trailing zeros).
   OpResult<std::string> IncrByFloat(std::string_view key, long double delta, int64_t now_ms);
 
+  // --- compare-and-set (DELEX, DELIFEQ, DIGEST; SET's IF* conditions are in SetOptions) ---
+  // DELEX / DELIFEQ: true if the key was deleted. kNone deletes a key of any type (DEL of one
+  // key). kIfEq..kIfDne delete only a string whose value meets the condition (kWrongType for a
+  // key of another type; false for a missing key). kNX / kXX: kSyntax.
+  OpResult<bool> DelEx(std::string_view key, SetOptions::Cond cond, std::string_view cond_value,
+                       int64_t now_ms);
+  // DIGEST: StringDigest of the value. kKeyNotFound, kWrongType.
+  OpResult<uint64_t> Digest(std::string_view key, int64_t now_ms);
+
   // --- keys ---
   bool Del(std::string_view key, int64_t now_ms);
   bool Exists(std::string_view key, int64_t now_ms);
@@ -100,6 +138,9 @@ class Db {
   size_t Size() const;         // keys, including expired ones not yet removed
   size_t ExpiresSize() const;  // keys with a TTL
   void Flush();
+  // Who hears of key changes: nullptr for none (the default; a Db nobody watches pays one null
+  // check per change).
+  void set_observer(KeyObserver* o);
   // Removes expired keys, visiting at most `max_visits` slots from where the last call stopped.
   // Returns the number of keys removed.
   size_t ActiveExpire(int64_t now_ms, size_t max_visits);
@@ -117,6 +158,39 @@ class Db {
                          int64_t now_ms);
   // HGET: kKeyNotFound when the key or the field is missing.
   OpResult<std::string_view> HGet(std::string_view key, std::string_view field, int64_t now_ms);
+  // Every hash operation below is kWrongType on a key of another type. One that removes the
+  // last field removes the key. A missing key reads as an empty hash.
+  // HSET / HMSET: `field_values` alternates fields and values (an even count, at least 2).
+  // Returns the number of fields that were new (a field given twice counts once, the last value
+  // wins).
+  OpResult<int64_t> HSet(std::string_view key, std::span<const std::string_view> field_values,
+                         int64_t now_ms);
+  // HSETNX: true if the field was set (it did not exist).
+  OpResult<bool> HSetNx(std::string_view key, std::string_view field, std::string_view value,
+                        int64_t now_ms);
+  // HMGET: one entry per field, nullopt for a missing field.
+  OpResult<std::vector<std::optional<std::string_view>>> HMGet(
+      std::string_view key, std::span<const std::string_view> fields, int64_t now_ms);
+  // HDEL: the number of fields removed.
+  OpResult<int64_t> HDel(std::string_view key, std::span<const std::string_view> fields,
+                         int64_t now_ms);
+  OpResult<bool> HExists(std::string_view key, std::string_view field, int64_t now_ms);
+  // HINCRBY: kHashValueNotInteger when the field's value is not a (canonical) integer,
+  // kIncrOverflow.
+  OpResult<int64_t> HIncrBy(std::string_view key, std::string_view field, int64_t delta,
+                            int64_t now_ms);
+  // HINCRBYFLOAT: the new value as INCRBYFLOAT formats it. kHashValueNotFloat, kNanOrInf.
+  OpResult<std::string> HIncrByFloat(std::string_view key, std::string_view field,
+                                     long double delta, int64_t now_ms);
+  OpResult<int64_t> HLen(std::string_view key, int64_t now_ms);
+  // HSTRLEN: 0 for a missing key or field.
+  OpResult<int64_t> HStrLen(std::string_view key, std::string_view field, int64_t now_ms);
+  // HGETALL / HKEYS / HVALS: every pair (insertion order while the hash is small).
+  OpResult<HashPairs> HGetAll(std::string_view key, int64_t now_ms);
+  // One HSCAN step (see HashValue::Scan): pairs whose field matches the glob `pattern` ("*" for
+  // all); count as Redis's COUNT (>= 1).
+  OpResult<HScanResult> HScan(std::string_view key, uint64_t cursor, std::string_view pattern,
+                              size_t count, int64_t now_ms);
 
  private:
   struct Impl;

@@ -37,9 +37,10 @@ struct Db::Impl {
   // The single hook point for keyspace changes. Called while the key's entry still exists
   // (for kAdded and kOverwritten: once the new entry is linked).
   void OnChange(std::string_view key, Change change) {
-    (void)key;
     (void)change;
+    if (observer) observer->OnKeyChanged(key);
   }
+  KeyObserver* observer = nullptr;
 
   // Finds a live key. A key met expired is removed first and reported missing. *hash receives
   // the key's hash for a following Add.

@@ -1,5 +1,6 @@
 // Db: the string commands (GET, SET, GETDEL, GETEX, APPEND, STRLEN, GETRANGE, SETRANGE, INCRBY,
-// INCRBYFLOAT), with Redis 7's t_string.c semantics.
+// INCRBYFLOAT), with Redis 7's t_string.c semantics, and compare-and-set (SET's IFEQ, IFNE,
+// IFDEQ, IFDNE; DELEX, DELIFEQ, DIGEST) with Redis 8.4's.
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,9 @@
 #include "shard/db_impl.h"
 #include "shard/numeric.h"
 #include "shard/value.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace deadbolt::shard {
 
@@ -22,7 +26,44 @@ int64_t CheckedEnd(int64_t offset, size_t len, int64_t max_len) {
   return end > max_len ? -1 : end;
 }
 
+// True if `text` is the digest `d` as DIGEST shows it (16 lower-case hex digits), ignoring ASCII
+// case as Redis's strcasecmp does. Any other text (another length, a non-hex byte) matches no
+// digest.
+bool DigestTextIs(std::string_view text, uint64_t d) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  if (text.size() != 16) return false;
+  for (size_t i = 0; i < 16; ++i) {
+    char c = text[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != kHex[(d >> (60 - 4 * i)) & 0xf]) return false;
+  }
+  return true;
+}
+
+// Whether the string `current` meets an IF* condition (kIfEq..kIfDne).
+bool CasHolds(SetOptions::Cond cond, std::string_view expected, std::string_view current) {
+  switch (cond) {
+    case SetOptions::Cond::kIfEq:
+      return current == expected;
+    case SetOptions::Cond::kIfNe:
+      return current != expected;
+    case SetOptions::Cond::kIfDeq:
+      return DigestTextIs(expected, StringDigest(current));
+    case SetOptions::Cond::kIfDne:
+      return !DigestTextIs(expected, StringDigest(current));
+    default:
+      return true;
+  }
+}
+
+bool IsCasCond(SetOptions::Cond cond) {
+  return cond != SetOptions::Cond::kNone && cond != SetOptions::Cond::kNX &&
+         cond != SetOptions::Cond::kXX;
+}
+
 }  // namespace
+
+uint64_t StringDigest(std::string_view value) { return XXH3_64bits(value.data(), value.size()); }
 
 char* Db::Impl::GrowString(Dict::Pos pos, size_t new_len) {
   Entry* e = pos.entry();
@@ -80,8 +121,28 @@ OpResult<SetResult> Db::Set(std::string_view key, std::string_view value, const 
     if (!e->is_string()) return OpStatus::kWrongType;
     result.old_value.emplace(e->string_value());
   }
-  if ((opts.cond == SetOptions::Cond::kNX && pos) || (opts.cond == SetOptions::Cond::kXX && !pos)) {
-    return result;
+  switch (opts.cond) {
+    case SetOptions::Cond::kNone:
+      break;
+    case SetOptions::Cond::kNX:
+      if (pos) return result;
+      break;
+    case SetOptions::Cond::kXX:
+      if (!pos) return result;
+      break;
+    default: {  // IFEQ / IFNE / IFDEQ / IFDNE
+      if (!pos) {
+        // A missing key equals nothing: IFEQ and IFDEQ fail, IFNE and IFDNE create it.
+        if (opts.cond == SetOptions::Cond::kIfEq || opts.cond == SetOptions::Cond::kIfDeq) {
+          return result;
+        }
+        break;
+      }
+      const Entry* e = pos.entry();
+      if (!e->is_string()) return OpStatus::kWrongType;
+      if (!CasHolds(opts.cond, opts.cond_value, e->string_value())) return result;
+      break;
+    }
   }
   int64_t at = Entry::kNoExpire;
   switch (opts.expire) {
@@ -282,6 +343,33 @@ OpResult<std::string> Db::IncrByFloat(std::string_view key, long double delta, i
     impl_->Add(Entry::MakeString(key, text, Entry::kNoExpire), hash);
   }
   return text;
+}
+
+// --- compare-and-set ---
+
+OpResult<bool> Db::DelEx(std::string_view key, SetOptions::Cond cond, std::string_view cond_value,
+                         int64_t now_ms) {
+  if (cond == SetOptions::Cond::kNX || cond == SetOptions::Cond::kXX) return OpStatus::kSyntax;
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return false;
+  if (IsCasCond(cond)) {
+    const Entry* e = pos.entry();
+    if (!e->is_string()) return OpStatus::kWrongType;
+    if (!CasHolds(cond, cond_value, e->string_value())) return false;
+  }
+  impl_->Remove(pos, Impl::Change::kDeleted);
+  impl_->dict.MaybeShrink();
+  return true;
+}
+
+OpResult<uint64_t> Db::Digest(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return OpStatus::kKeyNotFound;
+  const Entry* e = pos.entry();
+  if (!e->is_string()) return OpStatus::kWrongType;
+  return StringDigest(e->string_value());
 }
 
 }  // namespace deadbolt::shard

@@ -83,8 +83,9 @@ TEST(EntryTest, RebuildMovesTheValueObject) {
   EXPECT_EQ(r->key(), "key");
   Entry::Destroy(r);  // frees `s` (ASan reports a leak or double free otherwise)
 
-  auto* h = new HashValue();
-  h->Set("f", "v");
+  HashValue* h = HashValue::Create(16);
+  bool added;
+  EXPECT_EQ(HashValue::Set(h, "f", "v", &added), h);  // fits: set in place
   EntryPtr he(Entry::MakeHash("h", h, 77));
   EXPECT_EQ(he->type(), ValueType::kHash);
   EXPECT_FALSE(he->is_string());

@@ -39,16 +39,4 @@ void HeapString::Resize(size_t len) {
   size_ = len;
 }
 
-bool HashValue::Set(std::string_view field, std::string_view value) {
-  auto [it, inserted] = fields_.try_emplace(absl::string_view(field.data(), field.size()));
-  it->second.assign(value.data(), value.size());
-  return inserted;
-}
-
-std::optional<std::string_view> HashValue::Get(std::string_view field) const {
-  auto it = fields_.find(absl::string_view(field.data(), field.size()));
-  if (it == fields_.end()) return std::nullopt;
-  return std::string_view(it->second);
-}
-
 }  // namespace deadbolt::shard

@@ -1,12 +1,13 @@
 #pragma once
-// Value objects that live outside an Entry: strings that grow (APPEND, SETRANGE) and hashes.
+// Value objects that live outside an Entry: strings that grow (APPEND, SETRANGE) and hashes
+// (HashValue, in hash_value.h).
 
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "absl/container/flat_hash_map.h"
+#include "shard/hash_value.h"  // HashValue, the value of a hash key
 
 namespace deadbolt::shard {
 
@@ -44,19 +45,6 @@ class HeapString {
   size_t size_;
   size_t capacity_;
   // Followed by capacity_ bytes.
-};
-
-// Owned by the Entry that points at it, on the shard's reactor thread. The value of a hash key
-// (HSET ...): field -> value. Deliberately minimal; the hash commands extend it.
-class HashValue {
- public:
-  // True if the field is new.
-  bool Set(std::string_view field, std::string_view value);
-  std::optional<std::string_view> Get(std::string_view field) const;
-  size_t size() const { return fields_.size(); }
-
- private:
-  absl::flat_hash_map<std::string, std::string> fields_;
 };
 
 }  // namespace deadbolt::shard

@@ -373,9 +373,6 @@ class MultiKeyTest(StringTestCase):
         self.assertReply(integer(0), "EXISTS", "x")
 
     def test_msetnx(self):
-        if self.c.cmd("MSETNX", "a", "1", "b", "2").startswith(b"-CROSSSLOT"):
-            self.skipTest("atomic MSETNX across shards comes with issue 3")
-        self.c.cmd("DEL", "a", "b")
         self.assertReplies([
             (("MSETNX", "a", "1", "b", "2"), integer(1)),
             (("MSETNX", "b", "3", "c", "4"), integer(0)),

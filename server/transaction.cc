@@ -1,0 +1,143 @@
+#include "server/transaction.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "server/lock_table.h"
+#include "server/reactor.h"
+
+namespace deadbolt::server {
+namespace {
+std::atomic<uint64_t> next_tx_id{1};
+}  // namespace
+
+Transaction::Transaction(Reactor* origin, std::vector<Part> parts) : origin_(origin) {
+  std::sort(parts.begin(), parts.end(),
+            [](const Part& a, const Part& b) { return a.shard < b.shard; });
+  std::vector<Part> merged;
+  for (auto& p : parts) {
+    if (!merged.empty() && merged.back().shard == p.shard) {
+      Part& m = merged.back();
+      m.whole = m.whole || p.whole;
+      m.names.insert(m.names.end(), p.names.begin(), p.names.end());
+    } else {
+      merged.push_back(std::move(p));
+    }
+  }
+  for (auto& m : merged) {
+    std::sort(m.names.begin(), m.names.end());
+    m.names.erase(std::unique(m.names.begin(), m.names.end()), m.names.end());
+    if (m.whole) m.names.clear();
+  }
+  auto plan = std::make_shared<Plan>();
+  plan->id = next_tx_id.fetch_add(1, std::memory_order_relaxed);
+  plan->origin = origin->id();
+  plan->parts = std::move(merged);
+  plan_ = std::move(plan);
+}
+
+std::vector<int> Transaction::Shards() const {
+  std::vector<int> s;
+  for (const auto& p : plan_->parts) s.push_back(p.shard);
+  return s;
+}
+
+// Runs on parts[i]'s shard: takes its locks (or waits for them), then passes on to the next
+// shard, or tells the coordinator that every lock is held.
+struct Transaction::LockStep {
+  std::shared_ptr<const Plan> plan;
+  size_t i;
+  Transaction* tx;  // dereferenced only on the coordinator
+
+  void operator()() {
+    Reactor* r = Reactor::Current();
+    const Part& p = plan->parts[i];
+    if (!r->locks().TryLock(plan->id, p.names, p.whole)) {
+      r->locks().ParkTx(plan->id, p.names, p.whole, LockStep(*this));
+      return;
+    }
+    if (i + 1 < plan->parts.size()) {
+      int next = plan->parts[i + 1].shard;
+      r->Send(next, LockStep{plan, i + 1, tx});
+    } else if (plan->origin == r->id()) {
+      tx->OnLocked();
+    } else {
+      Transaction* t = tx;
+      r->Send(plan->origin, [t] { t->OnLocked(); });
+    }
+  }
+};
+
+void Transaction::Lock(absl::AnyInvocable<void()> on_locked) {
+  on_locked_ = std::move(on_locked);
+  if (plan_->parts.empty()) {
+    OnLocked();
+    return;
+  }
+  LockStep first{plan_, 0, this};
+  if (plan_->parts[0].shard == origin_->id()) {
+    first();
+  } else {
+    origin_->Send(plan_->parts[0].shard, std::move(first));
+  }
+}
+
+void Transaction::OnLocked() {
+  auto f = std::move(on_locked_);
+  f();
+}
+
+void Transaction::Hop(const std::vector<int>& shards, std::function<void(Reactor&)> fn,
+                      absl::AnyInvocable<void()> then) {
+  hop_then_ = std::move(then);
+  hop_remaining_ = shards.size();
+  if (shards.empty()) {
+    hop_remaining_ = 1;
+    HopDone();
+    return;
+  }
+  bool local = false;
+  int origin = origin_->id();
+  for (int s : shards) {
+    if (s == origin) {
+      local = true;
+      continue;
+    }
+    Transaction* t = this;
+    origin_->Send(s, [fn, t, origin] {
+      Reactor* r = Reactor::Current();
+      fn(*r);
+      r->Send(origin, [t] { t->HopDone(); });
+    });
+  }
+  // The local part last: if it completes the hop, `then` may end this transaction.
+  if (local) {
+    fn(*origin_);
+    HopDone();
+  }
+}
+
+void Transaction::HopDone() {
+  if (--hop_remaining_ > 0) return;
+  auto f = std::move(hop_then_);
+  f();
+}
+
+void Transaction::Release() {
+  if (released_) return;
+  released_ = true;
+  int origin = origin_->id();
+  for (size_t i = 0; i < plan_->parts.size(); i++) {
+    const Part& p = plan_->parts[i];
+    if (p.shard == origin) continue;
+    origin_->Send(p.shard, [plan = plan_, i] {
+      const Part& part = plan->parts[i];
+      Reactor::Current()->locks().Unlock(plan->id, part.names, part.whole);
+    });
+  }
+  for (const Part& p : plan_->parts) {
+    if (p.shard == origin) origin_->locks().Unlock(plan_->id, p.names, p.whole);
+  }
+}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,787 @@
+"""Atomicity of cross-shard operations under concurrency, on a `--threads 2` server (slots
+0-8191 on shard 0, 8192-16383 on shard 1; every test uses keys on both shards, checked with a
+CRC16 slot computed here):
+
+- MSET of two keys on different shards racing with MGET (and MULTI/GET/GET/EXEC) readers:
+  no reader ever sees the two keys differ;
+- MSETNX racing on overlapping key sets that span both shards: exactly one winner per round,
+  and every key holds the winner's value;
+- the optimistic-lock loop WATCH/GET/MULTI/SET/EXEC from 50 clients: no lost update (and with
+  a mirror key on the other shard written in the same EXEC, the two never differ);
+- transactions that INCR keys of both shards from several clients while other clients run
+  single-key traffic: no deadlock, exact totals, every transaction sees the keys equal, and the
+  single-key clients keep making progress;
+- DEL racing with MSET of the same keys: every reader sees all of them or none of them;
+- DBSIZE and KEYS (alone and inside MULTI) racing with MSET/DEL of key pairs: always an even
+  count;
+- one client's single-key SETs on two shards, one at a time or pipelined: atomic readers see
+  them take effect in the order they were sent;
+- clients that close mid-transaction (FIN or RST, before or after EXEC): nothing half-applied,
+  nothing left locked, no connection left behind.
+
+Each worker thread has its own connection. Loops are bounded by a deadline and a round count;
+a worker that does not finish in time fails the test (a deadlock shows up as a failure, not a
+hang). Against redis-server (trivially atomic) everything passes, which checks the test logic."""
+
+import os
+import random
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import NIL_ARRAY, NOT_INTEGER, OK, array, bulk, decode, integer  # noqa: E402
+
+
+def setUpModule():
+    harness.start_module_server()
+
+
+def tearDownModule():
+    harness.stop_module_server()
+
+
+QUEUED = b"+QUEUED\r\n"
+
+# A worker waits at most this long for one reply, and the whole group of workers at most
+# JOIN_TIMEOUT: a server that deadlocks fails the test instead of hanging the suite.
+WORKER_IO_TIMEOUT = 8.0
+JOIN_TIMEOUT = 30.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Which shard a key lives on (Redis Cluster's slot: CRC16/XMODEM of the key or its {tag}).
+# ---------------------------------------------------------------------------------------------
+
+def crc16(data):
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc
+
+
+def key_slot(key):
+    if isinstance(key, str):
+        key = key.encode()
+    open_ = key.find(b"{")
+    if open_ >= 0:
+        close = key.find(b"}", open_ + 1)
+        if close > open_ + 1:
+            key = key[open_ + 1:close]
+    return crc16(key) % 16384
+
+
+def shard_of(key):
+    """Shard of `key` on a --threads 2 server."""
+    return 0 if key_slot(key) < 8192 else 1
+
+
+def on_shard(shard, name):
+    """`name:N` with the smallest N whose slot is on `shard`."""
+    for n in range(1000):
+        key = "%s:%d" % (name, n)
+        if shard_of(key) == shard:
+            return key
+    raise AssertionError("no key for shard %d" % shard)
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker threads
+# ---------------------------------------------------------------------------------------------
+
+class WorkerFailed(Exception):
+    pass
+
+
+class Worker(threading.Thread):
+    """Runs body(worker, conn) on its own connection once every worker is connected."""
+
+    def __init__(self, name, body, port, start_barrier, on_error):
+        super().__init__(daemon=True, name=name)
+        self.body = body
+        self.on_error = on_error
+        self.port = port
+        self.start_barrier = start_barrier
+        self.conn = None
+        self.started = False
+        self.result = None
+        self.error = None
+
+    def fail(self, message):
+        raise WorkerFailed("%s: %s" % (self.name, message))
+
+    def expect(self, got, expected, what):
+        if got != expected:
+            self.fail("%s: got %r, expected %r" % (what, got, expected))
+
+    def run(self):
+        try:
+            self.conn = harness.RespConn(self.port, timeout=WORKER_IO_TIMEOUT)
+            self.expect(self.conn.cmd("PING"), b"+PONG\r\n", "PING")
+            self.start_barrier.wait(JOIN_TIMEOUT)
+            self.started = True
+            self.result = self.body(self, self.conn)
+        except WorkerFailed as e:
+            self.error = str(e)
+        except threading.BrokenBarrierError:
+            self.error = "%s: start barrier broken (another worker failed first)" % self.name
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.error = "%s: %s: %s\n%s" % (self.name, type(e).__name__, e,
+                                              traceback.format_exc(limit=4))
+        finally:
+            if self.error:
+                if not self.started:  # the others would wait for it at the start barrier
+                    self.start_barrier.abort()
+                if self.on_error:
+                    self.on_error()  # wake the others (round barriers, stop events)
+
+    def shutdown(self):
+        if self.conn is not None:
+            try:
+                self.conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.conn.close()
+
+
+class AtomicityTestCase(harness.ServerTestCase):
+    def setUp(self):
+        super().setUp()
+        self.assertReply(OK, "FLUSHALL")
+
+    def run_workers(self, bodies, on_error=None):
+        """bodies: [(name, body)]. Starts them together, waits at most JOIN_TIMEOUT for all,
+        fails on any worker error or a worker still running; returns {name: result}.
+        on_error() runs when a worker fails or hangs, to release the others."""
+        start_barrier = threading.Barrier(len(bodies) + 1)
+        workers = [Worker(name, body, self.port, start_barrier, on_error) for name, body in bodies]
+        started = time.monotonic()
+        for w in workers:
+            w.start()
+        try:
+            start_barrier.wait(JOIN_TIMEOUT)
+        except threading.BrokenBarrierError:
+            pass  # a worker failed to connect; reported below
+        deadline = time.monotonic() + JOIN_TIMEOUT
+        for w in workers:
+            w.join(max(0.0, deadline - time.monotonic()))
+        hung = [w.name for w in workers if w.is_alive()]
+        if hung and on_error:
+            on_error()
+        for w in workers:
+            if w.is_alive():
+                w.shutdown()
+        # The first cause first: "barrier broken" errors are consequences.
+        errors = sorted((w.error for w in workers if w.error), key=lambda e: "barrier broken" in e)
+        if hung:
+            self.fail("workers still running %.1fs after the start (deadlock?): %s%s"
+                      % (time.monotonic() - started, ", ".join(hung[:10]),
+                         "\nerrors: " + "\n".join(errors[:5]) if errors else ""))
+        for w in workers:
+            if w.conn is not None:
+                w.conn.close()
+        if errors:
+            self.fail("%d worker(s) failed; first ones:\n%s" % (len(errors), "\n".join(errors[:5])))
+        return {w.name: w.result for w in workers}
+
+    def assertOnShards(self, keys):
+        """keys[0] on shard 0 and keys[1] on shard 1 (and so on alternately)."""
+        for i, key in enumerate(keys):
+            self.assertEqual(shard_of(key), i % 2, "key %r (slot %d) is not on shard %d"
+                             % (key, key_slot(key), i % 2))
+
+
+def transaction_bytes(*commands):
+    """MULTI, commands, EXEC encoded for one write."""
+    return b"".join(harness.encode_command(*c) for c in [("MULTI",)] + list(commands) + [("EXEC",)])
+
+
+def read_transaction(worker, conn, n_commands, what):
+    """Reads the replies to transaction_bytes(): +OK, n x +QUEUED; returns EXEC's raw reply."""
+    worker.expect(conn.read_reply(), OK, "%s: MULTI" % what)
+    for i in range(n_commands):
+        worker.expect(conn.read_reply(), QUEUED, "%s: command %d queued" % (what, i))
+    return conn.read_reply()
+
+
+class KeyPlacementTest(AtomicityTestCase):
+    def test_slot_function(self):
+        # CRC16/XMODEM check value and slots published in the Redis Cluster specification.
+        self.assertEqual(crc16(b"123456789"), 0x31C3)
+        self.assertEqual(key_slot("foo"), 12182)
+        self.assertEqual(key_slot("bar"), 5061)
+        self.assertEqual(key_slot("{user1000}.following"), key_slot("{user1000}.followers"))
+        self.assertEqual(shard_of("bar"), 0)
+        self.assertEqual(shard_of("foo"), 1)
+
+
+class MsetMgetTest(AtomicityTestCase):
+    DURATION = 1.5
+    WRITERS = 4
+    TX_WRITERS = 2
+    READERS = 4
+    TX_READERS = 2
+
+    def test_mset_never_seen_half_done(self):
+        a, b = on_shard(0, "pair"), on_shard(1, "pair")
+        self.assertOnShards([a, b])
+        self.assertReply(OK, "MSET", a, "init", b, "init")
+        stop_at = time.monotonic() + self.DURATION + 1.0  # + time for all to connect
+
+        def writer(idx, tx):
+            def body(w, c):
+                writes = 0
+                w_stop = time.monotonic() + self.DURATION
+                while time.monotonic() < w_stop and time.monotonic() < stop_at:
+                    v = "%s%d:%d" % ("t" if tx else "w", idx, writes)
+                    # Half the writers name the shard-1 key first: lock order must not depend on it.
+                    keys = (a, b) if idx % 2 == 0 else (b, a)
+                    if tx:
+                        c.send(transaction_bytes(*[("SET", k, v) for k in keys]))
+                        w.expect(read_transaction(w, c, 2, "MULTI SET SET EXEC"), array(OK, OK), "EXEC")
+                    else:
+                        w.expect(c.cmd("MSET", keys[0], v, keys[1], v), OK, "MSET")
+                    writes += 1
+                return writes
+            return body
+
+        def reader(idx, tx):
+            def body(w, c):
+                reads, distinct, last = 0, 0, None
+                r_stop = time.monotonic() + self.DURATION
+                while time.monotonic() < r_stop and time.monotonic() < stop_at:
+                    if tx:
+                        c.send(transaction_bytes(("GET", a), ("GET", b)))
+                        raw = read_transaction(w, c, 2, "MULTI GET GET EXEC")
+                    else:
+                        raw = c.cmd("MGET", a, b) if idx % 2 == 0 else c.cmd("MGET", b, a)
+                    got = decode(raw)
+                    if not (isinstance(got, list) and len(got) == 2 and isinstance(got[0], bytes)):
+                        w.fail("read %d: unexpected reply %r" % (reads, raw))
+                    if got[0] != got[1]:
+                        w.fail("read %d saw the two keys differ (torn MSET): %r" % (reads, raw))
+                    if got[0] != last:
+                        distinct += 1
+                        last = got[0]
+                    reads += 1
+                return reads, distinct
+            return body
+
+        bodies = [("writer%d" % i, writer(i, False)) for i in range(self.WRITERS)]
+        bodies += [("txwriter%d" % i, writer(i, True)) for i in range(self.TX_WRITERS)]
+        bodies += [("reader%d" % i, reader(i, False)) for i in range(self.READERS)]
+        bodies += [("txreader%d" % i, reader(i, True)) for i in range(self.TX_READERS)]
+        results = self.run_workers(bodies)
+        writes = sum(results[name] for name, _ in bodies if "writer" in name)
+        reads = [results[name] for name, _ in bodies if "reader" in name]
+        total_reads = sum(r for r, _ in reads)
+        msg = "writes %d, reads %r" % (writes, reads)
+        self.assertGreaterEqual(writes, 200, msg)
+        self.assertGreaterEqual(total_reads, 500, msg)
+        for r, distinct in reads:
+            self.assertGreaterEqual(r, 20, msg)
+        # The readers did run while the values changed.
+        self.assertGreaterEqual(sum(d for _, d in reads), 10, msg)
+        final = decode(self.c.cmd("MGET", a, b))
+        self.assertEqual(final[0], final[1])
+
+    def check_single_key_writes_seen_in_order(self, pipelined):
+        # One client writes a = n, then b = n, with two single-key SETs (one reply awaited at a
+        # time, or both sent in one write). Commands of one connection take effect in order, so
+        # an atomic read of both keys (MGET, or GET/GET in a transaction) has a == b or
+        # a == b + 1; b > a would mean b's write became visible before the earlier write of a.
+        a, b = on_shard(0, "seq"), on_shard(1, "seq")
+        self.assertOnShards([a, b])
+        self.assertReply(OK, "MSET", a, "0", b, "0")
+        duration = 1.0
+        stop_at = time.monotonic() + duration + 1.0
+
+        def writer(w, c):
+            n = 0
+            w_stop = time.monotonic() + duration
+            while time.monotonic() < w_stop and time.monotonic() < stop_at:
+                n += 1
+                if pipelined:
+                    c.send(harness.encode_command("SET", a, n) + harness.encode_command("SET", b, n))
+                    w.expect(c.read_replies(2), [OK, OK], "SET a, SET b")
+                else:
+                    w.expect(c.cmd("SET", a, n), OK, "SET a")
+                    w.expect(c.cmd("SET", b, n), OK, "SET b")
+            return n
+
+        def reader(idx, tx):
+            def body(w, c):
+                reads = 0
+                r_stop = time.monotonic() + duration
+                while time.monotonic() < r_stop and time.monotonic() < stop_at:
+                    if tx:
+                        c.send(transaction_bytes(("GET", a), ("GET", b)))
+                        raw = read_transaction(w, c, 2, "MULTI GET GET EXEC")
+                        got = decode(raw)
+                    else:
+                        raw = c.cmd("MGET", a, b) if idx % 2 == 0 else c.cmd("MGET", b, a)
+                        got = decode(raw)
+                        if idx % 2:
+                            got = got[::-1]
+                    va, vb = int(got[0]), int(got[1])
+                    if va not in (vb, vb + 1):
+                        w.fail("read %d: %s=%d, %s=%d: the writer never went through this state "
+                               "(it sets %s, then %s%s); reply %r"
+                               % (reads, a, va, b, vb, a, b, ", pipelined" if pipelined else "", raw))
+                    reads += 1
+                return reads
+            return body
+
+        bodies = [("writer", writer)]
+        bodies += [("reader%d" % i, reader(i, False)) for i in range(3)]
+        bodies += [("txreader%d" % i, reader(i, True)) for i in range(2)]
+        results = self.run_workers(bodies)
+        msg = repr(results)
+        self.assertGreaterEqual(results["writer"], 100, msg)
+        for name, n in results.items():
+            self.assertGreaterEqual(n, 20, msg)
+
+    def test_single_key_writes_seen_in_order(self):
+        self.check_single_key_writes_seen_in_order(pipelined=False)
+
+    def test_pipelined_single_key_writes_seen_in_order(self):
+        self.check_single_key_writes_seen_in_order(pipelined=True)
+
+
+class MsetnxRaceTest(AtomicityTestCase):
+    CLIENTS = 8
+    ROUNDS = 200
+
+    def test_racing_msetnx_one_winner_per_round(self):
+        rounds = self.ROUNDS
+        shared0 = [on_shard(0, "nx:%d:s" % r) for r in range(rounds)]
+        shared1 = [on_shard(1, "nx:%d:s" % r) for r in range(rounds)]
+        private = [[on_shard(i % 2, "nx:%d:p%d" % (r, i)) for i in range(self.CLIENTS)]
+                   for r in range(rounds)]
+        for r in range(rounds):
+            self.assertOnShards([shared0[r], shared1[r]])
+        round_barrier = threading.Barrier(self.CLIENTS)
+        deadline = time.monotonic() + JOIN_TIMEOUT - 5
+
+        def client(i):
+            def body(w, c):
+                won = []
+                for r in range(rounds):
+                    if time.monotonic() > deadline:
+                        w.fail("round %d not reached before the deadline" % r)
+                    try:
+                        round_barrier.wait(WORKER_IO_TIMEOUT)
+                    except threading.BrokenBarrierError:
+                        w.fail("round %d: barrier broken (another client failed)" % r)
+                    v = "c%d:r%d" % (i, r)
+                    # Overlapping sets: every client has both shared keys plus its own key; the
+                    # key order differs between clients.
+                    pairs = [(shared0[r], v), (private[r][i], v), (shared1[r], v)]
+                    if i % 2:
+                        pairs.reverse()
+                    if i % 4 >= 2:
+                        pairs = pairs[1:] + pairs[:1]
+                    args = ["MSETNX"] + [x for p in pairs for x in p]
+                    got = c.cmd(*args)
+                    if got not in (integer(0), integer(1)):
+                        round_barrier.abort()
+                        w.fail("round %d: MSETNX replied %r" % (r, got))
+                    won.append(got == integer(1))
+                return won
+            return body
+
+        results = self.run_workers([("client%d" % i, client(i)) for i in range(self.CLIENTS)],
+                                   on_error=round_barrier.abort)
+        winners = []
+        for r in range(rounds):
+            w = [i for i in range(self.CLIENTS) if results["client%d" % i][r]]
+            self.assertEqual(len(w), 1, "round %d: MSETNX returned 1 to clients %r" % (r, w))
+            winners.append(w[0])
+        # Every key of a round holds the winner's value; the losers' own keys were never set.
+        replies = self.c.pipeline([("MGET", shared0[r], shared1[r], *private[r]) for r in range(rounds)])
+        for r, raw in enumerate(replies):
+            v = ("c%d:r%d" % (winners[r], r)).encode()
+            expected = [v, v] + [v if i == winners[r] else None for i in range(self.CLIENTS)]
+            self.assertEqual(decode(raw), expected, "round %d (winner client%d)" % (r, winners[r]))
+        self.assertReply(integer(3 * rounds), "DBSIZE")
+        # The race is real: not always the same client.
+        self.assertGreater(len(set(winners)), 1, "client%d won every round" % winners[0])
+
+
+class WatchCounterTest(AtomicityTestCase):
+    CLIENTS = 50
+    INCREMENTS = 20
+
+    def run_counter(self, counter, mirror):
+        """CLIENTS x INCREMENTS optimistic increments of `counter` (and `mirror`, if given, in
+        the same EXEC); returns (values written by successful EXECs, aborted EXECs)."""
+        keys = [counter] + ([mirror] if mirror else [])
+        deadline = time.monotonic() + JOIN_TIMEOUT - 5
+
+        def body(w, c):
+            written, aborted, streak = [], 0, 0
+            rng = random.Random(w.name)
+            while len(written) < self.INCREMENTS:
+                if time.monotonic() > deadline:
+                    w.fail("only %d of %d increments before the deadline (%d aborts)"
+                           % (len(written), self.INCREMENTS, aborted))
+                c.send(harness.encode_command("WATCH", *keys) + harness.encode_command("MGET", *keys))
+                w.expect(c.read_reply(), OK, "WATCH")
+                raw = c.read_reply()
+                values = decode(raw)
+                if not isinstance(values, list) or len(values) != len(keys):
+                    w.fail("MGET replied %r" % raw)
+                if mirror and values[0] != values[1]:
+                    w.fail("MGET saw counter != mirror: %r" % raw)
+                n = int(values[0] or 0) + 1
+                sets = [("SET", k, str(n)) for k in keys]
+                c.send(transaction_bytes(*sets))
+                got = read_transaction(w, c, len(sets), "increment")
+                if got == array(*[OK] * len(sets)):
+                    written.append(n)
+                    streak = 0
+                elif got == NIL_ARRAY:
+                    aborted += 1
+                    streak += 1
+                    # The usual randomized, growing back-off of an optimistic-lock client. Without
+                    # it, 50 clients spend most of the test on doomed retries, and a loaded
+                    # machine makes that a feedback loop (slower replies, more aborts).
+                    time.sleep(rng.uniform(0, min(0.1, 0.001 * 2 ** streak)))
+                else:
+                    w.fail("EXEC replied %r" % got)
+            return written, aborted
+
+        results = self.run_workers([("client%d" % i, body) for i in range(self.CLIENTS)])
+        written = sorted(v for vals, _ in results.values() for v in vals)
+        aborted = sum(a for _, a in results.values())
+        return written, aborted
+
+    def test_watch_multi_exec_counter(self):
+        counter = on_shard(1, "wctr")
+        total = self.CLIENTS * self.INCREMENTS
+        written, aborted = self.run_counter(counter, None)
+        # Each successful EXEC wrote a different value: no update was lost.
+        self.assertEqual(written, list(range(1, total + 1)), "aborted EXECs: %d" % aborted)
+        self.assertReply(bulk(str(total)), "GET", counter)
+
+    def test_watch_multi_exec_counter_and_mirror_on_other_shard(self):
+        counter, mirror = on_shard(0, "wctr"), on_shard(1, "wmirror")
+        self.assertOnShards([counter, mirror])
+        total = self.CLIENTS * self.INCREMENTS
+        written, aborted = self.run_counter(counter, mirror)
+        self.assertEqual(written, list(range(1, total + 1)), "aborted EXECs: %d" % aborted)
+        self.assertReply(array(bulk(str(total)), bulk(str(total))), "MGET", counter, mirror)
+
+
+class CrossShardTransactionTest(AtomicityTestCase):
+    TX_CLIENTS = 6
+    TX_PER_CLIENT = 500
+    SINGLE_CLIENTS = 4
+    MAX_GAP = 1.0  # seconds a single-key client may go without a reply
+
+    def test_all_shard_transactions_with_single_key_traffic(self):
+        x0, x1 = on_shard(0, "tx:x"), on_shard(1, "tx:x")
+        y0, y1 = on_shard(0, "tx:y"), on_shard(1, "tx:y")
+        self.assertOnShards([x0, x1, y0, y1])
+        done = threading.Event()
+        remaining = [self.TX_CLIENTS]
+        lock = threading.Lock()
+
+        def tx_client(i):
+            # Different clients list the keys in different orders.
+            order = [x0, x1, y0, y1] if i % 2 == 0 else [y1, x1, y0, x0]
+
+            def body(w, c):
+                try:
+                    for t in range(self.TX_PER_CLIENT):
+                        c.send(transaction_bytes(*[("INCR", k) for k in order]))
+                        raw = read_transaction(w, c, len(order), "transaction %d" % t)
+                        got = decode(raw)
+                        if not (isinstance(got, list) and len(got) == 4
+                                and all(isinstance(v, int) for v in got)):
+                            w.fail("transaction %d: EXEC replied %r" % (t, raw))
+                        # Every transaction increments all four keys, so inside one they are
+                        # equal; unequal values mean another transaction interleaved.
+                        if len(set(got)) != 1:
+                            w.fail("transaction %d saw different values (not isolated): %r" % (t, raw))
+                finally:
+                    with lock:
+                        remaining[0] -= 1
+                        if remaining[0] == 0:
+                            done.set()
+                return self.TX_PER_CLIENT
+            return body
+
+        def single_client(i):
+            key = on_shard(i % 2, "single:%d" % i)
+
+            def body(w, c):
+                ops, max_gap, last = 0, 0.0, time.monotonic()
+                while not done.is_set():
+                    v = "%d" % ops
+                    w.expect(c.cmd("SET", key, v), OK, "SET")
+                    w.expect(c.cmd("GET", key), bulk(v), "GET")
+                    now = time.monotonic()
+                    max_gap = max(max_gap, now - last)
+                    last = now
+                    ops += 1
+                return ops, max_gap
+            return body
+
+        started = time.monotonic()
+        bodies = [("tx%d" % i, tx_client(i)) for i in range(self.TX_CLIENTS)]
+        bodies += [("single%d" % i, single_client(i)) for i in range(self.SINGLE_CLIENTS)]
+        results = self.run_workers(bodies, on_error=done.set)
+        elapsed = time.monotonic() - started
+        total = self.TX_CLIENTS * self.TX_PER_CLIENT
+        self.assertReply(array(*[bulk(str(total))] * 4), "MGET", x0, x1, y0, y1)
+        singles = [results["single%d" % i] for i in range(self.SINGLE_CLIENTS)]
+        msg = "single-key clients (ops, longest gap s): %r; transactions took %.2fs" % (singles, elapsed)
+        for ops, gap in singles:
+            self.assertGreaterEqual(ops, 20, msg)
+            self.assertLessEqual(gap, self.MAX_GAP, msg)
+
+
+class DelVersusMsetTest(AtomicityTestCase):
+    ROUNDS = 300
+    DURATION = 3.0
+    OBSERVERS = 3
+
+    def test_del_racing_mset_all_or_nothing(self):
+        keys = [on_shard(0, "dm:a"), on_shard(1, "dm:a"), on_shard(0, "dm:b"), on_shard(1, "dm:b")]
+        self.assertOnShards(keys)
+        n = len(keys)
+        round_barrier = threading.Barrier(3)  # setter, deleter, checker
+        stop = threading.Event()
+        stop_at = time.monotonic() + self.DURATION + 1.0
+        rounds_done = [0]
+        outcomes = {"present": 0, "absent": 0}
+
+        def wait(w, what):
+            try:
+                round_barrier.wait(WORKER_IO_TIMEOUT)
+            except threading.BrokenBarrierError:
+                w.fail("%s: barrier broken" % what)
+
+        def check_all_or_nothing(w, c, what):
+            """One MGET and one EXISTS: all keys or none (MGET values all from one MSET)."""
+            raw = c.cmd("MGET", *keys)
+            got = decode(raw)
+            if not isinstance(got, list) or len(got) != n:
+                w.fail("%s: MGET replied %r" % (what, raw))
+            if any(v is None for v in got) and any(v is not None for v in got):
+                w.fail("%s: MGET saw some keys but not all: %r" % (what, raw))
+            if len(set(got)) != 1:
+                w.fail("%s: MGET saw values of different MSETs: %r" % (what, raw))
+            ex = c.cmd("EXISTS", *keys)
+            if ex not in (integer(0), integer(n)):
+                w.fail("%s: EXISTS replied %r (expected 0 or %d)" % (what, ex, n))
+            return got[0] is not None
+
+        def next_round(w, r):
+            """True if round r should run (all three parties agree through the barrier)."""
+            return r < self.ROUNDS and time.monotonic() < stop_at - 1.0 and not stop.is_set()
+
+        def setter(w, c):
+            for r in range(self.ROUNDS):
+                wait(w, "round %d start" % r)
+                if stop.is_set():
+                    return
+                v = "r%d" % r
+                args = [x for k in (keys if r % 2 else reversed(keys)) for x in (k, v)]
+                w.expect(c.cmd("MSET", *args), OK, "round %d MSET" % r)
+                wait(w, "round %d end" % r)
+
+        def deleter(w, c):
+            for r in range(self.ROUNDS):
+                wait(w, "round %d start" % r)
+                if stop.is_set():
+                    return
+                cmd = "DEL" if r % 3 else "UNLINK"
+                order = list(reversed(keys)) if r % 2 == 0 else keys
+                got = c.cmd(cmd, *order)
+                if got not in (integer(0), integer(n)):
+                    w.fail("round %d: %s deleted %r keys (expected 0 or %d)" % (r, cmd, got, n))
+                wait(w, "round %d end" % r)
+
+        def checker(w, c):
+            for r in range(self.ROUNDS):
+                if not next_round(w, r):
+                    stop.set()
+                wait(w, "round %d start" % r)
+                if stop.is_set():
+                    break
+                wait(w, "round %d end" % r)
+                present = check_all_or_nothing(w, c, "after round %d" % r)
+                outcomes["present" if present else "absent"] += 1
+                rounds_done[0] = r + 1
+            stop.set()
+
+        def observer(w, c):
+            reads = 0
+            while not stop.is_set() and time.monotonic() < stop_at:
+                check_all_or_nothing(w, c, "observer read %d" % reads)
+                reads += 1
+            return reads
+
+        bodies = [("setter", setter), ("deleter", deleter), ("checker", checker)]
+        bodies += [("observer%d" % i, observer) for i in range(self.OBSERVERS)]
+
+        def abort():
+            stop.set()
+            round_barrier.abort()
+
+        results = self.run_workers(bodies, on_error=abort)
+        reads = [results["observer%d" % i] for i in range(self.OBSERVERS)]
+        msg = "rounds %d (%r), observer reads %r" % (rounds_done[0], outcomes, reads)
+        self.assertGreaterEqual(rounds_done[0], 50, msg)
+        self.assertGreaterEqual(sum(reads), 100, msg)
+
+
+class KeyspaceReadTest(AtomicityTestCase):
+    DURATION = 1.5
+    PAIRS = 4
+
+    def test_dbsize_and_keys_never_see_half_a_pair(self):
+        # Writers create and delete pairs of keys, one key of each pair on each shard; readers
+        # count keys with DBSIZE and KEYS (alone and inside MULTI): the count is always even.
+        pairs = [(on_shard(0, "ks:%d" % i), on_shard(1, "ks:%d" % i)) for i in range(self.PAIRS)]
+        for pair in pairs:
+            self.assertOnShards(pair)
+        stop_at = time.monotonic() + self.DURATION + 1.0
+
+        def writer(i):
+            a, b = pairs[i]
+
+            def body(w, c):
+                rounds = 0
+                w_stop = time.monotonic() + self.DURATION
+                while time.monotonic() < w_stop and time.monotonic() < stop_at:
+                    w.expect(c.cmd("MSET", a, "1", b, "1") if i % 2 else c.cmd("MSET", b, "1", a, "1"),
+                             OK, "MSET")
+                    w.expect(c.cmd("DEL", a, b) if rounds % 2 else c.cmd("DEL", b, a), integer(2), "DEL")
+                    rounds += 1
+                return rounds
+            return body
+
+        def reader(mode):
+            def body(w, c):
+                reads = 0
+                r_stop = time.monotonic() + self.DURATION
+                while time.monotonic() < r_stop and time.monotonic() < stop_at:
+                    if mode == "DBSIZE":
+                        raw = c.cmd("DBSIZE")
+                        n = decode(raw)
+                    elif mode == "KEYS":
+                        raw = c.cmd("KEYS", "ks:*")
+                        n = len(decode(raw))
+                    else:
+                        c.send(transaction_bytes(("DBSIZE",), ("KEYS", "ks:*"), ("MGET", *pairs[0])))
+                        raw = read_transaction(w, c, 3, "MULTI DBSIZE KEYS MGET EXEC")
+                        size, keys, values = decode(raw)
+                        if size != len(keys) or values[0] != values[1]:
+                            w.fail("read %d: inconsistent transaction %r" % (reads, raw))
+                        n = size
+                    if not isinstance(n, int) or n % 2:
+                        w.fail("read %d: %s counted an odd number of keys: %r" % (reads, mode, raw))
+                    reads += 1
+                return reads
+            return body
+
+        bodies = [("writer%d" % i, writer(i)) for i in range(self.PAIRS)]
+        bodies += [("reader-%s" % m, reader(m)) for m in ("DBSIZE", "KEYS", "MULTI")]
+        results = self.run_workers(bodies)
+        msg = repr(results)
+        for name, n in results.items():
+            self.assertGreaterEqual(n, 20, msg)
+        self.assertReply(integer(0), "DBSIZE")
+
+
+class VanishingClientTest(AtomicityTestCase):
+    THREADS = 4
+    CLIENTS_PER_THREAD = 150
+
+    def test_clients_closing_mid_transaction_leave_nothing_locked(self):
+        # Clients send a transaction (INCR on both shards) and close at once, some with an RST,
+        # some before EXEC, some with a WATCH: each transaction runs whole or not at all, and
+        # no lock or watch is left behind (the keys stay usable; an observer never sees a != b).
+        a, b = on_shard(0, "gone"), on_shard(1, "gone")
+        self.assertOnShards([a, b])
+        e = harness.encode_command
+        payloads = [
+            e("MULTI") + e("INCR", a) + e("INCR", b) + e("EXEC"),
+            e("WATCH", a, b) + e("MULTI") + e("INCR", b) + e("INCR", a) + e("EXEC") + e("MGET", a, b),
+            e("MULTI") + e("INCR", a) + e("INCR", b),  # never EXECs
+            e("MULTI") + e("INCR", a) + e("INCR", b) + e("EXEC")[:-3],  # EXEC cut short
+            e("MSET", a, "0", b, "0") + e("WATCH", b) + e("MULTI") + e("INCR", a) + e("INCR", b) + e("EXEC"),
+        ]
+        finished = threading.Event()
+        remaining = [self.THREADS]
+        lock = threading.Lock()
+
+        def vanisher(i):
+            def body(w, c):
+                try:
+                    for n in range(self.CLIENTS_PER_THREAD):
+                        s = socket.create_connection(("127.0.0.1", self.port), timeout=WORKER_IO_TIMEOUT)
+                        if n % 2:  # close with an RST instead of a FIN
+                            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        s.sendall(payloads[(n + i) % len(payloads)])
+                        if n % 3 == 0:
+                            time.sleep(0.001)  # sometimes mid-EXEC, sometimes before
+                        s.close()
+                finally:
+                    with lock:
+                        remaining[0] -= 1
+                        if remaining[0] == 0:
+                            finished.set()
+                return self.CLIENTS_PER_THREAD
+            return body
+
+        def observer(w, c):
+            reads = 0
+            while not finished.is_set():
+                raw = c.cmd("MGET", a, b)
+                got = decode(raw)
+                if got[0] != got[1]:
+                    w.fail("read %d saw a half-applied transaction: %r" % (reads, raw))
+                reads += 1
+            return reads
+
+        bodies = [("vanisher%d" % i, vanisher(i)) for i in range(self.THREADS)]
+        bodies += [("observer", observer)]
+        self.run_workers(bodies, on_error=finished.set)
+        # Whatever ran is complete, and nothing is left locked: these do not block.
+        c = self.conn(timeout=WORKER_IO_TIMEOUT)
+        got = decode(c.cmd("MGET", a, b))
+        self.assertEqual(got[0], got[1], got)
+        self.assertIsNotNone(got[0], "no transaction of a client that closed after EXEC ran")
+        # Every vanished connection is gone from the server (none is stuck in its EXEC).
+        deadline = time.monotonic() + 5
+        while True:
+            info = decode(c.cmd("INFO", "clients")).decode()
+            m = re.search(r"connected_clients:(\d+)", info)
+            self.assertIsNotNone(m, info)
+            if int(m.group(1)) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        self.assertEqual(int(m.group(1)), 2, "connected_clients after all others closed: %s" % info)
+        self.assertEqual(c.cmd("MSET", a, "x", b, "x"), OK)
+        c.send(transaction_bytes(("INCRBY", a, "0"), ("GET", b), ("DEL", a, b)))
+        self.assertEqual(c.read_replies(5), [OK, QUEUED, QUEUED, QUEUED,
+                                             array(NOT_INTEGER, bulk("x"), integer(2))])
+        self.assertEqual(c.cmd("WATCH", a, b), OK)
+        c.send(transaction_bytes(("SET", a, "1"), ("SET", b, "1")))
+        self.assertEqual(c.read_replies(4), [OK, QUEUED, QUEUED, array(OK, OK)])
+
+
+if __name__ == "__main__":
+    harness.main()
+
