@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/cmd_lock.h"
 #include "server/cmd_util.h"
 #include "server/command.h"
 #include "server/config.h"
@@ -48,6 +49,7 @@ constexpr uint32_t kAnyExpire = kFlagEX | kFlagPX | kFlagEXAT | kFlagPXAT;
 struct StringOptions {
   uint32_t flags = 0;
   std::string_view expire;  // the number after EX/PX/EXAT/PXAT (the last one given)
+  SetOptions cas;           // SET's IFEQ/IFNE/IFDEQ/IFDNE: cond and cond_value only
 };
 
 enum class OptionsFor { kSet, kGetEx };
@@ -79,6 +81,8 @@ bool ParseStringOptions(CmdArgs args, size_t from, OptionsFor cmd, StringOptions
       expire_flag = kFlagEXAT;
     } else if (OptionIs(opt, "pxat")) {
       expire_flag = kFlagPXAT;
+    } else if (set && has_next && ParseSetCondition(opt, args[j + 1], &out->cas)) {
+      j++;  // IFEQ/IFNE/IFDEQ/IFDNE and its value (a second one is refused)
     } else {
       return false;
     }
@@ -92,7 +96,8 @@ bool ParseStringOptions(CmdArgs args, size_t from, OptionsFor cmd, StringOptions
       out->expire = args[++j];
     }
   }
-  return true;
+  // An IF* condition excludes NX and XX, in either order.
+  return out->cas.cond == SetOptions::Cond::kNone || !(f & (kFlagNX | kFlagXX));
 }
 
 enum class ExpireParse { kOk, kNotInteger, kInvalid };
@@ -166,6 +171,12 @@ void Set(CmdArgs args, ShardCtx& ctx) {
     StringOptions so;
     if (!ParseStringOptions(args, 3, OptionsFor::kSet, &so)) {
       ctx.rb.Error(errors::kSyntax);
+      return;
+    }
+    opts.cond = so.cas.cond;
+    opts.cond_value = so.cas.cond_value;
+    if (std::string_view e = SetConditionError(opts); !e.empty()) {
+      ctx.rb.Error(e);
       return;
     }
     if (so.flags & kFlagNX) opts.cond = SetOptions::Cond::kNX;
