@@ -489,9 +489,154 @@ CommandSpec Keyless(std::string name, int arity, uint32_t flags, ConnHandler h,
   return s;
 }
 
+
+// --- RENAME RENAMENX COPY ---
+
+enum class MoveKind { kRename, kRenameNx, kCopy };
+
+struct MoveArgs {
+  bool replace = false;  // COPY ... REPLACE
+  int dst_db = -1;       // COPY ... DB n (-1: the connection's)
+};
+
+// COPY's options; false after replying the error.
+bool ParseCopyArgs(CmdArgs args, int databases, ReplyBuilder& rb, MoveArgs* out) {
+  for (size_t i = 3; i < args.size(); i++) {
+    if (OptionIs(args[i], "replace")) {
+      out->replace = true;
+    } else if (OptionIs(args[i], "db") && i + 1 < args.size()) {
+      int64_t db;
+      if (!StringToInt64(args[++i], &db)) {
+        rb.Error(errors::kNotInteger);
+        return false;
+      }
+      if (db < 0 || db >= databases) {
+        rb.Error(errors::kDbIndexOutOfRange);
+        return false;
+      }
+      out->dst_db = static_cast<int>(db);
+    } else {
+      rb.Error(errors::kSyntax);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The reply for a move whose source snapshot is `found` and whose destination `dst_existed`.
+void ReplyMove(MoveKind kind, bool found, bool done, ReplyBuilder& rb) {
+  if (kind == MoveKind::kCopy) {
+    rb.Integer(done ? 1 : 0);
+  } else if (!found) {
+    rb.Error(errors::kNoSuchKey);
+  } else if (kind == MoveKind::kRenameNx) {
+    rb.Integer(done ? 1 : 0);
+  } else {
+    rb.Ok();
+  }
+}
+
+// Both keys on the shard running this: one step.
+template <MoveKind kind>
+void MoveOnShard(CmdArgs args, ShardCtx& ctx) {
+  MoveArgs m;
+  if (kind == MoveKind::kCopy && !ParseCopyArgs(args, ctx.config.databases, ctx.rb, &m)) return;
+  if (kind != MoveKind::kCopy && args.size() != 3) {
+    ctx.rb.Error(errors::kSyntax);
+    return;
+  }
+  shard::Db& dst_db = m.dst_db >= 0 ? ctx.shard.db(m.dst_db) : ctx.db;
+  const bool same_key = args[1] == args[2] && &dst_db == &ctx.db;
+  if (kind == MoveKind::kCopy && same_key) {
+    ctx.rb.Error(errors::kCopySameObject);
+    return;
+  }
+  std::optional<shard::KeySnapshot> snap = ctx.db.Snapshot(args[1], ctx.now_ms);
+  if (!snap || same_key) {
+    // RENAME k k: OK when k exists; RENAMENX k k: 0.
+    ReplyMove(kind, snap.has_value(), false, ctx.rb);
+    return;
+  }
+  bool replace = kind == MoveKind::kRename || m.replace;
+  bool done = dst_db.Restore(args[2], *snap, replace, ctx.now_ms);
+  if (done && kind != MoveKind::kCopy) ctx.db.Del(args[1], ctx.now_ms);
+  ReplyMove(kind, true, done, ctx.rb);
+}
+
+// Source and destination on different shards: under both keys' locks, the source shard copies
+// the value out (phase 1), then the destination shard writes it and, for RENAME, the source
+// shard deletes it (phase 2). No client sees the key in both places or in neither.
+template <MoveKind kind>
+void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  MoveArgs m;
+  if (kind == MoveKind::kCopy &&
+      !ParseCopyArgs(args, conn.reactor().config().databases, rb, &m)) {
+    return;
+  }
+  if (kind != MoveKind::kCopy && args.size() != 3) {
+    rb.Error(errors::kSyntax);
+    return;
+  }
+  const Server& server = conn.reactor().server();
+  struct State {
+    std::string src, dst;
+    int src_shard, dst_shard, dst_db;
+    bool replace;
+    std::optional<shard::KeySnapshot> snap;
+    bool done = false;
+  };
+  auto st = std::make_shared<State>();
+  st->src = std::string(args[1]);
+  st->dst = std::string(args[2]);
+  st->src_shard = server.ShardOf(args[1]);
+  st->dst_shard = server.ShardOf(args[2]);
+  st->dst_db = m.dst_db >= 0 ? m.dst_db : conn.db_index();
+  st->replace = kind == MoveKind::kRename || m.replace;
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    if (ctx.shard.index() == st->src_shard) st->snap = ctx.db.Snapshot(st->src, ctx.now_ms);
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    if (!st->snap) return;
+    if (ctx.shard.index() == st->dst_shard) {
+      st->done = ctx.shard.db(st->dst_db).Restore(st->dst, *st->snap, st->replace, ctx.now_ms);
+    }
+  });
+  if (kind != MoveKind::kCopy) {
+    // A third step: the source goes only once the destination is written.
+    phases.push_back([st](ShardCtx& ctx) {
+      if (st->done && ctx.shard.index() == st->src_shard) ctx.db.Del(st->src, ctx.now_ms);
+    });
+  }
+  conn.FanOutPhases({std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
+                    std::move(phases),
+                    [st](ReplyBuilder& rb) { ReplyMove(kind, st->snap.has_value(), st->done, rb); });
+}
+
+CommandSpec TwoKeys(std::string name, int arity, uint32_t flags, ConnHandler h,
+                    ShardHandler one_shard, std::vector<std::string> acl) {
+  CommandSpec s;
+  s.name = std::move(name);
+  s.arity = arity;
+  s.flags = flags | kMultiKey;
+  s.first_key = 1;
+  s.last_key = 2;
+  s.key_step = 1;
+  s.conn_handler = h;
+  s.shard_handler = one_shard;
+  s.acl_categories = std::move(acl);
+  return s;
+}
+
 }  // namespace
 
 void RegisterKeyCommands(CommandTable* t) {
+  t->Add(TwoKeys("rename", 3, kWrite, Move<MoveKind::kRename>, MoveOnShard<MoveKind::kRename>,
+                 {"@keyspace", "@write", "@slow"}));
+  t->Add(TwoKeys("renamenx", 3, kWrite | kFast, Move<MoveKind::kRenameNx>,
+                 MoveOnShard<MoveKind::kRenameNx>, {"@keyspace", "@write", "@fast"}));
+  t->Add(TwoKeys("copy", -3, kWrite | kDenyOom, Move<MoveKind::kCopy>,
+                 MoveOnShard<MoveKind::kCopy>, {"@keyspace", "@write", "@slow"}));
   const std::vector<std::string> kReadFast = {"@keyspace", "@read", "@fast"};
   const std::vector<std::string> kReadSlow = {"@keyspace", "@read", "@slow"};
   const std::vector<std::string> kWriteFast = {"@keyspace", "@write", "@fast"};

@@ -20,6 +20,8 @@ inline constexpr std::string_view kOffsetOutOfRange = "ERR offset is out of rang
 inline constexpr std::string_view kStringTooLong =
     "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 inline constexpr std::string_view kNoSuchKey = "ERR no such key";
+inline constexpr std::string_view kCopySameObject =
+    "ERR source and destination objects are the same";
 inline constexpr std::string_view kHashNotInteger = "ERR hash value is not an integer";
 inline constexpr std::string_view kHashNotFloat = "ERR hash value is not a float";
 inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";

@@ -70,6 +70,15 @@ struct ScanResult {
 // the current time `now_ms` (unix ms) as a parameter: an expired key is removed lazily when an
 // operation meets it and is never visible. ActiveExpire() removes expired keys that nobody touches.
 // String views handed out stay valid until the next mutating call on this Db.
+// A key's value and TTL copied out of a Db, so that it can be recreated in another one (RENAME,
+// COPY and MOVE across shards).
+struct KeySnapshot {
+  ValueType type = ValueType::kNone;
+  std::string str;                                         // kString
+  std::vector<std::pair<std::string, std::string>> fields;  // kHash
+  int64_t expire_at_ms = -1;                                // -1: no TTL
+};
+
 // Told of every change to a key: added, overwritten, modified, deleted or expired. Implemented
 // by server/ for WATCH; called on the Db's own thread, while the change happens.
 class KeyObserver {
@@ -138,6 +147,12 @@ class Db {
   size_t Size() const;         // keys, including expired ones not yet removed
   size_t ExpiresSize() const;  // keys with a TTL
   void Flush();
+  // RENAME/COPY building blocks. Snapshot: nullopt when the key is missing. Restore: creates
+  // `key` from the snapshot with its TTL; without `replace` it does nothing and returns false when
+  // the key exists. A snapshot whose TTL has passed restores nothing (and returns true).
+  std::optional<KeySnapshot> Snapshot(std::string_view key, int64_t now_ms);
+  bool Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms);
+
   // Who hears of key changes: nullptr for none (the default; a Db nobody watches pays one null
   // check per change).
   void set_observer(KeyObserver* o);

@@ -1,0 +1,64 @@
+// Db::Snapshot and Db::Restore: copying a key out of one Db and into another, with its TTL.
+
+#include "shard/db.h"
+
+namespace deadbolt::shard {
+
+std::optional<KeySnapshot> Db::Snapshot(std::string_view key, int64_t now_ms) {
+  KeySnapshot snap;
+  snap.type = Type(key, now_ms);
+  switch (snap.type) {
+    case ValueType::kNone:
+      return std::nullopt;
+    case ValueType::kString: {
+      auto v = Get(key, now_ms);
+      if (!v.ok()) return std::nullopt;
+      snap.str = std::string(*v);
+      break;
+    }
+    case ValueType::kHash: {
+      auto all = HGetAll(key, now_ms);
+      if (!all.ok()) return std::nullopt;
+      for (const auto& [f, v] : *all) snap.fields.emplace_back(std::string(f), std::string(v));
+      break;
+    }
+  }
+  int64_t at = ExpireTime(key, now_ms);
+  snap.expire_at_ms = at >= 0 ? at : -1;
+  return snap;
+}
+
+bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms) {
+  if (Exists(key, now_ms)) {
+    if (!replace) return false;
+    Del(key, now_ms);
+  }
+  if (snap.expire_at_ms >= 0 && snap.expire_at_ms <= now_ms) return true;  // gone by now
+  switch (snap.type) {
+    case ValueType::kNone:
+      return true;
+    case ValueType::kString: {
+      SetOptions opts;
+      if (snap.expire_at_ms >= 0) {
+        opts.expire = SetOptions::Expire::kAt;
+        opts.expire_at_ms = snap.expire_at_ms;
+      }
+      Set(key, snap.str, opts, now_ms);
+      return true;
+    }
+    case ValueType::kHash: {
+      std::vector<std::string_view> fv;
+      fv.reserve(snap.fields.size() * 2);
+      for (const auto& [f, v] : snap.fields) {
+        fv.push_back(f);
+        fv.push_back(v);
+      }
+      HSet(key, std::span<const std::string_view>(fv.data(), fv.size()), now_ms);
+      if (snap.expire_at_ms >= 0) ExpireAt(key, snap.expire_at_ms, ExpireCond::kNone, now_ms);
+      return true;
+    }
+  }
+  return true;
+}
+
+}  // namespace deadbolt::shard
