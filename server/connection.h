@@ -107,6 +107,8 @@ class Connection {
   void Ref() { refs_++; }
   void Unref();
   bool closing() const { return closing_; }
+  // Waiting for replies from other shards (or an EXEC, fan-out or blocked command).
+  bool busy() const { return !pending_.empty() || paused_; }
   // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
   void OnClose();
   bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }

@@ -497,6 +497,22 @@ void Reactor::Tick() {
   }
   stats_.expired_keys += removed;
   next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
+  if (config_.timeout > 0 && now_ms_ >= next_idle_check_ms_) CloseIdleClients();
+}
+
+// --timeout: closes clients idle for longer, as Redis does — except subscribers and clients
+// waiting for a reply (a blocked command, a transaction in flight).
+void Reactor::CloseIdleClients() {
+  next_idle_check_ms_ = now_ms_ + 1000;
+  const int64_t limit_ms = config_.timeout * 1000;
+  std::vector<Connection*> idle;
+  for (auto& [id, c] : conns_) {
+    if (!c->closing() && !c->subscribed() && !c->busy() &&
+        now_ms_ - c->last_interaction_ms() > limit_ms) {
+      idle.push_back(c);
+    }
+  }
+  for (Connection* c : idle) CloseConnection(c);
 }
 
 void Reactor::Turn() {

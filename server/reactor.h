@@ -88,6 +88,7 @@ class Reactor {
   void FlushOutboxes();
   void FlushConnections();
   void Tick();
+  void CloseIdleClients();
   io_uring_sqe* GetSqe();
   void Wake();
   void RecycleBuffer(uint16_t bid);
@@ -119,6 +120,7 @@ class Reactor {
 
   int64_t now_ms_ = 0;
   int64_t next_tick_ms_ = 0;
+  int64_t next_idle_check_ms_ = 0;
   absl::flat_hash_map<uint64_t, Connection*> conns_;
   std::vector<Connection*> flush_list_;
   std::vector<Connection*> free_list_;

@@ -4,6 +4,7 @@ commands."""
 
 import os
 import sys
+import socket
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -563,6 +564,35 @@ class InlineTest(ConnTestCase):
         # Inline and multibulk commands mixed in one write.
         data = b"SET m 1\r\n" + harness.encode_command("INCR", "m") + b"INCR m\r\nGET m\r\n"
         self.assertEqual(self.send(data, 4), [OK, integer(2), integer(3), bulk("3")])
+
+
+
+class IdleTimeoutTest(ConnTestCase):
+    """CONFIG SET timeout closes idle clients (checked once a second), but not subscribers."""
+
+    def test_idle_client_is_closed(self):
+        c = self.c
+        self.assertReply(OK, "CONFIG", "SET", "timeout", "1")
+        try:
+            idle = self.conn()
+            self.assertReply(PONG, "PING", c=idle)
+            sub = self.conn()
+            sub.send(harness.encode_command("SUBSCRIBE", "idle-test"))
+            sub.read_reply()
+            deadline = time.time() + 12
+            closed = False
+            while time.time() < deadline and not closed:
+                time.sleep(2.5)  # past the timeout: a probe itself counts as activity
+                try:
+                    idle.send(harness.encode_command("PING"))
+                    closed = idle.read_reply() == b""
+                except (ConnectionError, OSError, harness.IncompleteReply, socket.timeout):
+                    closed = True
+            self.assertTrue(closed, "an idle client should be closed after the timeout")
+            sub.send(harness.encode_command("PING"))
+            self.assertEqual(sub.read_reply(), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n")
+        finally:
+            self.assertReply(OK, "CONFIG", "SET", "timeout", "0", c=self.conn())
 
 
 if __name__ == "__main__":
