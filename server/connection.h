@@ -205,6 +205,7 @@ class Connection {
   bool in_multi_ = false;
   bool multi_error_ = false;
   int multi_db_ = 0;
+  size_t queued_bytes_ = 0;
   std::vector<QueuedCommand> queued_;
   std::unique_ptr<ExecState> exec_;
   bool exec_in_handler_ = false;

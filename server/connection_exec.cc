@@ -9,6 +9,7 @@
 #include "server/connection.h"
 #include "server/error_strings.h"
 #include "server/lock_table.h"
+#include "server/log.h"
 #include "server/reactor.h"
 #include "server/server.h"
 #include "server/str_util.h"
@@ -24,11 +25,21 @@ void Connection::Multi(protocol::ReplyBuilder& rb) {
   in_multi_ = true;
   multi_error_ = false;
   multi_db_ = db_index_;
+  queued_bytes_ = 0;
   rb.Ok();
 }
 
 void Connection::Queue(const CommandSpec* spec, CmdArgs args) {
-  queued_.push_back(QueuedCommand{spec, std::make_unique<OwnedArgs>(args), multi_db_});
+  auto owned = std::make_unique<OwnedArgs>(args);
+  // A queue is client-controlled memory: it counts against the query buffer limit.
+  queued_bytes_ += owned->bytes.size() + owned->lens.size() * sizeof(size_t) + 64;
+  if (static_cast<int64_t>(queued_bytes_) > reactor_->config().client_query_buffer_limit) {
+    LogWarning("closing client %s whose MULTI queue reached the query buffer limit",
+               peer_.c_str());
+    Kill();
+    return;
+  }
+  queued_.push_back(QueuedCommand{spec, std::move(owned), multi_db_});
   // SELECT inside MULTI changes the database of the commands queued after it.
   if (spec->name == "select") {
     int64_t db;
