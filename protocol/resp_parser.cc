@@ -192,6 +192,9 @@ ParseStatus RespParser::ParseMultibulk(std::string_view buf, size_t* consumed,
       next = cr + 2;
     }
     if (n > limits_.max_multibulk_len) return Fail(ParseError::kInvalidMultibulkLength);
+    if (limits_.unauthenticated && n > ParserLimits::kUnauthMaxArgs) {
+      return Fail(ParseError::kUnauthMultibulkLength);
+    }
     if (n <= 0) {  // "*0", "*-1": an empty command, which the caller skips
       args->clear();
       *consumed = next;
@@ -224,6 +227,9 @@ ParseStatus RespParser::ParseMultibulk(std::string_view buf, size_t* consumed,
         next = cr + 2;
       }
       if (len > limits_.max_bulk_len) return Fail(ParseError::kInvalidBulkLength);
+      if (limits_.unauthenticated && len > ParserLimits::kUnauthMaxBulk) {
+        return Fail(ParseError::kUnauthBulkLength);
+      }
       bulk_len_ = len;
       pos_ = next;
     }
@@ -360,6 +366,10 @@ std::string RespParser::ErrorText() const {
       return "Protocol error: too big bulk count string";
     case ParseError::kUnbalancedQuotes:
       return "Protocol error: unbalanced quotes in request";
+    case ParseError::kUnauthMultibulkLength:
+      return "Protocol error: unauthenticated multibulk length";
+    case ParseError::kUnauthBulkLength:
+      return "Protocol error: unauthenticated bulk length";
   }
   return {};
 }

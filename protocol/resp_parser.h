@@ -16,6 +16,11 @@ struct ParserLimits {
   int64_t max_bulk_len = 512LL * 1024 * 1024;  // proto-max-bulk-len
   int64_t max_multibulk_len = 1024 * 1024;     // arguments per command
   size_t max_inline_len = 64 * 1024;           // PROTO_INLINE_MAX_SIZE: inline lines, count lines
+  // Before a client has authenticated (when a password is required), Redis 7 accepts at most
+  // 10 arguments and bulks of at most 16 KB, so strangers cannot make the server buffer much.
+  bool unauthenticated = false;
+  static constexpr int64_t kUnauthMaxArgs = 10;
+  static constexpr int64_t kUnauthMaxBulk = 16384;
 };
 
 // Why a request was refused. The exact text lives in server/error_strings.h; ParseErrorText()
@@ -29,6 +34,8 @@ enum class ParseError : uint8_t {
   kTooBigMbulkCount,        // "Protocol error: too big mbulk count string"
   kTooBigBulkCount,         // "Protocol error: too big bulk count string"
   kUnbalancedQuotes,        // "Protocol error: unbalanced quotes in request"
+  kUnauthMultibulkLength,   // "Protocol error: unauthenticated multibulk length"
+  kUnauthBulkLength,        // "Protocol error: unauthenticated bulk length"
 };
 
 enum class ParseStatus : uint8_t { kOk, kIncomplete, kError };

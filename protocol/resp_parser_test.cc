@@ -716,3 +716,34 @@ TEST(RespParserStream, ReplyBuilderOutputParsesBack) {
 
 }  // namespace
 }  // namespace deadbolt::protocol
+
+namespace deadbolt::protocol {
+namespace {
+
+// Before AUTH, Redis 7 takes at most 10 arguments and 16 KB bulks; after, the normal limits.
+TEST(RespParserUnauthenticated, SmallLimitsUntilAuthenticated) {
+  ParserLimits limits;
+  limits.unauthenticated = true;
+  RespParser p(limits);
+  size_t consumed = 0;
+  std::vector<std::string_view> args;
+  std::string ten = "*10\r\n";
+  for (int i = 0; i < 10; i++) ten += "$1\r\nx\r\n";
+  EXPECT_EQ(p.Parse(ten, &consumed, &args), ParseStatus::kOk);
+  EXPECT_EQ(args.size(), 10u);
+  EXPECT_EQ(p.Parse("*11\r\n", &consumed, &args), ParseStatus::kError);
+  EXPECT_EQ(p.ErrorText(), "Protocol error: unauthenticated multibulk length");
+
+  RespParser q(limits);
+  std::string ok = "*1\r\n$16384\r\n" + std::string(16384, 'a') + "\r\n";
+  EXPECT_EQ(q.Parse(ok, &consumed, &args), ParseStatus::kOk);
+  EXPECT_EQ(q.Parse("*1\r\n$16385\r\n", &consumed, &args), ParseStatus::kError);
+  EXPECT_EQ(q.ErrorText(), "Protocol error: unauthenticated bulk length");
+
+  limits.unauthenticated = false;
+  RespParser r(limits);
+  EXPECT_EQ(r.Parse("*11\r\n", &consumed, &args), ParseStatus::kIncomplete);
+}
+
+}  // namespace
+}  // namespace deadbolt::protocol

@@ -108,8 +108,15 @@ Connection::Connection(Reactor* reactor, int fd, uint64_t id, std::string peer, 
   limits.max_bulk_len = cfg.proto_max_bulk_len;
   limits.max_multibulk_len = cfg.max_multibulk_len;
   parser_.set_limits(limits);
-  authenticated_ = cfg.requirepass.empty();
+  set_authenticated(cfg.requirepass.empty());
   created_ms_ = last_interaction_ms_ = reactor_->now_ms();
+}
+
+void Connection::set_authenticated(bool v) {
+  authenticated_ = v;
+  protocol::ParserLimits limits = parser_.limits();
+  limits.unauthenticated = !v;
+  parser_.set_limits(limits);
 }
 
 Connection::~Connection() { PubSubTeardown(); }  // pub/sub: leave the registry

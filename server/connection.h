@@ -59,7 +59,7 @@ class Connection {
   int resp() const { return resp_; }
   void set_resp(int v) { resp_ = v; }
   bool authenticated() const { return authenticated_; }
-  void set_authenticated(bool v) { authenticated_ = v; }
+  void set_authenticated(bool v);
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
   std::string& lib_name() { return lib_name_; }
