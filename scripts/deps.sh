@@ -9,6 +9,9 @@ if [[ "${1:-}" == "--test" ]]; then
   command -v node >/dev/null || PKGS+=(nodejs)
   command -v npm >/dev/null || PKGS+=(npm)
 fi
+if [[ "${1:-}" == "--bench" ]]; then
+  PKGS+=(gnuplot-nox)  # bench/compare.py's plot
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,1123 @@
+#!/usr/bin/python3
+"""Side-by-side comparison of deadbolt-server and Debian's redis-server under lock workloads.
+
+    /usr/bin/python3 bench/compare.py            # full run, a few minutes
+    /usr/bin/python3 bench/compare.py --quick    # one short round, for smoke-testing
+
+It builds nothing: point --deadbolt and --lockload at binaries you built (scripts/build.sh
+release). Each measurement starts a fresh server pinned to core 1 (`taskset -c 1`), drives it with
+lockload pinned to core 0, and stops it. deadbolt and redis alternate within every round (the
+order flips each round), so a machine that gets busier or quieter during the run hits both.
+Medians over the rounds and the ratio deadbolt/redis go to stdout and to bench/RESULTS.md, the
+pipeline sweep to bench/pipeline.png (via gnuplot and bench/pipeline.gnuplot), every raw number
+to bench/results.json. See bench/README.md for how to read them.
+
+Python 3 standard library only.
+"""
+
+import argparse
+import atexit
+import ctypes
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+SERVER_CORE = "1"
+LOAD_CORE = "0"
+SERVERS = ("deadbolt", "redis")
+
+# Every process we start, so that nothing outlives us whatever way we leave.
+_children = []
+
+
+def _kill_children():
+    for p in _children:
+        if p.poll() is None:
+            try:
+                p.kill()
+            except OSError:
+                pass
+    for p in _children:
+        try:
+            p.wait(timeout=5)
+        except Exception:
+            pass
+
+
+atexit.register(_kill_children)
+
+
+def _on_signal(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def _die_with_parent():
+    # Runs in the child between fork and exec: SIGKILL it if this script dies (even by SIGKILL).
+    # taskset execs the real program in the same process, so the setting carries over.
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def spawn(argv, **kw):
+    """Starts argv; if it starts with `nice -n N` (N < 0, see --nice), in a session of its own
+    whose autogroup gets niceness N too: with the kernel's autogroup scheduling, a process's
+    nice value counts only against processes of its own session, so without this a busy
+    machine's other sessions would still take an equal share of the measured cores."""
+    boost = argv[:2] == ["nice", "-n"] and int(argv[2]) < 0
+    p = subprocess.Popen(argv, preexec_fn=_die_with_parent, start_new_session=boost, **kw)
+    _children.append(p)
+    if boost:
+        try:
+            with open(f"/proc/{p.pid}/autogroup", "w") as f:
+                f.write(argv[2])
+        except OSError:
+            pass  # no autogroup scheduling in this kernel, or not allowed: nice alone
+    return p
+
+
+def stop(p, grace=2.0):
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if p in _children:
+        _children.remove(p)
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# A minimal RESP client (for readiness, INFO, DBSIZE, and loading keys).
+
+
+class Resp:
+    def __init__(self, port, timeout=10.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    @staticmethod
+    def encode(*args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            if not isinstance(a, bytes):
+                a = str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        return b"".join(out)
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        self.buf += chunk
+
+    def _line(self):
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line, self.buf = self.buf[:i], self.buf[i + 2:]
+                return line
+            self._fill()
+
+    def read(self):
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t == b"+":
+            return rest.decode(errors="replace")
+        if t == b"-":
+            return RuntimeError(rest.decode(errors="replace"))
+        if t == b":":
+            return int(rest)
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self._fill()
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            return data.decode(errors="replace")
+        if t == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RuntimeError("unexpected reply %r" % line)
+
+    def call(self, *args):
+        self.sock.sendall(self.encode(*args))
+        return self.read()
+
+    def info(self, section):
+        text = self.call("INFO", section)
+        out = {}
+        for line in str(text).splitlines():
+            if ":" in line and not line.startswith("#"):
+                k, v = line.split(":", 1)
+                out[k] = v
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Process accounting.
+
+
+def proc_cpu(pid):
+    """utime+stime of the whole process (all threads), seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
+
+
+def proc_rss(pid):
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+def machine_busy():
+    """Busy seconds of all CPUs together, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return (sum(v[:8]) - idle) / CLK_TCK
+
+
+def wait_quiet(limit_s, threshold=0.3):
+    """Wait (at most limit_s) until other processes use under `threshold` cores; seconds waited."""
+    t0 = time.monotonic()
+    while True:
+        a = machine_busy()
+        time.sleep(0.5)
+        if (machine_busy() - a) / 0.5 < threshold or time.monotonic() - t0 >= limit_s:
+            return time.monotonic() - t0
+
+
+def prio(cfg):
+    """`nice -n N` in front of the servers and load generators (see --nice)."""
+    n = getattr(cfg, "nice", 0)
+    return ["nice", "-n", str(n)] if n else []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# ---------------------------------------------------------------------------------------------
+# Servers.
+
+
+class Server:
+    def __init__(self, kind, cfg, threads=1):
+        self.kind, self.cfg, self.threads = kind, cfg, threads
+        self.proc = None
+        self.port = None
+
+    def argv(self, port):
+        if self.kind == "redis":
+            cmd = ["taskset", "-c", SERVER_CORE, self.cfg.redis, "--port", str(port),
+                   "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                   "--daemonize", "no", "--loglevel", "warning"]
+        elif self.threads == 1:
+            cmd = ["taskset", "-c", SERVER_CORE, self.cfg.deadbolt, "--port", str(port),
+                   "--threads", "1", "--no-pin"]
+        else:
+            # Several reactors: let deadbolt pin reactor i to core i itself.
+            cmd = ["taskset", "-c", "0-%d" % (os.cpu_count() - 1), self.cfg.deadbolt,
+                   "--port", str(port), "--threads", str(self.threads)]
+        return prio(self.cfg) + cmd
+
+    def start(self):
+        last = ""
+        for _attempt in range(5):
+            port = free_port()
+            err = tempfile.TemporaryFile()
+            proc = spawn(self.argv(port), stdout=subprocess.DEVNULL, stderr=err)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    c = Resp(port, timeout=2)
+                    ok = c.call("PING") == "PONG"
+                    c.close()
+                    if ok:
+                        self.proc, self.port = proc, port
+                        return self
+                except OSError:
+                    pass
+                time.sleep(0.02)
+            stop(proc)
+            err.seek(0)
+            last = err.read().decode(errors="replace")[-2000:]
+        raise RuntimeError(f"{self.kind} did not start: {last}")
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def stop(self):
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# One lockload run with the server's CPU sampled from /proc over (nearly) the same window.
+
+
+def run_lockload(cfg, server, args, warmup, duration):
+    argv = prio(cfg) + [
+        "taskset", "-c", LOAD_CORE, cfg.lockload, "-p", str(server.port), "-q", "--json",
+        "--cpu", "--server-cpu", "--allow-errors", "--warmup", str(warmup), "-d",
+        str(duration)] + args
+    t0 = time.monotonic()
+    proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # lockload starts measuring about `warmup` seconds after it starts; sample /proc a little
+    # inside its window on both ends (the rate over that span, times the window, is the cost).
+    margin = min(0.1, duration / 10)
+    time.sleep(max(0.0, t0 + warmup + margin - time.monotonic()))
+    a_t, a_cpu, a_busy = time.monotonic(), proc_cpu(server.pid), machine_busy()
+    time.sleep(max(0.0, t0 + warmup + duration - margin - time.monotonic()))
+    b_t, b_cpu, b_busy = time.monotonic(), proc_cpu(server.pid), machine_busy()
+    out, err = proc.communicate(timeout=duration + warmup + 60)
+    _children.remove(proc)
+    if proc.returncode != 0:
+        raise RuntimeError("lockload failed (%d): %s %s\n%s" % (
+            proc.returncode, " ".join(argv), err.decode(errors="replace")[-2000:],
+            out.decode(errors="replace")[-2000:]))
+    d = json.loads(out)
+    span = b_t - a_t
+    util = (b_cpu - a_cpu) / span
+    ops = d["ops_per_sec"]
+    rep = d["replies_by_type"]
+    res = {
+        "ops_per_sec": ops,
+        "acquired_share": rep.get("ok", 0) / max(1, rep.get("ok", 0) + rep.get("null", 0)),
+        "p50_us": d["p50_us"],
+        "p99_us": d["p99_us"],
+        "p999_us": d["p999_us"],
+        "errors": d["errors"],
+        "first_error": d.get("first_error"),
+        "replies": d["replies_by_type"],
+        "server_cpu_util": util,
+        # µs of server CPU per request (= CPU-seconds per million requests)
+        "server_cpu_us_per_op": util / ops * 1e6 if ops > 0 else float("nan"),
+        "server_cpu_us_per_op_info": d.get("server_cpu_s_per_million"),
+        "lockload_cpu_us_per_op": d.get("cpu_s_per_million"),
+        "lockload_cpu_util": d.get("cpu_core_fraction"),
+    }
+    # Everything else the machine did meanwhile (other jobs), in cores: a noise indicator.
+    ll = res["lockload_cpu_util"] or 0.0
+    res["background_cores"] = max(0.0, (b_busy - a_busy) / span - util - ll)
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory per lock key.
+
+
+def make_values(n):
+    return [str(uuid.uuid4()).encode() for _ in range(n)]
+
+
+def load_keys(port, values, ttl_ms=600000, batch=10000):
+    c = Resp(port, timeout=60)
+    ttl = str(ttl_ms).encode()
+    tail = b"$2\r\nNX\r\n$2\r\nPX\r\n$%d\r\n%s\r\n" % (len(ttl), ttl)
+    n = len(values)
+    for start in range(0, n, batch):
+        end = min(n, start + batch)
+        parts = []
+        for i in range(start, end):
+            k = b"lock:%d" % i
+            parts.append(b"*6\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$36\r\n%s\r\n%s" % (
+                len(k), k, values[i], tail))
+        c.sock.sendall(b"".join(parts))
+        want = end - start
+        got = 0
+        while True:
+            got = c.buf.count(b"\r\n")
+            if got >= want:
+                break
+            c._fill()
+        if not c.buf.startswith(b"+OK") or c.buf.count(b"+OK\r\n") != want:
+            raise RuntimeError("SET NX PX did not answer +OK to every key: %r" % c.buf[:200])
+        c.buf = b""
+    c.close()
+
+
+def measure_memory(cfg, kind, values):
+    with Server(kind, cfg) as s:
+        c = Resp(s.port)
+        time.sleep(0.3)
+        rss0 = proc_rss(s.pid)
+        used0 = int(c.info("memory")["used_memory"])
+        # The same traffic on one key, deleted after: the I/O buffers the load will touch (for
+        # deadbolt its provided-buffer ring) are then resident in the "warm" baseline too.
+        w = Resp(s.port, timeout=60)
+        cmd = Resp.encode("SET", "warm:0", values[0], "PX", "600000") * 10000
+        for _ in range(10):
+            w.sock.sendall(cmd)
+            while w.buf.count(b"\r\n") < 10000:
+                w._fill()
+            w.buf = b""
+        w.call("DEL", "warm:0")
+        w.close()
+        time.sleep(0.3)
+        rss0w = proc_rss(s.pid)
+        used0w = int(c.info("memory")["used_memory"])
+        t = time.monotonic()
+        load_keys(s.port, values)
+        load_s = time.monotonic() - t
+        time.sleep(0.5)
+        n = c.call("DBSIZE")
+        if n != len(values):
+            raise RuntimeError(f"{kind}: DBSIZE {n}, expected {len(values)}")
+        rss1 = proc_rss(s.pid)
+        used1 = int(c.info("memory")["used_memory"])
+        c.close()
+    return {
+        "rss_bytes_per_key": (rss1 - rss0) / len(values),
+        "used_memory_bytes_per_key": (used1 - used0) / len(values),
+        "rss_bytes_per_key_warm": (rss1 - rss0w) / len(values),
+        "used_memory_bytes_per_key_warm": (used1 - used0w) / len(values),
+        "rss_warm": rss0w, "used_memory_warm": used0w,
+        "rss_empty": rss0, "rss_loaded": rss1, "used_memory_empty": used0,
+        "used_memory_loaded": used1, "load_seconds": load_s,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# deadbolt with two reactors: keys local to the connection's reactor vs all on the other one.
+
+
+def crc16(data):
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def tags_by_shard(count, shards=2):
+    """`count` distinct hash tags per shard (slot ranges split evenly, as deadbolt does)."""
+    out = {s: [] for s in range(shards)}
+    i = 0
+    while any(len(v) < count for v in out.values()):
+        tag = "t%d" % i
+        shard = (crc16(tag.encode()) % 16384) * shards // 16384
+        if len(out[shard]) < count:
+            out[shard].append(tag)
+        i += 1
+    return out
+
+
+def run_two_reactors(cfg, mode, procs, pipeline, duration, settle=0.5):
+    """mode: local | remote | mixed | split. Throughput from the server's own counters."""
+    with Server("deadbolt", cfg, threads=2) as s:
+        ctl = Resp(s.port)
+
+        def counters():
+            st = ctl.info("stats")
+            return (int(st["total_connections_received"]), int(st["total_commands_processed"]),
+                    int(st.get("cross_shard_messages", 0)))
+
+        def wait_accepts(n):
+            deadline = time.monotonic() + 10
+            while counters()[0] < n:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("lockload connections were not accepted")
+                time.sleep(0.005)
+
+        base = prio(cfg) + [
+            "taskset", "-c", "0-%d" % (os.cpu_count() - 1), cfg.lockload, "-p", str(s.port),
+            "-q", "--json", "-w", "acquire", "--keyspace", str(cfg.keyspace), "-P",
+            str(pipeline), "-d", "3600"]
+        loads, dummies = [], []
+        tags = tags_by_shard(procs)
+        # deadbolt hands accepted connections to reactors round-robin (accept i -> reactor
+        # i % 2). A lockload process opens a setup connection and then its worker; start one
+        # single-connection lockload at a time, padding with an idle connection when needed so
+        # that worker j lands on reactor j % 2, with keys of one hash tag whose slot is on that
+        # reactor's shard (local) or on the other one (remote), or untagged keys (mixed: half
+        # of them remote). `split`: even workers local, odd ones remote.
+        for j in range(procs):
+            reactor = j % 2
+            accepted = counters()[0]
+            if (accepted + 1) % 2 != reactor:
+                dummies.append(Resp(s.port))
+                accepted += 1
+                wait_accepts(accepted)
+            extra = []
+            if mode != "mixed":
+                local = mode == "local" or (mode == "split" and j % 4 < 2)
+                shard = reactor if local else 1 - reactor
+                extra = ["--prefix", "{%s}lock:" % tags[shard][j // 2]]
+            loads.append(spawn(base + ["-c", "1"] + extra, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL))
+            wait_accepts(accepted + 2)
+        time.sleep(settle)
+        a = counters()
+        a_t, a_cpu = time.monotonic(), proc_cpu(s.pid)
+        time.sleep(duration)
+        b = counters()
+        b_t, b_cpu = time.monotonic(), proc_cpu(s.pid)
+        dead = [p.returncode for p in loads if p.poll() is not None]
+        for p in loads:
+            stop(p, grace=1.0)
+        for d in dummies:
+            d.close()
+        ctl.close()
+        if dead:
+            raise RuntimeError(f"lockload exited early in two-reactor {mode} run: {dead}")
+    ops = (b[1] - a[1] - 1) / (b_t - a_t)  # less the INFO in the window
+    return {
+        "ops_per_sec": ops,
+        "cross_shard_messages_per_op": (b[2] - a[2]) / max(1, b[1] - a[1]),
+        "server_cpu_util": (b_cpu - a_cpu) / (b_t - a_t),
+        "server_cpu_us_per_op": (b_cpu - a_cpu) / max(1, b[1] - a[1]) * 1e6,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# memtier_benchmark, when present (not packaged in Debian 12).
+
+
+def run_memtier(cfg, server, pipeline, duration):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        argv = prio(cfg) + [
+            "taskset", "-c", LOAD_CORE, "memtier_benchmark", "-s", "127.0.0.1", "-p",
+            str(server.port), "--protocol=redis", "-t", "1", "-c", "50",
+                f"--pipeline={pipeline}", "--ratio=1:0", f"--test-time={duration}",
+                "--key-pattern=R:R", f"--key-maximum={cfg.keyspace}", "-d", "36",
+                "--hide-histogram", f"--json-out-file={f.name}"]
+        p = spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, err = p.communicate(timeout=duration + 60)
+        _children.remove(p)
+        if p.returncode != 0:
+            raise RuntimeError("memtier_benchmark failed: " + err.decode(errors="replace")[-500:])
+        d = json.load(open(f.name))
+    totals = d["ALL STATS"]["Totals"]
+    p99 = None
+    for k, v in totals.items():
+        if k.lower().startswith("percentile latencies") and isinstance(v, dict):
+            p99 = v.get("p99.00")
+    return {"ops_per_sec": totals.get("Ops/sec"), "p99_ms": p99}
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan.
+
+
+def supports(cfg, command_args):
+    with Server("deadbolt", cfg) as s:
+        c = Resp(s.port)
+        r = c.call(*command_args)
+        c.close()
+    return not isinstance(r, Exception), r
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--deadbolt", default="build/release/server/deadbolt-server")
+    ap.add_argument("--lockload", default="build/release/tools/lockload")
+    ap.add_argument("--redis", default="redis-server")
+    ap.add_argument("--quick", action="store_true", help="one short round (smoke test)")
+    ap.add_argument("--rounds", type=int, help="rounds (3; 1 with --quick)")
+    ap.add_argument("--duration", type=float, help="seconds measured per run (3; 1 with --quick)")
+    ap.add_argument("--warmup", type=float, help="unmeasured seconds first (1; 0.3 with --quick)")
+    ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--keyspace", type=int, default=10_000,
+                    help="keys lock:0..K-1 of every run (lockload's default, 10000): after the "
+                         "first K acquires nearly every acquire finds its lock held")
+    ap.add_argument("--free-keyspace", type=int, default=100_000_000,
+                    help="keys of the 'free locks' acquire runs (100000000): nearly every "
+                         "acquire takes a free lock and the table grows all through the run")
+    ap.add_argument("--free-depths", default="16,64",
+                    help="pipeline depths of the 'free locks' runs ('' for none)")
+    ap.add_argument("--rates", default="20000,100000",
+                    help="open-loop offered loads, requests/s, comma-separated")
+    ap.add_argument("--depths", default="1,4,16,64,256", help="pipeline depths of the sweep")
+    ap.add_argument("--memory-keys", type=int, default=1_000_000,
+                    help="keys loaded for memory per key (1000000)")
+    ap.add_argument("--two-reactor-procs", type=int, default=8,
+                    help="single-connection lockloads in the two-reactor runs (8)")
+    ap.add_argument("--nice", type=int, default=-20 if os.geteuid() == 0 else 0,
+                    help="niceness of servers and load generators, and of the autogroups they "
+                         "run in (-20 as root, else 0): on a machine busy with other work they "
+                         "then keep their cores; 0 to leave the scheduler alone")
+    ap.add_argument("--quiet-wait", type=float, default=0.0,
+                    help="before each run, wait up to this many seconds for the machine's other "
+                         "load to drop under 0.3 cores (0: do not wait)")
+    ap.add_argument("--out", default="bench/RESULTS.md", help="'-' to write no report")
+    ap.add_argument("--png", default="bench/pipeline.png")
+    ap.add_argument("--json", default="bench/results.json", dest="json_out")
+    ap.add_argument("--from-json", metavar="PATH",
+                    help="measure nothing: redo the report and plot from a results.json")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: sweep, cycle, "
+                    "open, memory, reactors, memtier")
+    cfg = ap.parse_args()
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+
+    os.chdir(REPO)
+    if cfg.from_json:
+        with open(cfg.from_json) as f:
+            report(json.load(f), cfg)
+        return
+    q = cfg.quick
+    cfg.rounds = cfg.rounds or (1 if q else 3)
+    cfg.duration = cfg.duration or (1.0 if q else 3.0)
+    cfg.warmup = cfg.warmup if cfg.warmup is not None else (0.3 if q else 1.0)
+    cfg.memory_keys = cfg.memory_keys or 1_000_000
+    rates = [float(x) for x in cfg.rates.split(",") if x]
+    depths = [int(x) for x in cfg.depths.split(",") if x]
+    skip = set(x for x in cfg.skip.split(",") if x)
+    for path, what in ((cfg.deadbolt, "--deadbolt"), (cfg.lockload, "--lockload")):
+        if not os.access(path, os.X_OK):
+            sys.exit(f"compare.py: {what} {path} is not an executable (build it first: "
+                     "scripts/build.sh release)")
+    if shutil.which(cfg.redis) is None:
+        sys.exit(f"compare.py: {cfg.redis} not found (apt-get install redis-server)")
+    cfg.redis = shutil.which(cfg.redis)
+    # Others may rebuild the binaries while this runs: use private copies for the whole run.
+    tmp = tempfile.mkdtemp(prefix="deadbolt-compare-")
+    atexit.register(shutil.rmtree, tmp, True)
+    cfg.deadbolt_path = os.path.relpath(os.path.abspath(cfg.deadbolt), REPO)
+    cfg.deadbolt_mtime = datetime.datetime.fromtimestamp(os.path.getmtime(cfg.deadbolt)) \
+        .astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    with open(cfg.deadbolt, "rb") as f:
+        cfg.deadbolt_sha = hashlib.sha256(f.read()).hexdigest()[:12]
+    cfg.deadbolt = shutil.copy2(cfg.deadbolt, os.path.join(tmp, "deadbolt-server"))
+    cfg.lockload = shutil.copy2(cfg.lockload, os.path.join(tmp, "lockload"))
+    os.sched_setaffinity(0, {int(LOAD_CORE)})  # keep this script off the server's core
+
+    notes = []
+    has_delifeq, r = supports(cfg, ("DELIFEQ", "compare:probe", "x"))
+    release = "delifeq" if has_delifeq else "evalsha"
+    if not has_delifeq:
+        has_evalsha, _ = supports(cfg, ("SCRIPT", "LOAD", "return 1"))
+        notes.append(f"deadbolt answered DELIFEQ with `{r}`: its cycle used "
+                     + ("EVALSHA like Redis." if has_evalsha else "EVALSHA, which it lacks too."))
+
+    common = ["-c", str(cfg.connections), "--keyspace", str(cfg.keyspace)]
+    runs = []  # (name, lockload args per server)
+    if "sweep" not in skip:
+        for d in depths:
+            runs.append((f"acquire P{d}", {k: ["-w", "acquire", "-P", str(d)] + common
+                                           for k in SERVERS}))
+    else:
+        for d in (1, 16, 64):
+            runs.append((f"acquire P{d}", {k: ["-w", "acquire", "-P", str(d)] + common
+                                           for k in SERVERS}))
+    for d in [int(x) for x in cfg.free_depths.split(",") if x]:
+        runs.append((f"acquire P{d} free", {
+            k: ["-w", "acquire", "-P", str(d), "-c", str(cfg.connections), "--keyspace",
+                str(cfg.free_keyspace)] for k in SERVERS}))
+    if "cycle" not in skip:
+        for d in (1, 16):
+            runs.append((f"cycle P{d}", {
+                "deadbolt": ["-w", "cycle", "--release", release, "-P", str(d)] + common,
+                "redis": ["-w", "cycle", "--release", "evalsha", "-P", str(d)] + common}))
+    if "open" not in skip:
+        for r_ in rates:
+            runs.append((f"open {r_:g}/s", {k: ["-w", "acquire", "--rate", str(int(r_))] + common
+                                            for k in SERVERS}))
+
+    data = {"runs": {}, "memory": {"deadbolt": [], "redis": []}, "reactors": {}, "memtier": {}}
+    for name, _ in runs:
+        data["runs"][name] = {"deadbolt": [], "redis": []}
+    values = make_values(cfg.memory_keys) if "memory" not in skip else None
+    started = time.monotonic()
+    for rnd in range(cfg.rounds):
+        order = SERVERS if rnd % 2 == 0 else tuple(reversed(SERVERS))
+        for name, args in runs:
+            for kind in order:
+                if cfg.quiet_wait > 0:
+                    wait_quiet(cfg.quiet_wait)
+                with Server(kind, cfg) as s:
+                    res = run_lockload(cfg, s, args[kind], cfg.warmup, cfg.duration)
+                data["runs"][name][kind].append(res)
+                log(f"round {rnd + 1}/{cfg.rounds} {name:14s} {kind:8s} "
+                    f"{res['ops_per_sec']:>11,.0f} ops/s  p99 {res['p99_us']:>9.1f} us  "
+                    f"cpu {res['server_cpu_us_per_op']:6.3f} us/op "
+                    f"({res['server_cpu_util'] * 100:3.0f}% of a core)  "
+                    f"bg {res['background_cores']:.2f} cores  err {res['errors']}")
+        if "memory" not in skip:
+            for kind in order:
+                m = measure_memory(cfg, kind, values)
+                data["memory"][kind].append(m)
+                log(f"round {rnd + 1}/{cfg.rounds} memory {kind:8s} "
+                    f"rss {m['rss_bytes_per_key']:.1f} B/key  used_memory "
+                    f"{m['used_memory_bytes_per_key']:.1f} B/key  (loaded in {m['load_seconds']:.1f} s)")
+        if "reactors" not in skip:
+            for mode in ("local", "remote", "split", "mixed"):
+                if cfg.quiet_wait > 0:
+                    wait_quiet(cfg.quiet_wait)
+                r2 = run_two_reactors(cfg, mode, cfg.two_reactor_procs, 16, cfg.duration)
+                data["reactors"].setdefault(mode, []).append(r2)
+                log(f"round {rnd + 1}/{cfg.rounds} 2 reactors {mode:6s} "
+                    f"{r2['ops_per_sec']:>11,.0f} ops/s  cross-shard msgs/op "
+                    f"{r2['cross_shard_messages_per_op']:.2f}  cpu {r2['server_cpu_us_per_op']:.3f} us/op")
+    if "memtier" not in skip:
+        if shutil.which("memtier_benchmark"):
+            for kind in SERVERS:
+                with Server(kind, cfg) as s:
+                    data["memtier"][kind] = run_memtier(cfg, s, 16, int(max(1, cfg.duration)))
+        else:
+            notes.append("memtier_benchmark is not on PATH (Debian 12 does not package it): "
+                         "skipped.")
+    elapsed = time.monotonic() - started
+    log(f"measured in {elapsed:.0f} s")
+
+    data["meta"] = collect_meta(cfg, release, elapsed, depths, rates)
+    data["notes"] = notes
+    if cfg.json_out != "-":
+        with open(cfg.json_out, "w") as f:
+            json.dump(data, f, indent=1)
+    report(data, cfg)
+
+
+def report(data, cfg):
+    """Medians to stdout; RESULTS.md and the plot from `data` (fresh, or --from-json)."""
+    meta = data["meta"]
+    depths, rates = meta["depths"], meta["rates"]
+    summary = summarize(data)
+    print(render_text(summary))
+    notes = list(data["notes"])
+    if cfg.png != "-" and any(f"acquire P{d}" in data["runs"] for d in depths):
+        png_note = plot(data, depths, cfg.png)
+        if png_note:
+            notes.append(png_note)
+    if cfg.out != "-":
+        with open(cfg.out, "w") as f:
+            f.write(render_markdown(summary, data, cfg.png, notes))
+        log(f"wrote {cfg.out}")
+
+
+def collect_meta(cfg, release, elapsed, depths, rates):
+    def sh(*argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, cwd=REPO,
+                                  timeout=10).stdout.strip()
+        except Exception:
+            return ""
+    model = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    try:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, cwd=REPO, timeout=10).stdout
+    except Exception:
+        dirty = ""
+    return {
+        "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        "commit": sh("git", "rev-parse", "--short", "HEAD"),
+        "dirty": [l[3:] for l in dirty.splitlines()],
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "kernel": platform.release(),
+        "redis": sh(cfg.redis, "--version"),
+        "deadbolt_binary": cfg.deadbolt_path,
+        "deadbolt_mtime": cfg.deadbolt_mtime,
+        "deadbolt_sha256": cfg.deadbolt_sha,
+        "release": release,
+        "rounds": cfg.rounds, "duration": cfg.duration, "warmup": cfg.warmup,
+        "connections": cfg.connections, "keyspace": cfg.keyspace, "nice": cfg.nice,
+        "free_keyspace": cfg.free_keyspace,
+        "memory_keys": cfg.memory_keys, "elapsed_s": elapsed, "quick": cfg.quick,
+        "depths": depths, "rates": rates, "two_reactor_procs": cfg.two_reactor_procs,
+        "loadavg": open("/proc/loadavg").read().split()[:3],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Summaries.
+
+
+def summarize(data):
+    s = {"runs": {}, "memory": {}, "reactors": {}}
+    for name, by in data["runs"].items():
+        s["runs"][name] = {}
+        for kind, rs in by.items():
+            if not rs:
+                continue
+            s["runs"][name][kind] = {k: median([r[k] for r in rs]) for k in (
+                "ops_per_sec", "p50_us", "p99_us", "p999_us", "server_cpu_us_per_op",
+                "server_cpu_util", "lockload_cpu_util", "background_cores", "acquired_share")}
+            s["runs"][name][kind]["errors"] = sum(r["errors"] for r in rs)
+            s["runs"][name][kind]["ops_range"] = (min(r["ops_per_sec"] for r in rs),
+                                                  max(r["ops_per_sec"] for r in rs))
+    for kind, ms in data["memory"].items():
+        if ms:
+            s["memory"][kind] = {k: median([m[k] for m in ms]) for k in (
+                "rss_bytes_per_key", "used_memory_bytes_per_key", "rss_bytes_per_key_warm",
+                "used_memory_bytes_per_key_warm", "rss_empty", "rss_warm")}
+    for mode, rs in data["reactors"].items():
+        s["reactors"][mode] = {k: median([r[k] for r in rs]) for k in rs[0]}
+    return s
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt_ops(v):
+    if v is None:
+        return "–"
+    return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.0f}k"
+
+
+def fmt(v, d=2):
+    return "–" if v is None else f"{v:.{d}f}"
+
+
+def fmt_ratio(v):
+    return "–" if v is None else f"{v:.2f}×"
+
+
+def round_ratios(pairs):
+    """(median, 'median (lo–hi)') of the per-round ratios deadbolt ÷ redis: each round ran the
+    two back to back, so a run disturbed by other load on one side spoils one round's ratio,
+    not the comparison."""
+    rs = [ratio(a, b) for a, b in pairs if a is not None and b]
+    if not rs:
+        return None, ""
+    med = statistics.median(rs)
+    if len(rs) == 1:
+        return med, f"{med:.3f}×"
+    return med, f"{med:.3f}× ({min(rs):.2f}–{max(rs):.2f})"
+
+
+def target_rows(s, data, rates):
+    """(metric, deadbolt, redis, ratio, per-round ratios, target, verdict) rows."""
+    rows = []
+    R = s["runs"]
+
+    def get(name, kind, key):
+        return R.get(name, {}).get(kind, {}).get(key)
+
+    def row(metric, name, key, fmt_v, target=None, check=None, unit=""):
+        a, b = get(name, "deadbolt", key), get(name, "redis", key)
+        rt = ratio(a, b)
+        raw = data["runs"].get(name, {})
+        med, per_round = round_ratios(zip([r[key] for r in raw.get("deadbolt", [])],
+                                          [r[key] for r in raw.get("redis", [])]))
+        verdict = ""
+        if check is not None and med is not None:
+            verdict = check(a, b, med)
+            if isinstance(verdict, bool):
+                verdict = "met" if verdict else "**missed**"
+        rows.append((metric, fmt_v(a) + unit, fmt_v(b) + unit, fmt_ratio(rt), per_round,
+                     target or "", verdict))
+
+    def p64_check(a, b, rt):
+        parts = [("met" if a >= 3e6 else "**missed**") + " ≥ 3M",
+                 ("met" if rt >= 3 else "**missed**") + " ≥ 3×"]
+        return ", ".join(parts)
+
+    for name, cpu_target, lim in (("acquire P1", "≤ 0.85×", 0.85), ("acquire P16", "≤ 0.4×", 0.4),
+                                  ("acquire P16 free", "≤ 0.4×", 0.4),
+                                  ("cycle P16", "≤ 0.3×", 0.3)):
+        if name not in R:
+            continue
+        row(f"{name}: throughput", name, "ops_per_sec", fmt_ops, unit=" ops/s")
+        row(f"{name}: p99 latency", name, "p99_us", lambda v: fmt(v, 0), unit=" µs")
+        row(f"{name}: server CPU per op", name, "server_cpu_us_per_op", lambda v: fmt(v, 3),
+            cpu_target, lambda a, b, rt, lim=lim: rt <= lim, unit=" µs")
+    for name in ("acquire P64", "acquire P64 free"):
+        if name not in R:
+            continue
+        row(f"{name}: throughput", name, "ops_per_sec", fmt_ops,
+            "≥ 3M ops/s and ≥ 3×", p64_check, unit=" ops/s")
+        row(f"{name}: p99 latency", name, "p99_us", lambda v: fmt(v, 0), unit=" µs")
+        row(f"{name}: server CPU per op", name, "server_cpu_us_per_op",
+            lambda v: fmt(v, 3), unit=" µs")
+    m = s["memory"]
+    if m.get("deadbolt") and m.get("redis"):
+        for key, label, tgt in (("rss_bytes_per_key", "memory per lock key (RSS)", "≤ 0.6×"),
+                                ("used_memory_bytes_per_key", "memory per lock key (INFO used_memory)", "")):
+            a, b = m["deadbolt"][key], m["redis"][key]
+            rt = ratio(a, b)
+            med, per_round = round_ratios(zip([r[key] for r in data["memory"]["deadbolt"]],
+                                              [r[key] for r in data["memory"]["redis"]]))
+            verdict = ("met" if med <= 0.6 else "**missed**") if tgt and med is not None else ""
+            rows.append((label, f"{a:.1f} B", f"{b:.1f} B", fmt_ratio(rt), per_round, tgt,
+                         verdict))
+    for r_ in rates:
+        name = f"open {r_:g}/s"
+        if name not in R:
+            continue
+        row(f"acquire, open loop {fmt_ops(r_)}/s offered: p99", name, "p99_us",
+            lambda v: fmt(v, 0), "no worse (≤ 1×)", lambda a, b, rt: rt <= 1.0, unit=" µs")
+        row(f"acquire, open loop {fmt_ops(r_)}/s offered: server CPU per op", name,
+            "server_cpu_us_per_op", lambda v: fmt(v, 3), unit=" µs")
+    return rows
+
+
+def render_text(s):
+    lines = ["", "medians (deadbolt / redis, ratio deadbolt÷redis):"]
+    for name, by in s["runs"].items():
+        a, b = by.get("deadbolt"), by.get("redis")
+        if not a or not b:
+            continue
+        lines.append(
+            f"  {name:14s} ops/s {fmt_ops(a['ops_per_sec']):>7} / {fmt_ops(b['ops_per_sec']):>7} "
+            f"= {fmt_ratio(ratio(a['ops_per_sec'], b['ops_per_sec'])):>6}   "
+            f"p99 {a['p99_us']:8.0f} / {b['p99_us']:8.0f} µs = "
+            f"{fmt_ratio(ratio(a['p99_us'], b['p99_us'])):>6}   "
+            f"cpu/op {a['server_cpu_us_per_op']:6.3f} / {b['server_cpu_us_per_op']:6.3f} µs = "
+            f"{fmt_ratio(ratio(a['server_cpu_us_per_op'], b['server_cpu_us_per_op'])):>6}")
+    m = s["memory"]
+    if m.get("deadbolt") and m.get("redis"):
+        for key in ("rss_bytes_per_key", "used_memory_bytes_per_key"):
+            a, b = m["deadbolt"][key], m["redis"][key]
+            lines.append(f"  memory {key:26s} {a:7.1f} / {b:7.1f} B = {fmt_ratio(ratio(a, b))}")
+    for mode, r in s["reactors"].items():
+        lines.append(f"  deadbolt 2 reactors, {mode:6s}: {fmt_ops(r['ops_per_sec'])} ops/s, "
+                     f"{r['cross_shard_messages_per_op']:.2f} cross-shard msgs/op, "
+                     f"{r['server_cpu_us_per_op']:.3f} µs CPU/op")
+    return "\n".join(lines)
+
+
+def render_markdown(s, data, png, notes):
+    meta = data["meta"]
+    depths, rates = meta["depths"], meta["rates"]
+    out = []
+    w = out.append
+    w("# deadbolt vs redis-server\n")
+    w("Generated by `bench/compare.py`"
+      + (" **--quick** (smoke test, not a result)" if meta["quick"] else "")
+      + ". How it measures and how to read this: [README.md](README.md); where deadbolt's time "
+      "goes where a target is missed: [PROFILE.md](PROFILE.md). Raw numbers of every run: "
+      "`results.json`.\n")
+    dirty = (" (uncommitted changes in: " + ", ".join(f"`{d}`" for d in meta["dirty"]) + ")"
+             if meta["dirty"] else "")
+    w("| | |\n|---|---|")
+    w(f"| date | {meta['date']} |")
+    w(f"| commit | `{meta['commit']}`{dirty}; binary `{meta['deadbolt_binary']}` built "
+      f"{meta['deadbolt_mtime']} (sha256 `{meta['deadbolt_sha256']}`) |")
+    w(f"| machine | {meta['nproc']} × {meta['cpu']}, kernel {meta['kernel']} |")
+    w(f"| redis | {meta['redis']} |")
+    w(f"| method | {meta['rounds']} rounds, deadbolt and redis alternating (order flipped each "
+      f"round); each run a fresh server (deadbolt `--threads 1 --no-pin`, redis `--save '' "
+      f"--appendonly no`, both `taskset -c 1`), lockload `taskset -c 0`, {meta['connections']} "
+      f"connections, {meta['warmup']:g} s warm-up + {meta['duration']:g} s measured; "
+      + (f"servers and lockload at `nice -n {meta['nice']}`; " if meta['nice'] else "")
+      + "the table shows medians |")
+    w(f"| keys | `acquire`: `SET lock:<n> <36-char token> NX PX 30000`, n uniform over "
+      f"{meta['keyspace']:,} keys (lockload's default): after the first {meta['keyspace']:,} "
+      f"nearly every acquire finds its lock held and gets `nil` — the contended path, a steady "
+      f"state. `acquire … free`: n over {meta['free_keyspace']:,} keys, so nearly every "
+      f"acquire takes a free lock and the table grows all through the run. `cycle`: acquire, "
+      f"then release each lock taken — deadbolt `{meta['release'].upper()}`, redis `EVALSHA` "
+      f"of the compare-and-delete script. The *acquired* column says what share of acquires "
+      f"got `OK` |")
+    bg = [r["background_cores"] for by in data["runs"].values() for rs in by.values()
+          for r in rs]
+    if bg:
+        w(f"| other load | CPU used by other processes during the measured windows: median "
+          f"{statistics.median(bg):.2f}, max {max(bg):.2f} cores (of {meta['nproc']}); load "
+          f"average at the end {' '.join(meta['loadavg'])} |")
+    w(f"| took | {meta['elapsed_s']:.0f} s |\n")
+
+    w("## Against the issue's targets\n")
+    w("Ratio = deadbolt ÷ redis (for CPU, memory and latency lower is better; for throughput "
+      "higher is). CPU per op is the server process's own user+system time (`/proc/<pid>/stat`) "
+      "over the measured window divided by the requests lockload counted in it. Each round ran "
+      "the two servers back to back, so the verdict goes by the **median of the rounds' own "
+      "ratios** (a run that other load disturbed spoils one round, not the comparison); its "
+      "range shows how far the verdict can be trusted — one that straddles the target is within "
+      "the noise.\n")
+    w("| metric | deadbolt | redis | ratio of medians | per-round ratio: median (range) "
+      "| target | |")
+    w("|---|---:|---:|---:|---:|---|---|")
+    for r in target_rows(s, data, rates):
+        w("| " + " | ".join(r) + " |")
+    w("")
+
+    w("## Every closed- and open-loop run (medians)\n")
+    w("| run | deadbolt ops/s (min–max) | redis ops/s (min–max) | ratio | p50 µs d / r | "
+      "p99 µs d / r | p99.9 µs d / r | server CPU µs/op d / r | ratio | server core busy d / r "
+      "| lockload core busy d / r | acquired d / r |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, by in s["runs"].items():
+        a, b = by.get("deadbolt"), by.get("redis")
+        if not a or not b:
+            continue
+        w(f"| {name} | {fmt_ops(a['ops_per_sec'])} ({fmt_ops(a['ops_range'][0])}–"
+          f"{fmt_ops(a['ops_range'][1])}) | {fmt_ops(b['ops_per_sec'])} "
+          f"({fmt_ops(b['ops_range'][0])}–{fmt_ops(b['ops_range'][1])}) | "
+          f"{fmt_ratio(ratio(a['ops_per_sec'], b['ops_per_sec']))} | "
+          f"{a['p50_us']:.0f} / {b['p50_us']:.0f} | {a['p99_us']:.0f} / {b['p99_us']:.0f} | "
+          f"{a['p999_us']:.0f} / {b['p999_us']:.0f} | "
+          f"{a['server_cpu_us_per_op']:.3f} / {b['server_cpu_us_per_op']:.3f} | "
+          f"{fmt_ratio(ratio(a['server_cpu_us_per_op'], b['server_cpu_us_per_op']))} | "
+          f"{a['server_cpu_util'] * 100:.0f}% / {b['server_cpu_util'] * 100:.0f}% | "
+          f"{a['lockload_cpu_util'] * 100:.0f}% / {b['lockload_cpu_util'] * 100:.0f}% | "
+          f"{a['acquired_share'] * 100:.0f}% / {b['acquired_share'] * 100:.0f}% |")
+    errs = sum(by[k]["errors"] for by in s["runs"].values() for k in by)
+    w(f"\nError replies over all runs: {errs}.")
+    for name, by in data["runs"].items():
+        for kind, rs in by.items():
+            for r in rs:
+                if r.get("errors"):
+                    w(f"* {name}, {kind}: {r['errors']} errors, first: `{r.get('first_error')}`")
+                    break
+    w("")
+
+    if s["memory"]:
+        w("## Memory per lock key\n")
+        w(f"{meta['memory_keys']:,} keys `lock:<n>`, each `SET` (`NX PX 600000`) to its own "
+          "36-character uuid4, loaded with pipelined SETs (10,000 per batch) into a fresh "
+          "server; (after − empty) ÷ keys. The issue's measure is the first row (RSS against the "
+          "fresh server). The *warmed-up* rows take the empty server's memory after it has "
+          "served 100,000 such SETs on one key (then deleted), so that I/O buffers the load "
+          "touches once are not charged to the keys: "
+          + ", ".join(f"{k} {s['memory'][k]['rss_empty'] / 1e6:.1f} MB fresh → "
+                      f"{s['memory'][k]['rss_warm'] / 1e6:.1f} MB warmed up"
+                      for k in SERVERS if k in s["memory"]) + " (RSS).\n")
+        w("| | deadbolt | redis | ratio |\n|---|---:|---:|---:|")
+        for key, label in (("rss_bytes_per_key", "RSS (`/proc/<pid>/statm`) − fresh server's"),
+                           ("used_memory_bytes_per_key", "`INFO memory` used_memory − fresh server's"),
+                           ("rss_bytes_per_key_warm", "RSS − warmed-up empty server's"),
+                           ("used_memory_bytes_per_key_warm", "used_memory − warmed-up empty server's")):
+            a = s["memory"].get("deadbolt", {}).get(key)
+            b = s["memory"].get("redis", {}).get(key)
+            w(f"| {label} | {fmt(a, 1)} B | {fmt(b, 1)} B | {fmt_ratio(ratio(a, b))} |")
+        w("")
+
+    if s["reactors"]:
+        w("## deadbolt with two reactors: keys local to the connection's reactor vs remote\n")
+        w(f"deadbolt `--threads 2` (reactor i pinned to core i by deadbolt), "
+          f"{meta['two_reactor_procs']} single-connection lockloads (`acquire -P 16`, "
+          f"{meta['keyspace']:,} keys each, unpinned, so they share both cores with the server). "
+          "deadbolt gives accepted connections to reactors round-robin, so the harness starts "
+          "the lockloads one at a time (padding with an idle connection when needed) so that "
+          "connection j sits on reactor j mod 2, and gives each keys with one hash tag "
+          "`{tag}lock:<n>` whose slot is on that reactor's shard (*local*) or on the other one "
+          "(*remote*); *split*: half of the connections local, half remote; *mixed*: untagged "
+          "keys, so every connection's pipeline interleaves local and remote keys. Throughput "
+          "and CPU come from the server's own counters (`total_commands_processed`, "
+          "`cross_shard_messages`, `/proc`).\n")
+        w("| keys | ops/s | cross-shard messages per op | server CPU µs/op | server cores busy |")
+        w("|---|---:|---:|---:|---:|")
+        for mode, r in s["reactors"].items():
+            w(f"| {mode} | {fmt_ops(r['ops_per_sec'])} | {r['cross_shard_messages_per_op']:.2f} "
+              f"| {r['server_cpu_us_per_op']:.3f} | {r['server_cpu_util']:.2f} |")
+        if "local" in s["reactors"] and "remote" in s["reactors"]:
+            rt = ratio(s["reactors"]["remote"]["ops_per_sec"],
+                       s["reactors"]["local"]["ops_per_sec"])
+            w(f"\nremote ÷ local throughput: {fmt_ratio(rt)}.")
+        w("")
+
+    if "acquire P1" in s["runs"] and png != "-":
+        w("## Pipeline depth\n")
+        w(f"![throughput and p99 vs pipeline depth]({os.path.basename(png)})\n")
+        w("| depth | deadbolt ops/s | redis ops/s | ratio | deadbolt p99 µs | redis p99 µs |")
+        w("|---:|---:|---:|---:|---:|---:|")
+        for d in depths:
+            by = s["runs"].get(f"acquire P{d}")
+            if not by:
+                continue
+            a, b = by["deadbolt"], by["redis"]
+            w(f"| {d} | {fmt_ops(a['ops_per_sec'])} | {fmt_ops(b['ops_per_sec'])} | "
+              f"{fmt_ratio(ratio(a['ops_per_sec'], b['ops_per_sec']))} | {a['p99_us']:.0f} | "
+              f"{b['p99_us']:.0f} |")
+        w("")
+
+    w("## Notes\n")
+    if data["memtier"]:
+        for kind, r in data["memtier"].items():
+            w(f"* memtier_benchmark SET -c 50 --pipeline=16, {kind}: {r['ops_per_sec']} ops/s, "
+              f"p99 {r['p99_ms']} ms.")
+    for n in notes:
+        w(f"* {n}")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Plot.
+
+
+def plot(data, depths, png):
+    rows = []
+    for d in depths:
+        by = data["runs"].get(f"acquire P{d}")
+        if not by or not by["deadbolt"] or not by["redis"]:
+            continue
+        rows.append((d, median([r["ops_per_sec"] for r in by["deadbolt"]]),
+                     median([r["ops_per_sec"] for r in by["redis"]]),
+                     median([r["p99_us"] for r in by["deadbolt"]]),
+                     median([r["p99_us"] for r in by["redis"]])))
+    dat = os.path.splitext(png)[0] + ".dat"
+    with open(dat, "w") as f:
+        f.write("# depth deadbolt_ops_per_sec redis_ops_per_sec deadbolt_p99_us redis_p99_us\n")
+        for r in rows:
+            f.write("%d %.1f %.1f %.1f %.1f\n" % r)
+    gp = shutil.which("gnuplot")
+    if gp is None:
+        return f"gnuplot is not installed: wrote {dat} but no {png}."
+    script = os.path.join(REPO, "bench", "pipeline.gnuplot")
+    meta = data.get("meta", {})
+    title = (f"{meta.get('connections', 50)} connections, each server on one core, medians of "
+             f"{meta.get('rounds', 1)} round(s); {meta.get('date', '')}, commit "
+             f"{meta.get('commit', '')}")
+    keys = f"{meta.get('keyspace', 10000):,}"
+    p = subprocess.run([gp, "-e", f"datafile='{dat}'; outfile='{png}'; subtitle='{title}'; "
+                        f"keys='{keys}'", script], capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"gnuplot failed: {p.stderr.strip()[-300:]}"
+    log(f"wrote {png}")
+    return None
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        main()
+    finally:
+        _kill_children()
