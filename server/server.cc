@@ -15,6 +15,7 @@ Server::Server(const Config& config) : config_(config) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     config_.threads = n > 0 ? static_cast<int>(n) : 1;
   }
+  single_shard_ = config_.threads == 1;
   // Slots are split into contiguous ranges, one per shard, as a cluster splits them over nodes.
   slot_owner_.resize(shard::kNumSlots);
   for (int s = 0; s < shard::kNumSlots; s++) {

@@ -35,7 +35,10 @@ class Server {
 
   int num_shards() const { return static_cast<int>(reactors_.size()); }
   Reactor& reactor(int i) { return *reactors_[i]; }
-  int ShardOf(std::string_view key) const { return slot_owner_[shard::KeySlot(key)]; }
+  // One shard owns everything: no need to hash the key (13% of a P64 acquire's CPU).
+  int ShardOf(std::string_view key) const {
+    return single_shard_ ? 0 : slot_owner_[shard::KeySlot(key)];
+  }
   int ShardOfSlot(uint16_t slot) const { return slot_owner_[slot]; }
   const Config& initial_config() const { return config_; }
 
@@ -48,6 +51,7 @@ class Server {
   Config config_;
   std::vector<std::unique_ptr<Reactor>> reactors_;
   std::vector<uint16_t> slot_owner_;
+  bool single_shard_ = false;
   std::atomic<uint64_t> next_client_id_{1};
   std::atomic<int64_t> connected_clients_{0};
   int64_t start_time_ms_ = 0;
