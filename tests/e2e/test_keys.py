@@ -267,14 +267,15 @@ class ExpireTest(KeysTestCase):
         self.assertReply(integer(1), "EXISTS", "a")
 
     def test_expiry_really_happens(self):
-        self.assertReply(OK, "SET", "a", "1", "PX", "50")
-        self.assertReply(OK, "SET", "b", "1")
-        self.assertReply(integer(1), "PEXPIRE", "b", "50")
-        self.assertReply(OK, "SET", "c", "1", "PXAT", str(int(time.time() * 1000) + 50))
-        self.assertReply(OK, "PSETEX", "d", "50", "1")
-        self.assertReply(OK, "SET", "keep", "1")
+        # TTLs of half a second leave room for a loaded machine between SET and the first GET.
+        self.assertReply(OK, "SET", "a", "1", "PX", "500")
         self.assertReply(bulk("1"), "GET", "a")
-        time.sleep(0.2)
+        self.assertReply(OK, "SET", "b", "1")
+        self.assertReply(integer(1), "PEXPIRE", "b", "500")
+        self.assertReply(OK, "SET", "c", "1", "PXAT", str(int(time.time() * 1000) + 500))
+        self.assertReply(OK, "PSETEX", "d", "500", "1")
+        self.assertReply(OK, "SET", "keep", "1")
+        time.sleep(0.8)
         self.assertReplies([
             (("GET", "a"), NIL),
             (("EXISTS", "a", "b", "c", "d"), integer(0)),
