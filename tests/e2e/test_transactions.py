@@ -455,9 +455,10 @@ class WatchTest(TxTestCase):
         for key in (A0, A1):
             for touch in (False, True):
                 with self.subTest(key=key, touched_after_expiry=touch):
-                    self.assertReply(OK, "SET", key, "1", "PX", "50")
+                    # Half a second: the key must still be there when WATCH runs.
+                    self.assertReply(OK, "SET", key, "1", "PX", "500")
                     self.assertReply(OK, "WATCH", key, B0 if key == A1 else B1)
-                    time.sleep(0.2)
+                    time.sleep(0.8)
                     if touch:
                         self.assertReply(integer(0), "EXISTS", key, c=self.conn())
                     self.assertEqual(self.transaction(("SET", key, "mine")), NIL_ARRAY)
