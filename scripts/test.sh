@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --test
+# The JavaScript lock clients' packages, pinned by tests/js/package-lock.json.
+(cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
 for config in release asan; do
   echo "=== build: $config"
   scripts/build.sh "$config"

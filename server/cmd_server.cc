@@ -472,7 +472,7 @@ void WriteFlags(const CommandSpec& s, ReplyBuilder& rb) {
       {kWrite, "write"},       {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},
       {kAdmin, "admin"},       {kPubSub, "pubsub"},     {kNoScript, "noscript"},
       {kLoading, "loading"},   {kStale, "stale"},       {kNoAuth, "no_auth"},
-      {kFast, "fast"},
+      {kFast, "fast"},         {kBlocking, "blocking"},
   };
   size_t n = 0;
   for (auto& [f, name] : kNames) n += (s.flags & f) ? 1 : 0;

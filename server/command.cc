@@ -15,6 +15,7 @@ CommandTable::CommandTable() {
   RegisterKeyCommands(this);
   RegisterHashCommands(this);
   RegisterLockCommands(this);
+  RegisterNativeLockCommands(this);
   RegisterScriptCommands(this);
   RegisterPubSubCommands(this);
   RegisterTransactionCommands(this);

@@ -5,6 +5,7 @@
 #include <absl/types/span.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,7 @@ class Db;
 
 namespace deadbolt::server {
 
+class BlockedReply;  // server/blocked_reply.h
 class Connection;
 class Reactor;
 struct Config;
@@ -32,6 +34,11 @@ struct ShardCtx {
   int64_t now_ms;
   const Config& config;
   protocol::ReplyBuilder& rb;
+  // Set only for a blocking command (CommandSpec::blocks) called by a client connection that
+  // can wait for its reply: not inside MULTI/EXEC, scripts or fan-outs, where a blocking command
+  // does not wait (as in Redis). A handler that has to wait moves the BlockedReply out, writes
+  // nothing to rb and finishes it later (server/blocked_reply.h).
+  std::unique_ptr<BlockedReply>* block = nullptr;
 };
 
 // A command that touches the keys of one shard. Runs on the reactor owning its keys: inline when
@@ -56,12 +63,16 @@ enum CommandFlag : uint32_t {
   kBarrier = 1 << 10,   // waits until the connection's earlier commands have replied
   kMultiKey = 1 << 11,  // keys may span shards: handled by a ConnHandler that fans out
   kNoQueue = 1 << 12,   // runs at once inside MULTI instead of being queued (EXEC, WATCH, ...)
+  kBlocking = 1 << 13,  // may wait in the server (set with CommandSpec::blocks)
 };
 
 // For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and
 // last key index (step 1; first > last for none) and returns true, or returns false when the
 // arguments are malformed (the handler then replies the error).
 using KeyRangeFn = bool (*)(CmdArgs args, int* first, int* last);
+
+// For a blocking command: whether this call may wait in the server (LOCK.ACQUIRE with WAIT).
+using BlocksFn = bool (*)(CmdArgs args);
 
 struct CommandSpec {
   std::string name;      // lower case; "client|setname" for a subcommand
@@ -76,6 +87,10 @@ struct CommandSpec {
   ShardHandler shard_handler = nullptr;
   ConnHandler conn_handler = nullptr;
   KeyRangeFn key_range = nullptr;
+  // A blocking command (flag kBlocking) has a shard_handler and this. A call for which it says
+  // true gets a ShardCtx::block, and if it waits (or runs on another shard) the connection runs
+  // none of its later commands until it has replied.
+  BlocksFn blocks = nullptr;
   std::vector<std::string> acl_categories;  // "@string", "@keyspace", ...
   std::vector<CommandSpec> subcommands;      // for COMMAND INFO/DOCS
 
@@ -124,6 +139,7 @@ void RegisterStringCommands(CommandTable* t);
 void RegisterKeyCommands(CommandTable* t);
 void RegisterHashCommands(CommandTable* t);
 void RegisterLockCommands(CommandTable* t);
+void RegisterNativeLockCommands(CommandTable* t);
 void RegisterScriptCommands(CommandTable* t);
 void RegisterPubSubCommands(CommandTable* t);
 void RegisterTransactionCommands(CommandTable* t);

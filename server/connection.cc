@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "server/blocked_reply.h"
 #include "server/error_strings.h"
 #include "server/log.h"
 #include "server/pubsub.h"
@@ -31,6 +32,40 @@ std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db
 
 }  // namespace
 
+// The reply slot of a blocking command (LOCK.ACQUIRE ... WAIT) kept open on its shard: Finish()
+// sends the reply back to the connection's reactor (see BlockedReply).
+class ConnBlockedReply final : public BlockedReply {
+ public:
+  ConnBlockedReply(int origin, Connection* conn, uint64_t seq, int resp, uint64_t client_id,
+                   std::shared_ptr<std::atomic<bool>> cancelled)
+      : origin_(origin),
+        conn_(conn),
+        seq_(seq),
+        resp_(resp),
+        client_id_(client_id),
+        cancelled_(std::move(cancelled)) {}
+  int resp() const override { return resp_; }
+  uint64_t client_id() const override { return client_id_; }
+  bool cancelled() const override { return cancelled_->load(std::memory_order_relaxed); }
+  void Finish(std::string reply, absl::AnyInvocable<void()> undo) override {
+    Reactor* r = Reactor::Current();
+    Connection* c = conn_;  // dereferenced only back on origin_
+    uint64_t seq = seq_;
+    int shard = r->id();
+    r->Send(origin_, [c, seq, shard, reply = std::move(reply), undo = std::move(undo)]() mutable {
+      c->EndBlock(seq, std::move(reply), shard, std::move(undo));
+    });
+  }
+
+ private:
+  int origin_;
+  Connection* conn_;
+  uint64_t seq_;
+  int resp_;
+  uint64_t client_id_;
+  std::shared_ptr<std::atomic<bool>> cancelled_;
+};
+
 // A single-shard command travelling to the shard that owns its keys. If a transaction holds one
 // of them there, it waits in that shard's LockTable and runs when the lock is released.
 struct RemoteCommand {
@@ -42,6 +77,8 @@ struct RemoteCommand {
   Connection* conn;  // dereferenced only back on `origin`
   uint64_t seq;
   uint64_t client_id;
+  // A blocking command's (Connection::ForwardBlocking): set once its connection has closed.
+  std::shared_ptr<std::atomic<bool>> cancelled;
 
   void operator()() {
     Reactor* r = Reactor::Current();
@@ -58,6 +95,18 @@ struct RemoteCommand {
     std::string reply;
     protocol::ReplyBuilder rb(&reply, resp);
     ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
+    if (cancelled) {
+      // A blocking command: the handler may keep the reply open by taking `pending`; if it does
+      // not, the reply goes now. One whose client has already gone is not run at all.
+      std::unique_ptr<BlockedReply> pending =
+          std::make_unique<ConnBlockedReply>(origin, conn, seq, resp, client_id, cancelled);
+      if (!pending->cancelled()) {
+        ctx.block = &pending;
+        spec->shard_handler(a, ctx);
+      }
+      if (pending) pending->Finish(std::move(reply), nullptr);
+      return;
+    }
     spec->shard_handler(a, ctx);
     Connection* c = conn;
     uint64_t s = seq;
@@ -296,12 +345,22 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   }
   reactor_->stats().commands_processed++;
   if (on_shard) {
+    const bool blocking = spec->blocks && spec->blocks(args);  // LOCK.ACQUIRE ... WAIT
     if (shard != reactor_->id() || inflight_ > 0 ||
         (!reactor_->locks().idle() && KeysBlocked(spec, args, db_index_, reactor_->locks()))) {
-      Forward(spec, args, shard);  // to the owner, or behind a lock (or earlier work) here
+      // To the owner, or behind a lock (or earlier work) here.
+      if (blocking) {
+        ForwardBlocking(spec, args, shard);
+      } else {
+        Forward(spec, args, shard);
+      }
       return;
     }
     reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+    if (blocking) {
+      RunBlockingHere(spec, args);
+      return;
+    }
     bool slotted = !pending_.empty();
     uint64_t seq = 0;
     if (slotted) {
@@ -357,13 +416,75 @@ void Connection::RunConnHandler(const CommandSpec* spec, CmdArgs args,
   cur_args_ = {};
 }
 
-void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard) {
+void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
+                         std::shared_ptr<std::atomic<bool>> cancelled) {
   uint64_t seq = ReserveSlot();
   Ref();
   inflight_++;
   inflight_shard_ = shard;
   reactor_->Send(shard, RemoteCommand{spec, std::make_unique<OwnedArgs>(args), reactor_->id(),
-                                      db_index_, resp_, this, seq, id_});
+                                      db_index_, resp_, this, seq, id_, std::move(cancelled)});
+}
+
+// --- blocking commands ---
+//
+// A call that may wait in the server (LOCK.ACQUIRE ... WAIT) hands its shard handler a reply
+// slot it can keep open (ConnBlockedReply). On another shard the call travels as a message and
+// the connection pauses at once (its later commands would otherwise reach that shard behind it
+// and run while it waits). On this reactor's shard it runs inline and the connection pauses only
+// if the handler keeps the reply. While paused, the connection's later commands, pipelined or
+// not, wait, as with a blocked client in Redis. Closing the connection sets the shared
+// `cancelled` flag and sends a cancel to the shard, so the waiter leaves the queue at once; the
+// shard still finishes the reply, which is what releases this connection's reference.
+
+void Connection::RunBlockingHere(const CommandSpec* spec, CmdArgs args) {
+  const uint64_t seq = ReserveSlot();
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<BlockedReply> pending = std::make_unique<ConnBlockedReply>(
+      reactor_->id(), this, seq, resp_, id_, cancelled);
+  std::string reply;
+  protocol::ReplyBuilder rb(&reply, resp_);
+  ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
+               reactor_->now_ms(), reactor_->config(), rb, &pending};
+  spec->shard_handler(args, ctx);
+  if (pending) {  // answered now
+    CompleteSlot(seq, std::move(reply));
+    return;
+  }
+  // Waiting: as if forwarded to this shard (EndBlock undoes all of it).
+  Ref();
+  inflight_++;
+  inflight_shard_ = reactor_->id();
+  block_cancelled_ = std::move(cancelled);
+  block_shard_ = reactor_->id();
+  paused_ = true;
+}
+
+void Connection::ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shard) {
+  block_cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  block_shard_ = shard;
+  paused_ = true;
+  Forward(spec, args, shard, block_cancelled_);
+}
+
+void Connection::EndBlock(uint64_t seq, std::string reply, int shard,
+                          absl::AnyInvocable<void()> undo) {
+  // Granted to a client that has gone (its reply would go nowhere): give it back.
+  if (closing_ && undo) reactor_->Send(shard, std::move(undo));
+  block_cancelled_.reset();
+  block_shard_ = -1;
+  paused_ = false;
+  CompleteSlot(seq, std::move(reply));
+  OnForwardDone();
+  if (!paused_ && !closing_) ProcessInput();  // the commands that came in meanwhile
+  Unref();
+}
+
+void Connection::CancelBlock() {
+  if (!block_cancelled_) return;
+  block_cancelled_->store(true, std::memory_order_relaxed);
+  uint64_t id = id_;
+  reactor_->Send(block_shard_, [id] { Reactor::Current()->lock_waiters().Cancel(id); });
 }
 
 void Connection::FanOut(const std::vector<int>& shards, ShardFn per_shard,

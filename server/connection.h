@@ -3,6 +3,7 @@
 
 #include <absl/functional/any_invocable.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -24,6 +25,7 @@ class PubSubClient;               // pub/sub (server/pubsub.h)
 enum class PubSubKind : uint8_t;  // pub/sub
 struct WatchFlag;
 struct RemoteCommand;
+class ConnBlockedReply;
 
 // A command's arguments copied into one block, so it can travel to another reactor or wait in a
 // MULTI queue after the connection's input buffer has moved on.
@@ -116,6 +118,7 @@ class Connection {
  private:
   friend class Reactor;
   friend struct RemoteCommand;
+  friend class ConnBlockedReply;
   static constexpr int kSpansShards = -2;
   struct QueuedCommand {
     const CommandSpec* spec;
@@ -138,7 +141,20 @@ class Connection {
   struct FanOutRun;
   void Dispatch(CmdArgs args);
   void Execute(const CommandSpec* spec, CmdArgs args);
-  void Forward(const CommandSpec* spec, CmdArgs args, int shard);
+  // `cancelled`: set for a blocking command (ForwardBlocking).
+  void Forward(const CommandSpec* spec, CmdArgs args, int shard,
+               std::shared_ptr<std::atomic<bool>> cancelled = nullptr);
+  // --- blocking commands (LOCK.ACQUIRE ... WAIT) ---
+  // Sends a call that may wait in the server to its shard (even this reactor's own) and holds
+  // back the connection's later commands until it replies.
+  void ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shard);
+  // Runs one on this reactor's shard (nothing in flight): pauses only if it has to wait.
+  void RunBlockingHere(const CommandSpec* spec, CmdArgs args);
+  // Its reply is back (sent by ConnBlockedReply::Finish from the shard). If this connection has
+  // closed meanwhile, `undo` is sent back to that shard.
+  void EndBlock(uint64_t seq, std::string reply, int shard, absl::AnyInvocable<void()> undo);
+  // OnClose: tells the shard that the client no longer waits.
+  void CancelBlock();
   // Holds a command (and the input after it) until the commands in flight are done.
   void Defer(const CommandSpec* spec, CmdArgs args);
   void OnForwardDone();
@@ -191,11 +207,15 @@ class Connection {
   bool closing_ = false;
   bool close_after_reply_ = false;
   bool processing_ = false;
-  bool paused_ = false;  // an EXEC, a fan-out or a deferred command holds back later input
+  bool paused_ = false;  // an EXEC, a fan-out, a deferred or a blocking command holds back input
   int inflight_ = 0;     // forwarded commands not yet answered, all to inflight_shard_
   int inflight_shard_ = -1;
   const CommandSpec* deferred_spec_ = nullptr;
   std::unique_ptr<OwnedArgs> deferred_args_;
+  // While a blocking command waits: set when the connection closes (read by its shard), and the
+  // shard it waits on.
+  std::shared_ptr<std::atomic<bool>> block_cancelled_;
+  int block_shard_ = -1;
 
   // The command a conn_handler is running, for FanOut's lock plan.
   const CommandSpec* cur_spec_ = nullptr;

@@ -125,6 +125,7 @@ void Connection::Unwatch() {
 }
 
 void Connection::OnClose() {
+  CancelBlock();  // a waiting LOCK.ACQUIRE leaves its queue
   Unwatch();
   queued_.clear();
   PubSubTeardown();

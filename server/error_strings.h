@@ -59,8 +59,47 @@ inline constexpr std::string_view kDelexCondition =
     "ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE";
 // The digest of IFDEQ / IFDNE (SET, DELEX) is not 16 characters long.
 inline constexpr std::string_view kDigestLength = "ERR must be exactly 16 hexadecimal characters";
+// LOCK.ACQUIRE ... WAIT with a negative timeout (Redis's text for blocking commands).
+inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
 
 // --- scripts ---
+inline constexpr std::string_view kNoScript = "NOSCRIPT No matching script. Please use EVAL.";
+inline constexpr std::string_view kNumKeysTooBig =
+    "ERR Number of keys can't be greater than number of args";
+inline constexpr std::string_view kNumKeysNegative = "ERR Number of keys can't be negative";
+// EVAL or SCRIPT LOAD of a text that is not in the catalogue: deadbolt has no Lua VM.
+inline constexpr std::string_view kUnknownScript =
+    "ERR deadbolt runs no general Lua: it runs natively only the lock scripts of popular clients "
+    "(redis-py, Redisson, redsync, node-redlock, redis-semaphore, the classic compare-and-delete), "
+    "known by their SHA1. Use the built-in lock commands instead: DELIFEQ key token, DELEX key "
+    "IFEQ token, SET key token IFEQ token PX ms (see README)";
+inline constexpr std::string_view kScriptFlushOption =
+    "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+inline constexpr std::string_view kScriptNotBusy = "NOTBUSY No scripts in execution right now.";
+// The errors a redis.call() raises inside a script before running the command (Redis 7.0).
+inline constexpr std::string_view kScriptArgs =
+    "ERR Lua redis lib command arguments must be strings or integers";
+inline constexpr std::string_view kScriptWriteInReadOnly =
+    "ERR Write commands are not allowed from read-only scripts.";
+inline constexpr std::string_view kScriptUnknownCommand =
+    "ERR Unknown Redis command called from script";
+// An error raised inside a script, as Redis 7.0 replies it: "WRONGTYPE Operation against a key
+// holding the wrong kind of value script: <sha>, on @user_script:2."
+inline std::string ScriptError(std::string_view error, std::string_view sha, int line) {
+  std::string s(error);
+  s.append(" script: ");
+  s.append(sha);
+  s.append(", on @user_script:");
+  s.append(std::to_string(line));
+  s.push_back('.');
+  return s;
+}
+// Lua's own error for arithmetic on a table field that is not a number: "ERR user_script:16:
+// attempt to perform arithmetic on field '?' (a string value)".
+inline std::string ScriptArithmeticError(int line, std::string_view lua_type) {
+  return "ERR user_script:" + std::to_string(line) +
+         ": attempt to perform arithmetic on field '?' (a " + std::string(lua_type) + " value)";
+}
 
 // --- pub/sub ---
 // A RESP2 connection in subscribed mode running anything else: "ERR Can't execute 'get': only

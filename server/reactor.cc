@@ -530,7 +530,10 @@ void Reactor::Turn() {
     }
   }
   if (block) {
-    int64_t wait_ms = std::max<int64_t>(0, next_tick_ms_ - now_ms_);
+    // Sleep until the next tick, or the next lock timer (a lease ending on a key with waiters,
+    // a waiter's timeout) if that comes first.
+    int64_t wake_ms = std::min(next_tick_ms_, lock_waiters_.next_deadline_ms());
+    int64_t wait_ms = std::max<int64_t>(0, wake_ms - now_ms_);
     __kernel_timespec ts{wait_ms / 1000, (wait_ms % 1000) * 1000000};
     io_uring_cqe* cqe = nullptr;
     io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
@@ -549,6 +552,7 @@ void Reactor::Turn() {
   io_uring_cq_advance(&ring_, count);
 
   if (now_ms_ >= next_tick_ms_) Tick();
+  if (now_ms_ >= lock_waiters_.next_deadline_ms()) lock_waiters_.OnTimer();
 
   std::vector<Connection*> keep;
   for (Connection* c : free_list_) {

@@ -15,6 +15,7 @@
 
 #include "server/config.h"
 #include "server/lock_table.h"
+#include "server/lock_waiters.h"
 #include "server/pubsub.h"
 #include "server/watch_table.h"
 #include "server/stats.h"
@@ -56,6 +57,7 @@ class Reactor {
   ReactorStats& stats() { return stats_; }
   LockTable& locks() { return locks_; }
   WatchTable& watches() { return watches_; }
+  LockWaiters& lock_waiters() { return lock_waiters_; }  // LOCK.ACQUIRE ... WAIT
   PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
   const char* ring_mode() const { return ring_mode_; }
 
@@ -100,6 +102,11 @@ class Reactor {
   ReactorStats stats_;
   LockTable locks_;
   WatchTable watches_{&shard_};
+  // Clients waiting for this shard's lock keys. A handover after a Db change runs as a task on
+  // this reactor, after the command that made the change; its timers wake the loop (Turn).
+  LockWaiters lock_waiters_{&shard_, &locks_,
+                            [this] { Send(id_, [this] { lock_waiters_.Drain(); }); },
+                            [this] { return now_ms_; }};
   PubSubRegistry pubsub_;  // pub/sub; other reactors only read its hints
 
   io_uring ring_{};

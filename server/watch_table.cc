@@ -8,7 +8,10 @@ namespace deadbolt::server {
 
 WatchTable::~WatchTable() {
   for (size_t i = 0; i < dbs_.size(); i++) {
-    if (dbs_[i]) shard_->db(static_cast<int>(i)).set_observer(nullptr);
+    // Observing only while it watches a key of that db.
+    if (dbs_[i] && !dbs_[i]->keys.empty()) {
+      shard_->db(static_cast<int>(i)).RemoveObserver(dbs_[i].get());
+    }
   }
 }
 
@@ -20,7 +23,7 @@ WatchTable::DbWatch& WatchTable::For(int db) {
 
 void WatchTable::Add(int db, std::string key, std::shared_ptr<WatchFlag> flag) {
   DbWatch& w = For(db);
-  if (w.keys.empty()) shard_->db(db).set_observer(&w);
+  if (w.keys.empty()) shard_->db(db).AddObserver(&w);
   w.keys[std::move(key)].push_back(std::move(flag));
 }
 
@@ -33,7 +36,7 @@ void WatchTable::Remove(int db, std::string_view key, const WatchFlag* flag) {
   v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& f) { return f.get() == flag; }),
           v.end());
   if (v.empty()) w.keys.erase(it);
-  if (w.keys.empty()) shard_->db(db).set_observer(nullptr);
+  if (w.keys.empty()) shard_->db(db).RemoveObserver(&w);
 }
 
 size_t WatchTable::size() const {

@@ -264,7 +264,12 @@ size_t Db::Size() const { return impl_->dict.size(); }
 
 size_t Db::ExpiresSize() const { return impl_->expires; }
 
-void Db::set_observer(KeyObserver* o) { impl_->observer = o; }
+void Db::AddObserver(KeyObserver* o) { impl_->observers.push_back(o); }
+
+void Db::RemoveObserver(KeyObserver* o) {
+  auto& v = impl_->observers;
+  v.erase(std::remove(v.begin(), v.end(), o), v.end());
+}
 
 void Db::Flush() {
   impl_->dict.ForEach([&](const Entry* e) {

@@ -80,11 +80,30 @@ struct KeySnapshot {
 };
 
 // Told of every change to a key: added, overwritten, modified, deleted or expired. Implemented
-// by server/ for WATCH; called on the Db's own thread, while the change happens.
+// by server/ (WATCH, lock waiters); called on the Db's own thread, while the change happens, so
+// it must not call back into the Db (nor add or remove observers): it notes the key and acts
+// later.
 class KeyObserver {
  public:
   virtual ~KeyObserver() = default;
   virtual void OnKeyChanged(std::string_view key) = 0;
+};
+
+// LOCK.ACQUIRE's outcome (Db::LockAcquire).
+struct LockGrant {
+  bool acquired = false;   // false: busy, the key holds another owner (or `reentrant` was not set)
+  bool reentered = false;  // the owner held it already: one more hold, same token
+  uint64_t token = 0;      // the holding's fencing token
+  int64_t holds = 0;       // holds after the call
+};
+
+// LOCK.INFO's view of a key (Db::LockInfo).
+struct LockState {
+  bool held = false;       // false: the key is missing (the lock is free)
+  std::string_view owner;  // the key's value (valid until the next mutating call)
+  int64_t pttl_ms = -1;    // -1: no TTL
+  uint64_t token = 0;      // 0: not taken through LockAcquire (e.g. by SET NX), so none known
+  int64_t holds = 0;       // 1 for a key held without LockAcquire's record
 };
 
 class Db {
@@ -127,6 +146,35 @@ class Db {
   // DIGEST: StringDigest of the value. kKeyNotFound, kWrongType.
   OpResult<uint64_t> Digest(std::string_view key, int64_t now_ms);
 
+  // --- native locks (LOCK.ACQUIRE, LOCK.RELEASE, LOCK.EXTEND, LOCK.INFO; db_lock.cc) ---
+  // A lock is an ordinary string key holding its owner, its lease the key's TTL, so every other
+  // command sees and acts on it. Beside the key the Db keeps, for a lock taken by LockAcquire,
+  // the holding's fencing token and hold count; that record lives exactly as long as the key
+  // holds the same owner (a delete, an expiry or a write of another value drops it). Every call
+  // is kWrongType on a key that is not a string.
+  //
+  // Acquire: on a missing key, creates it holding `owner` with a TTL of lease_ms (> 0) and hands
+  // out a new fencing token, greater than every token this Db gave before (for any key, across
+  // deletes, expiries and FLUSHDB). On a key holding `owner` with `reentrant`: one more hold,
+  // the TTL set to lease_ms again, the same token. Otherwise busy (acquired == false).
+  OpResult<LockGrant> LockAcquire(std::string_view key, std::string_view owner, int64_t lease_ms,
+                                  bool reentrant, int64_t now_ms);
+  // Release: -1 if the key does not hold `owner` (missing, expired, another owner), or if
+  // `token` is not 0 and is not the holding's token. Otherwise drops one hold and returns how
+  // many are left; at 0 the key is deleted.
+  OpResult<int64_t> LockRelease(std::string_view key, std::string_view owner, int64_t now_ms,
+                                uint64_t token = 0);
+  // Extend: if the key holds `owner`, sets its TTL to lease_ms (> 0) and returns true.
+  OpResult<bool> LockExtend(std::string_view key, std::string_view owner, int64_t lease_ms,
+                            int64_t now_ms);
+  OpResult<LockState> LockInfo(std::string_view key, int64_t now_ms);
+  // The last fencing token handed out (0 before the first). A journal persists it and, on
+  // load, calls AdvanceFencingToken(saved) so that tokens keep growing across restarts.
+  uint64_t last_fencing_token() const;
+  void AdvanceFencingToken(uint64_t at_least);
+  // Keys that have a LockAcquire record (for tests and memory reports).
+  size_t LockRecords() const;
+
   // --- keys ---
   bool Del(std::string_view key, int64_t now_ms);
   bool Exists(std::string_view key, int64_t now_ms);
@@ -153,9 +201,10 @@ class Db {
   std::optional<KeySnapshot> Snapshot(std::string_view key, int64_t now_ms);
   bool Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms);
 
-  // Who hears of key changes: nullptr for none (the default; a Db nobody watches pays one null
-  // check per change).
-  void set_observer(KeyObserver* o);
+  // Who hears of key changes (WATCH, lock waiters). A Db nobody observes pays one emptiness
+  // check per change. An observer is added once and removed before it is destroyed.
+  void AddObserver(KeyObserver* o);
+  void RemoveObserver(KeyObserver* o);
   // Removes expired keys, visiting at most `max_visits` slots from where the last call stopped.
   // Returns the number of keys removed.
   size_t ActiveExpire(int64_t now_ms, size_t max_visits);

@@ -361,7 +361,7 @@ class CountingObserver : public KeyObserver {
 TEST_F(DbCasTest, EveryCasWriteReportsTheChangeAndFailuresDoNot) {
   CountingObserver obs;
   Put("k", "v");
-  db.set_observer(&obs);
+  db.AddObserver(&obs);
   EXPECT_EQ(SetOutcome("k", "x", If(Cond::kIfEq, "nope")), "skipped");
   EXPECT_FALSE(*db.DelEx("k", Cond::kIfNe, "v", now));
   EXPECT_TRUE(db.Digest("k", now).ok());
@@ -377,7 +377,7 @@ TEST_F(DbCasTest, EveryCasWriteReportsTheChangeAndFailuresDoNot) {
   EXPECT_EQ(obs.changed[1], "new");
   EXPECT_EQ(obs.changed[2], "k");
   EXPECT_EQ(obs.changed[3], "new");
-  db.set_observer(nullptr);
+  db.RemoveObserver(&obs);
 }
 
 }  // namespace

@@ -574,7 +574,7 @@ class CountingObserver : public KeyObserver {
 
 TEST_F(DbHashTest, EveryHashMutationReportsOneChange) {
   CountingObserver obs;
-  db.set_observer(&obs);
+  db.AddObserver(&obs);
   size_t expected = 0;
   auto changed = [&](const char* what) {
     ++expected;
@@ -614,7 +614,7 @@ TEST_F(DbHashTest, EveryHashMutationReportsOneChange) {
   EXPECT_EQ(*HDel("h", {"a", "c", "n"}), 3);
   changed("HDEL of the last fields (the key goes)");
   EXPECT_FALSE(db.Exists("h", now));
-  db.set_observer(nullptr);
+  db.RemoveObserver(&obs);
 }
 
 }  // namespace

@@ -2,10 +2,13 @@
 // Internals of Db shared by its .cc files (db.cc: keys and expiry, db_string.cc: strings,
 // db_hash.cc: hashes). Not part of the module's API.
 
+#include <absl/container/flat_hash_map.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "shard/db.h"
 #include "shard/dict.h"
@@ -37,10 +40,24 @@ struct Db::Impl {
   // The single hook point for keyspace changes. Called while the key's entry still exists
   // (for kAdded and kOverwritten: once the new entry is linked).
   void OnChange(std::string_view key, Change change) {
-    (void)change;
-    if (observer) observer->OnKeyChanged(key);
+    if (!locks.empty()) [[unlikely]] {
+      LockKeyChanged(key, change);
+    }
+    for (KeyObserver* o : observers) o->OnKeyChanged(key);
   }
-  KeyObserver* observer = nullptr;
+  std::vector<KeyObserver*> observers;
+
+  // LockAcquire's record of a holding (db_lock.cc): kept while the key holds the same owner
+  // (a value whose digest is owner_digest), dropped on any other change.
+  struct LockRecord {
+    uint64_t token;
+    int64_t holds;
+    uint64_t owner_digest;  // StringDigest of the owner
+  };
+  absl::flat_hash_map<std::string, LockRecord> locks;
+  uint64_t last_token = 0;  // fencing tokens: never goes back
+  // OnChange's part for keys with a LockRecord.
+  void LockKeyChanged(std::string_view key, Change change);
 
   // Finds a live key. A key met expired is removed first and reported missing. *hash receives
   // the key's hash for a following Add.

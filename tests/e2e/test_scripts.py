@@ -1,0 +1,897 @@
+"""Lock scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, on the scripts popular lock
+clients send, which deadbolt runs natively (it has no Lua VM).
+
+Every scenario runs the same commands against Redis 7.0 (DEADBOLT_AGAINST_REDIS=1, where the real
+Lua runs) and against deadbolt, and asserts the exact reply bytes: acquire, re-entry, another
+owner, an expired or missing key, a key of the wrong type, missing arguments, read-only calls,
+and the errors Redis raises inside a script ("... script: <sha>, on @user_script:<line>.").
+
+Against Redis a script must first be loaded with its real text, and SCRIPT LOAD must answer the
+SHA1 deadbolt knows it by (which checks deadbolt's catalogue). The texts come from:
+  - redis-py's Lock: the installed python3-redis (redis/lock.py);
+  - node-redlock 4.x / 5.0.0-beta, @sesamecare-oss/redlock, redis-semaphore: the npm packages of
+    tests/js (`npm ci` there), read with node;
+  - Redisson's older acquire and renewal: seed 004 quotes them (the Java string concatenation is
+    exact); the classic compare-and-delete: the Redis documentation's text, spelled as it is
+    commonly copied;
+  - the others (Redisson 3.2x/4.x, go-redsync): not installed anywhere here; their SHA1s are in
+    the clients' source. A scenario for them runs against deadbolt by SHA1 only, with replies
+    checked once against Redis running the real text; against Redis it is skipped unless
+    DEADBOLT_SCRIPT_TEXTS names a directory holding the texts as <sha1>.lua files.
+
+Keys of multi-key scenarios sit on both shards of a `--threads 2` deadbolt (slot < 8192 on
+shard 0), so they exercise the atomic cross-shard path; two racing multi-key acquires never both
+win."""
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import NIL, NULL3, OK, WRONGTYPE, bulk, error, integer  # noqa: E402
+from test_atomicity import on_shard, shard_of  # noqa: E402
+
+AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
+                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+JS_DIR = os.path.join(REPO, "tests", "js")
+
+
+def setUpModule():
+    harness.start_module_server()
+
+
+def tearDownModule():
+    harness.stop_module_server()
+
+
+# ---------------------------------------------------------------------------------------------
+# The scripts: name -> SHA1 (deadbolt's catalogue) and, where it can be had, the exact text.
+# ---------------------------------------------------------------------------------------------
+
+SHAS = {
+    # redis-py Lock
+    "py_release": "c3f8721cbb97f72bc19e972846bd7aaf91901658",
+    "py_extend": "a4e8783852e6b949f9ef3a97212805108459a890",
+    "py_reacquire": "1cac51482acf5858da00f6d685d68f886cd6b6b2",
+    # Redisson RLock
+    "redisson_acquire": "149c5a8bf18676fd99e9e6e24923bd64d9b62f94",
+    "redisson_acquire_3x": "dad0f8d619e548e04f21fb48d50be5034df3adae",
+    "redisson_acquire_hset": "9401052d872adfd0179ef8c8e8c028512707629a",
+    "redisson_release": "6866459238a13a701d42f4971f12d9f3a50e2442",
+    "redisson_release_cmd": "778cea8aada230ae060b432fc333adaec85f2f4c",
+    "redisson_release_publish": "3ffe249c16dee540ac8ab32e39bd408626b9aff7",
+    "redisson_renew": "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635",
+    "redisson_renew_one": "8e19a1ddbdee9138df9f32a480c57addab4353d1",
+    # go-redsync v4
+    "redsync_delete": "e950836ed1e694540c503ef9972b8de518044d3b",
+    "redsync_touch": "d75bb8b5bd13532ddedd17762e772346e39b321e",
+    "redsync_touch_nx": "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79",
+    "redsync_delete_old": "00583931c4e4d483f6233879c133c71ed5393f9d",
+    # redis-semaphore Mutex
+    "semaphore_refresh": "594683e49a64ebaf975caf5f8079a1d097c438f1",
+    "semaphore_release": "7157921a7cc7cfba979acf6d63f073151df17d12",
+    # node-redlock
+    "redlock4_acquire": "e5a322e2634ef59a516e8ea150cb085afafee684",
+    "redlock4_extend": "ce46f80993d5dac20dd066eb301a4e37994bdbed",
+    "redlock4_release": "0f0f23b9048b36752b5be114f357ba083449f908",
+    "redlock5_acquire": "96da70f7716f27d278a5218544df37fd8b0a5e4c",
+    "redlock5_extend": "aed6f382e410db8ba7926d4e5e9aab410bf2a78a",
+    "redlock5_release": "e4612211c9f8f51c257e26e056b0a654b3187242",
+    "sesame_acquire": "1b77b94aa78451d55dfa97e18819bfbfc596cb5b",
+    "sesame_extend": "820e9778d2b6733e9ed771e4be90ae73a95a6f3b",
+    "sesame_release": "df51f6837dcfe303d334e6abea9aeae192bab216",
+    # the classic compare-and-delete
+    "classic_dq": "b70c2384248f88e6b75b9f89241a180f856ad852",
+    "classic_dq_2sp": "123f4af3b13ed08b98b0b2a98d211f1a02aff662",
+    "classic_sq": "e9f69f2beb755be68b5e456ee2ce9aadfbc4ebf4",
+    "classic_sq_nosp": "ae3671744a5dbb24ea37ef607b8b10ac7856d43e",
+    "classic_docs": "bd75051e9049411d4a96c0df196ac2667d38f481",
+    "classic_docs_nl": "0df94f0c181d164030a056e556fe2176c70f0013",
+}
+
+# The Redis documentation's compare-and-delete (SET command page), in the spellings people copy.
+CLASSIC_TEXTS = {
+    "classic_dq": 'if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) '
+                  'else return 0 end',
+    "classic_dq_2sp": 'if redis.call("get",KEYS[1]) == ARGV[1] then return '
+                      'redis.call("del",KEYS[1]) else  return 0 end',
+    "classic_sq": "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
+                  "else return 0 end",
+    "classic_sq_nosp": "if redis.call('get',KEYS[1]) == ARGV[1] then return "
+                       "redis.call('del',KEYS[1]) else return 0 end",
+    "classic_docs": 'if redis.call("get",KEYS[1]) == ARGV[1]\nthen\n    return '
+                    'redis.call("del",KEYS[1])\nelse\n    return 0\nend',
+}
+CLASSIC_TEXTS["classic_docs_nl"] = CLASSIC_TEXTS["classic_docs"] + "\n"
+
+# Redisson's acquire and watchdog renewal as seed 004 quotes them (RedissonLock.java of the 3.1x
+# releases): one line each, the Java string pieces joined.
+SEED_TEXTS = {
+    "redisson_acquire_3x": (
+        "if (redis.call('exists', KEYS[1]) == 0) then "
+        "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+        "redis.call('pexpire', KEYS[1], ARGV[1]); "
+        "return nil; "
+        "end; "
+        "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then "
+        "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+        "redis.call('pexpire', KEYS[1], ARGV[1]); "
+        "return nil; "
+        "end; "
+        "return redis.call('pttl', KEYS[1]);"),
+    "redisson_renew_one": (
+        "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then "
+        "redis.call('pexpire', KEYS[1], ARGV[1]); "
+        "return 1; "
+        "end; "
+        "return 0;"),
+}
+
+# Reads the npm packages' script texts (tests/js/node_modules) with node.
+NODE_READER = r"""
+const fs = require('fs');
+const path = require('path');
+const out = {};
+function tryRead(name, fn) { try { out[name] = fn(); } catch (e) {} }
+const nm = process.argv[1];
+tryRead('redlock5', () => {
+  const Redlock = require(path.join(nm, 'redlock')).default;
+  const r = new Redlock([{}]);
+  return {acquire: r.scripts.acquireScript.value, extend: r.scripts.extendScript.value,
+          release: r.scripts.releaseScript.value};
+});
+tryRead('redlock4', () => {
+  const Redlock = require(path.join(nm, 'redlock4'));
+  const r = new Redlock([{}]);
+  return {acquire: r.scripts.lockScript.value, extend: r.scripts.extendScript.value,
+          release: r.scripts.unlockScript.value};
+});
+tryRead('sesame', () => {
+  const s = require(path.join(nm, '@sesamecare-oss/redlock/build/scripts.js'));
+  const got = {};
+  s.ensureCommands({defineCommand(name, o) { got[name] = o.lua; }});
+  return {acquire: got.acquireLock, extend: got.extendLock, release: got.releaseLock};
+});
+tryRead('semaphore', () => {
+  const lib = path.join(nm, 'redis-semaphore/lib/mutex');
+  const grab = f => fs.readFileSync(path.join(lib, f), 'utf8').match(/createEval\)\(`([\s\S]*?)`, 1\)/)[1];
+  return {refresh: grab('refresh.js'), release: grab('release.js')};
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+_TEXTS = None
+
+
+def _load_texts():
+    texts = dict(CLASSIC_TEXTS)
+    texts.update(SEED_TEXTS)
+    try:
+        from redis.lock import Lock  # Debian's python3-redis
+        texts["py_release"] = Lock.LUA_RELEASE_SCRIPT
+        texts["py_extend"] = Lock.LUA_EXTEND_SCRIPT
+        texts["py_reacquire"] = Lock.LUA_REACQUIRE_SCRIPT
+    except ImportError:
+        pass
+    node = shutil.which("node")
+    node_modules = os.path.join(JS_DIR, "node_modules")
+    if node and os.path.isdir(node_modules):
+        try:
+            got = json.loads(subprocess.run([node, "-e", NODE_READER, node_modules],
+                                            capture_output=True, text=True, timeout=60).stdout)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            got = {}
+        for pkg, scripts in got.items():
+            for op, text in scripts.items():
+                texts["%s_%s" % (pkg, op)] = text
+    folder = os.environ.get("DEADBOLT_SCRIPT_TEXTS")
+    if folder:
+        for name, sha in SHAS.items():
+            path = os.path.join(folder, sha + ".lua")
+            if name not in texts and os.path.exists(path):
+                with open(path, encoding="utf-8", newline="") as f:
+                    texts[name] = f.read()
+    return texts
+
+
+def texts():
+    global _TEXTS
+    if _TEXTS is None:
+        _TEXTS = _load_texts()
+    return _TEXTS
+
+
+def sha(name):
+    return SHAS[name].encode()
+
+
+def script_error(message, name, line):
+    """An error raised inside a script, as Redis 7.0 replies it."""
+    if isinstance(message, str):
+        message = message.encode()
+    return b"-%s script: %s, on @user_script:%d.\r\n" % (message, sha(name), line)
+
+
+WRONGTYPE_MSG = b"WRONGTYPE Operation against a key holding the wrong kind of value"
+NIL_ARG_MSG = b"ERR Lua redis lib command arguments must be strings or integers"
+READ_ONLY_MSG = b"ERR Write commands are not allowed from read-only scripts."
+NOT_INTEGER_MSG = b"ERR value is not an integer or out of range"
+NOSCRIPT = b"-NOSCRIPT No matching script. Please use EVAL.\r\n"
+
+
+class ScriptCase(harness.ServerTestCase):
+    """Loads the scripts a test uses (on Redis: with their text; a script without a text skips
+    the test there) and runs them by SHA1."""
+
+    # Scripts whose text is needed on Redis; a test may add its own with need().
+    SCRIPTS = ()
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(self.c.cmd("FLUSHALL"), OK)
+        self.need(*self.SCRIPTS)
+
+    def need(self, *names):
+        for name in names:
+            text = texts().get(name)
+            if text is None:
+                if AGAINST_REDIS:
+                    self.skipTest("the text of %s (%s) is not available here: against Redis set "
+                                  "DEADBOLT_SCRIPT_TEXTS (or `npm ci` in tests/js)"
+                                  % (name, SHAS[name]))
+                continue
+            # The SHA1 deadbolt knows the script by is the SHA1 of the client's text.
+            self.assertEqual(self.c.cmd("SCRIPT", "LOAD", text), bulk(SHAS[name]), name)
+
+    def ev(self, name, keys, args=(), c=None, cmd="EVALSHA"):
+        return (c or self.c).cmd(cmd, SHAS[name], len(keys), *keys, *args)
+
+    def check(self, name, keys, args, expected, c=None, cmd="EVALSHA"):
+        got = self.ev(name, keys, args, c=c, cmd=cmd)
+        what = "%s %s %s %r %r" % (cmd, name, SHAS[name][:8], keys, args)
+        if isinstance(expected, range):
+            self.assertRegex(got, rb"^:-?\d+\r\n$", what)
+            self.assertIn(int(got[1:-2]), expected, what)
+        else:
+            self.assertEqual(got, expected, what)
+
+
+# ---------------------------------------------------------------------------------------------
+# EVAL / EVALSHA / SCRIPT themselves
+# ---------------------------------------------------------------------------------------------
+
+class ScriptCommandTest(ScriptCase):
+    SCRIPTS = ("py_release",)
+
+    def test_evalsha_unknown_and_numkeys_errors(self):
+        self.assertReplies([
+            (("EVALSHA", "abc", "0"), NOSCRIPT),
+            (("EVALSHA", "abc", "x"), NOSCRIPT),  # not 40 characters: NOSCRIPT before numkeys
+            (("EVALSHA", "a" * 40, "0"), NOSCRIPT),
+            (("EVALSHA", "a" * 40, "x"), error("ERR value is not an integer or out of range")),
+            (("EVALSHA", "g" * 40, "0", "k"), NOSCRIPT),
+            (("EVALSHA", SHAS["py_release"], "x", "k", "t"),
+             error("ERR value is not an integer or out of range")),
+            (("EVALSHA", SHAS["py_release"], " 1", "k", "t"),
+             error("ERR value is not an integer or out of range")),
+            (("EVALSHA", SHAS["py_release"], "3", "k", "t"),
+             error("ERR Number of keys can't be greater than number of args")),
+            (("EVALSHA", SHAS["py_release"], "-1", "k", "t"),
+             error("ERR Number of keys can't be negative")),
+            (("EVAL", CLASSIC_TEXTS["classic_dq"], "-1"),
+             error("ERR Number of keys can't be negative")),
+            (("EVAL", CLASSIC_TEXTS["classic_dq"], "2", "k"),
+             error("ERR Number of keys can't be greater than number of args")),
+            (("EVALSHA",), harness.wrong_args("evalsha")),
+            (("EVAL", "x"), harness.wrong_args("eval")),
+            (("EVALSHA_RO", SHAS["py_release"]), harness.wrong_args("evalsha_ro")),
+        ])
+
+    def test_evalsha_is_case_insensitive(self):
+        self.assertEqual(self.c.cmd("SET", "k", "tok"), OK)
+        self.assertReply(integer(0), "EVALSHA", SHAS["py_release"].upper(), "1", "k", "other")
+        self.assertReply(integer(1), "evalsha", SHAS["py_release"].upper(), "1", "k", "tok")
+
+    def test_script_load_exists(self):
+        for name, text in sorted(texts().items()):
+            self.assertReply(bulk(SHAS[name]), "SCRIPT", "LOAD", text)
+        self.assertReply(b"*4\r\n:1\r\n:1\r\n:0\r\n:0\r\n", "SCRIPT", "EXISTS",
+                         SHAS["py_release"], SHAS["py_release"].upper(), "a" * 40, "nope")
+        self.assertReply(harness.wrong_args("script|load"), "SCRIPT", "LOAD")
+        self.assertReply(harness.wrong_args("script|exists"), "SCRIPT", "EXISTS")
+        self.assertReply(harness.wrong_args("script"), "SCRIPT")
+        self.assertReply(error("ERR unknown subcommand 'FOO'. Try SCRIPT HELP."), "SCRIPT", "FOO")
+        self.assertReply(error("NOTBUSY No scripts in execution right now."), "SCRIPT", "KILL")
+
+    def test_script_flush(self):
+        for args in (("SCRIPT", "FLUSH"), ("SCRIPT", "FLUSH", "ASYNC"), ("script", "flush", "sync")):
+            self.assertReply(OK, *args)
+        for args in (("SCRIPT", "FLUSH", "bad"), ("SCRIPT", "FLUSH", "SYNC", "x")):
+            self.assertReply(error("ERR SCRIPT FLUSH only support SYNC|ASYNC option"), *args)
+        # After a flush a client sends the text again (EVAL); then EVALSHA works.
+        text = texts()["classic_dq"]
+        self.assertEqual(self.c.cmd("SET", "k", "tok"), OK)
+        self.assertReply(integer(0), "EVAL", text, "1", "k", "other")
+        self.assertReply(integer(1), "EVALSHA", SHAS["classic_dq"], "1", "k", "tok")
+
+    def test_script_help(self):
+        got = harness.decode(self.c.cmd("SCRIPT", "HELP"))
+        self.assertEqual(got[0], b"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+        for sub in (b"EXISTS <sha1> [<sha1> ...]", b"FLUSH [ASYNC|SYNC]", b"KILL", b"LOAD <script>",
+                    b"HELP"):
+            self.assertIn(sub, got)
+
+    @unittest.skipIf(AGAINST_REDIS, "Redis runs any Lua; deadbolt refuses scripts it does not know")
+    def test_unknown_script_is_refused(self):
+        for args in (("EVAL", "return 1", "0"), ("EVAL_RO", "return 1", "0"),
+                     ("SCRIPT", "LOAD", "return 1"),
+                     ("EVAL", CLASSIC_TEXTS["classic_dq"] + " ", "1", "k", "t")):
+            got = self.c.cmd(*args)
+            self.assertTrue(got.startswith(b"-ERR deadbolt runs no general Lua"), got)
+            for builtin in (b"DELIFEQ", b"DELEX", b"IFEQ"):
+                self.assertIn(builtin, got)
+        # Unknown SHA1s stay NOSCRIPT, so clients send the text (and get the error above).
+        self.assertReply(NOSCRIPT, "EVALSHA", "0" * 40, "0")
+
+    def test_eval_by_text_and_read_only(self):
+        text = texts()["py_release"]
+        self.assertEqual(self.c.cmd("SET", "k", "tok"), OK)
+        self.assertReply(integer(0), "EVAL", text, "1", "k", "other")
+        self.assertReply(integer(0), "EVAL_RO", text, "1", "k", "other")
+        self.assertReply(script_error(READ_ONLY_MSG, "py_release", 6), "EVAL_RO", text, "1", "k",
+                         "tok")
+        self.assertReply(script_error(READ_ONLY_MSG, "py_release", 6), "EVALSHA_RO",
+                         SHAS["py_release"], "1", "k", "tok")
+        self.assertReply(bulk("tok"), "GET", "k")
+        self.assertReply(integer(1), "EVAL", text, "1", "k", "tok")
+        self.assertReply(NIL, "GET", "k")
+
+    def test_resp3_nil_reply(self):
+        self.need("redisson_acquire_3x")
+        c3 = self.conn()
+        c3.cmd("HELLO", "3")
+        self.check("redisson_acquire_3x", ["L"], [30000, "id:1"], NULL3, c=c3)
+        self.check("redisson_acquire_3x", ["L"], [30000, "id:2"], range(29000, 30001), c=c3)
+        self.check("redisson_acquire_3x", ["L"], [30000, "id:1"], NIL)
+
+    def test_pipeline_and_multi(self):
+        """EVALSHA in a pipeline and inside MULTI/EXEC, with keys on both shards."""
+        self.need("redlock5_acquire", "redlock5_release")
+        a, b = on_shard(0, "m"), on_shard(1, "m")
+        c = self.c
+        replies = c.pipeline([
+            ("SET", "p", "tok"),
+            ("EVALSHA", SHAS["py_release"], "1", "p", "tok"),
+            ("EVALSHA", SHAS["py_release"], "1", "p", "tok"),
+            ("GET", "p"),
+        ])
+        self.assertEqual(replies, [OK, integer(1), integer(0), NIL])
+        self.assertEqual(c.cmd("MULTI"), OK)
+        self.assertEqual(self.ev("redlock5_acquire", [a, b], ["v", 10000]), b"+QUEUED\r\n")
+        self.assertEqual(self.ev("redlock5_acquire", [b], ["w", 10000]), b"+QUEUED\r\n")
+        self.assertEqual(c.cmd("MGET", a, b), b"+QUEUED\r\n")
+        self.assertEqual(self.ev("redlock5_release", [a, b], ["v"]), b"+QUEUED\r\n")
+        self.assertEqual(c.cmd("EXEC"),
+                         b"*4\r\n:2\r\n:0\r\n*2\r\n$1\r\nv\r\n$1\r\nv\r\n:2\r\n")
+        self.assertReply(integer(0), "EXISTS", a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# redis-py Lock
+# ---------------------------------------------------------------------------------------------
+
+class RedisPyScriptsTest(ScriptCase):
+    SCRIPTS = ("py_release", "py_extend", "py_reacquire")
+
+    def test_release(self):
+        self.assertEqual(self.c.cmd("SET", "k", "tok", "PX", 100000), OK)
+        self.assertEqual(self.c.cmd("HSET", "h", "f", "v"), integer(1))
+        self.check("py_release", ["k"], ["other"], integer(0))
+        self.check("py_release", ["k"], [], integer(0))  # ARGV[1] is nil: not equal
+        self.check("py_release", ["h"], ["tok"], script_error(WRONGTYPE_MSG, "py_release", 2))
+        self.check("py_release", [], ["tok"], script_error(NIL_ARG_MSG, "py_release", 2))
+        self.check("py_release", ["k"], ["tok"], integer(1))
+        self.check("py_release", ["k"], ["tok"], integer(0))  # gone
+        self.check("py_release", ["missing"], ["tok"], integer(0))
+
+    def test_release_after_expiry(self):
+        self.assertEqual(self.c.cmd("SET", "k", "tok", "PX", 30), OK)
+        time.sleep(0.1)
+        self.check("py_release", ["k"], ["tok"], integer(0))
+
+    def test_extend(self):
+        self.assertEqual(self.c.cmd("SET", "k", "tok", "PX", 5000), OK)
+        self.assertEqual(self.c.cmd("SET", "p", "tok"), OK)  # no TTL: never extended
+        self.assertEqual(self.c.cmd("HSET", "h", "f", "v"), integer(1))
+        self.check("py_extend", ["k"], ["other", 1000, "0"], integer(0))
+        self.check("py_extend", ["k"], ["tok", 10000, "0"], integer(1))  # added to the TTL
+        self.assertTTL("k", 14000, 15000, cmd="PTTL")
+        self.check("py_extend", ["k"], ["tok", 20000, "1"], integer(1))  # replaces it
+        self.assertTTL("k", 19000, 20000, cmd="PTTL")
+        self.check("py_extend", ["k"], ["tok", " 0x10", "0"], integer(1))  # Lua reads it: 16
+        self.assertTTL("k", 19000, 20016, cmd="PTTL")
+        self.check("py_extend", ["p"], ["tok", 1000, "1"], integer(0))
+        self.assertReply(integer(-1), "PTTL", "p")
+        self.check("py_extend", ["missing"], ["tok", 1000, "1"], integer(0))
+        self.check("py_extend", ["h"], ["tok", 1000, "1"],
+                   script_error(WRONGTYPE_MSG, "py_extend", 2))
+        self.check("py_extend", ["k"], ["tok", "abc", "0"], script_error(
+            b"ERR user_script:16: attempt to perform arithmetic on field '?' (a string value)",
+            "py_extend", 16))
+        self.check("py_extend", ["k"], ["tok", "abc", "1"],
+                   script_error(NOT_INTEGER_MSG, "py_extend", 18))
+        self.check("py_extend", ["k"], ["tok", "1.5", "0"],
+                   script_error(NOT_INTEGER_MSG, "py_extend", 18))
+        self.check("py_extend", ["k"], ["tok", "9223372036854775807", "1"], script_error(
+            b"ERR invalid expire time in 'pexpire' command", "py_extend", 18))
+        self.check("py_extend", ["k"], ["tok"], script_error(NIL_ARG_MSG, "py_extend", 18))
+        self.check("py_extend", ["k"], ["tok", 1000, "1"],
+                   script_error(READ_ONLY_MSG, "py_extend", 18), cmd="EVALSHA_RO")
+        self.assertTTL("k", 19000, 20016, cmd="PTTL")
+
+    def test_reacquire(self):
+        self.assertEqual(self.c.cmd("SET", "k", "tok", "PX", 1000), OK)
+        self.check("py_reacquire", ["k"], ["other", 50000], integer(0))
+        self.check("py_reacquire", ["k"], ["tok", 50000], integer(1))
+        self.assertTTL("k", 49000, 50000, cmd="PTTL")
+        self.check("py_reacquire", ["k"], ["tok", -1], integer(1))  # a past time deletes it
+        self.assertReply(integer(0), "EXISTS", "k")
+        self.check("py_reacquire", ["k"], ["tok", 1000], integer(0))
+
+
+# ---------------------------------------------------------------------------------------------
+# The classic compare-and-delete, redsync's older delete, redis-semaphore
+# ---------------------------------------------------------------------------------------------
+
+class CompareAndDeleteTest(ScriptCase):
+    # name -> (line of GET, line of DEL)
+    FORMS = {"classic_dq": (1, 1), "classic_dq_2sp": (1, 1), "classic_sq": (1, 1),
+             "classic_sq_nosp": (1, 1), "classic_docs": (1, 3), "classic_docs_nl": (1, 3),
+             "semaphore_release": (5, 6), "redsync_delete_old": (2, 3)}
+
+    def test_every_form(self):
+        for name, (get_line, del_line) in self.FORMS.items():
+            with self.subTest(name):
+                if name not in texts() and AGAINST_REDIS:
+                    continue  # see need()
+                self.need(name)
+                self.assertEqual(self.c.cmd("SET", "k", "tok"), OK)
+                self.assertEqual(self.c.cmd("HSET", "h", "f", "v"), integer(1))
+                self.check(name, ["k"], ["other"], integer(0))
+                self.check(name, ["k"], [], integer(0))
+                self.check(name, ["k"], ["tok"], script_error(READ_ONLY_MSG, name, del_line),
+                           cmd="EVALSHA_RO")
+                self.check(name, ["h"], ["tok"], script_error(WRONGTYPE_MSG, name, get_line))
+                self.check(name, [], ["tok"], script_error(NIL_ARG_MSG, name, get_line))
+                self.check(name, ["k"], ["tok"], integer(1))
+                self.check(name, ["k"], ["tok"], integer(0))
+                self.assertEqual(self.c.cmd("DEL", "h"), integer(1))
+
+    def test_semaphore_refresh(self):
+        self.need("semaphore_refresh")
+        self.assertEqual(self.c.cmd("SET", "m", "id1", "PX", 1000), OK)
+        self.assertEqual(self.c.cmd("HSET", "h", "f", "v"), integer(1))
+        self.check("semaphore_refresh", ["m"], ["id2", 60000], integer(0))
+        self.check("semaphore_refresh", ["m"], ["id1", 60000], integer(1))
+        self.assertTTL("m", 59000, 60000, cmd="PTTL")
+        self.check("semaphore_refresh", ["gone"], ["id1", 60000], integer(0))
+        self.check("semaphore_refresh", ["h"], ["id1", 60000],
+                   script_error(WRONGTYPE_MSG, "semaphore_refresh", 6))
+        self.check("semaphore_refresh", ["m"], ["id1", "x"],
+                   script_error(NOT_INTEGER_MSG, "semaphore_refresh", 9))
+        self.check("semaphore_refresh", ["m"], ["id1"],
+                   script_error(NIL_ARG_MSG, "semaphore_refresh", 9))
+
+
+# ---------------------------------------------------------------------------------------------
+# go-redsync v4
+# ---------------------------------------------------------------------------------------------
+
+class RedsyncScriptsTest(ScriptCase):
+    SCRIPTS = ("redsync_delete", "redsync_touch", "redsync_touch_nx")
+
+    def test_delete(self):
+        self.assertEqual(self.c.cmd("SET", "k", "tok", "EX", 8), OK)
+        self.assertEqual(self.c.cmd("HSET", "h", "f", "v"), integer(1))
+        self.check("redsync_delete", ["k"], ["other"], integer(0))
+        self.check("redsync_delete", ["missing"], ["tok"], integer(-1))
+        self.check("redsync_delete", ["missing"], [], integer(-1))
+        self.check("redsync_delete", ["h"], ["tok"], script_error(WRONGTYPE_MSG, "redsync_delete", 2))
+        self.check("redsync_delete", ["k"], ["tok"], script_error(READ_ONLY_MSG, "redsync_delete", 4),
+                   cmd="EVALSHA_RO")
+        self.check("redsync_delete", ["k"], ["tok"], integer(1))
+        self.check("redsync_delete", ["k"], ["tok"], integer(-1))
+
+    def test_touch(self):
+        self.assertEqual(self.c.cmd("SET", "k", "tok", "EX", 8), OK)
+        self.check("redsync_touch", ["k"], ["other", 30000], integer(0))
+        self.check("redsync_touch", ["k"], ["tok", 30000], integer(1))
+        self.assertTTL("k", 29000, 30000, cmd="PTTL")
+        self.check("redsync_touch", ["missing"], ["tok", 30000], integer(0))
+        self.check("redsync_touch", ["k"], ["tok", "x"],
+                   script_error(NOT_INTEGER_MSG, "redsync_touch", 3))
+
+    def test_touch_with_set_nx(self):
+        self.assertEqual(self.c.cmd("SET", "k", "tok", "EX", 8), OK)
+        self.check("redsync_touch_nx", ["k"], ["tok", 30000], integer(1))
+        self.assertTTL("k", 29000, 30000, cmd="PTTL")
+        self.check("redsync_touch_nx", ["k"], ["other", 30000], integer(0))  # SET NX fails
+        self.check("redsync_touch_nx", ["new"], ["mine", 20000], integer(1))  # SET NX takes it
+        self.assertReply(bulk("mine"), "GET", "new")
+        self.assertTTL("new", 19000, 20000, cmd="PTTL")
+        self.check("redsync_touch_nx", ["n2"], ["mine", 0], script_error(
+            b"ERR invalid expire time in 'set' command", "redsync_touch_nx", 4))
+        self.check("redsync_touch_nx", ["n2"], ["mine"],
+                   script_error(NIL_ARG_MSG, "redsync_touch_nx", 4))
+        self.check("redsync_touch_nx", ["n2"], ["mine", 1000],
+                   script_error(READ_ONLY_MSG, "redsync_touch_nx", 4), cmd="EVALSHA_RO")
+        self.assertReply(integer(0), "EXISTS", "n2")
+
+
+# ---------------------------------------------------------------------------------------------
+# Redisson RLock
+# ---------------------------------------------------------------------------------------------
+
+LOCK = "{lk}"  # the lock key; the channel and latch keys share its slot, as Redisson names them
+CHANNEL = "redisson_lock__channel:{lk}"
+
+
+def latch(n):
+    return "redisson_unlock_latch:{lk}:req%d" % n
+
+
+class RedissonScriptsTest(ScriptCase):
+    def acquire_scenario(self, name):
+        self.need(name)
+        self.assertEqual(self.c.cmd("SET", "s", "v"), OK)
+        self.check(name, [LOCK], [30000, "id:1"], NIL)
+        self.assertReply(b"*2\r\n$4\r\nid:1\r\n$1\r\n1\r\n", "HGETALL", LOCK)
+        self.assertTTL(LOCK, 29000, 30000, cmd="PTTL")
+        self.check(name, [LOCK], [60000, "id:1"], NIL)  # re-entry: count 2, new lease
+        self.assertReply(bulk("2"), "HGET", LOCK, "id:1")
+        self.assertTTL(LOCK, 59000, 60000, cmd="PTTL")
+        self.check(name, [LOCK], [30000, "id:2"], range(58000, 60001))  # held: its PTTL
+        self.check(name, ["s"], [30000, "id:1"], script_error(WRONGTYPE_MSG, name, 1))
+        self.check(name, ["s"], [], script_error(NIL_ARG_MSG, name, 1))
+        self.check(name, ["n"], [30000], script_error(NIL_ARG_MSG, name, 1))
+        self.check(name, ["n"], [30000, "id:1"], script_error(READ_ONLY_MSG, name, 1),
+                   cmd="EVALSHA_RO")
+        # The count is written before PEXPIRE fails, and stays (no rollback in Redis).
+        self.check(name, ["n"], ["abc", "id:1"], script_error(NOT_INTEGER_MSG, name, 1))
+        self.assertReply(bulk("1"), "HGET", "n", "id:1")
+        self.assertReply(integer(-1), "PTTL", "n")
+        self.check(name, ["n"], [30000, "id:2"], integer(-1))  # held without a TTL
+        self.assertEqual(self.c.cmd("HSET", "n", "id:1", "x"), integer(0))
+        self.check(name, ["n"], [30000, "id:1"],
+                   script_error(b"ERR hash value is not an integer", name, 1))
+        self.assertEqual(self.c.cmd("HSET", "n", "id:1", "9223372036854775807"), integer(0))
+        self.check(name, ["n"], [30000, "id:1"],
+                   script_error(b"ERR increment or decrement would overflow", name, 1))
+        self.check(name, ["n"], [0, "id:3"], integer(-1))
+
+    def test_acquire_3x(self):
+        self.acquire_scenario("redisson_acquire_3x")
+
+    def test_acquire_4x(self):
+        self.acquire_scenario("redisson_acquire")
+
+    def test_acquire_hset(self):
+        self.acquire_scenario("redisson_acquire_hset")
+
+    def test_renew_one(self):
+        self.need("redisson_renew_one")
+        self.assertEqual(self.c.cmd("HSET", LOCK, "id:1", "1"), integer(1))
+        self.assertEqual(self.c.cmd("SET", "s", "v"), OK)
+        self.check("redisson_renew_one", [LOCK], [30000, "id:1"], integer(1))
+        self.assertTTL(LOCK, 29000, 30000, cmd="PTTL")
+        self.check("redisson_renew_one", [LOCK], [30000, "id:2"], integer(0))
+        self.check("redisson_renew_one", ["s"], [30000, "id:1"],
+                   script_error(WRONGTYPE_MSG, "redisson_renew_one", 1))
+        self.check("redisson_renew_one", [LOCK], ["abc", "id:1"],
+                   script_error(NOT_INTEGER_MSG, "redisson_renew_one", 1))
+        self.check("redisson_renew_one", [LOCK], ["9223372036854775807", "id:1"], script_error(
+            b"ERR invalid expire time in 'pexpire' command", "redisson_renew_one", 1))
+        self.check("redisson_renew_one", [LOCK], [30000],
+                   script_error(NIL_ARG_MSG, "redisson_renew_one", 1))
+
+    def release_scenario(self, name, latch_key, command_arg):
+        """The release forms; latch_key: KEYS[3] is the unlock latch; command_arg: ARGV[4]
+        names the publish command."""
+        self.need(name)
+        n = [0]
+
+        def keys():
+            n[0] += 1
+            return [LOCK, CHANNEL, latch(n[0])] if latch_key else [LOCK, CHANNEL]
+
+        args = ["0", 30000, "id:1", "publish", 1000]
+        self.assertEqual(self.c.cmd("HSET", LOCK, "id:1", "2"), integer(1))
+        self.check(name, keys(), args, integer(0))  # count 2 -> 1: PEXPIRE
+        self.assertTTL(LOCK, 29000, 30000, cmd="PTTL")
+        if latch_key:
+            self.assertReply(bulk("0"), "GET", latch(n[0]))
+            self.assertTTL(latch(n[0]), 900, 1000, cmd="PTTL")
+            # A retried unlock with the same request id reads the latch: same reply, no change.
+            self.check(name, [LOCK, CHANNEL, latch(n[0])], args, integer(0))
+            self.assertReply(bulk("1"), "HGET", LOCK, "id:1")
+        self.check(name, keys(), ["0", 30000, "id:2", "publish", 1000], NIL)  # not the holder
+        self.check(name, keys(), args, integer(1))  # count 1 -> 0: DEL and publish
+        self.assertReply(integer(0), "EXISTS", LOCK)
+        if latch_key:
+            self.assertReply(bulk("1"), "GET", latch(n[0]))
+        self.check(name, keys(), args, NIL)
+        # Errors, and what stays done before them.
+        self.assertEqual(self.c.cmd("SET", "{lk}s", "v"), OK)
+        bad = ["{lk}s", CHANNEL, latch(99)] if latch_key else ["{lk}s", CHANNEL]
+        self.check(name, bad, args, script_error(WRONGTYPE_MSG, name, 1))
+        self.assertEqual(self.c.cmd("HSET", LOCK, "id:1", "x"), integer(1))
+        self.check(name, keys(), args, script_error(b"ERR hash value is not an integer", name, 1))
+        self.assertEqual(self.c.cmd("HSET", LOCK, "id:1", "2"), integer(0))
+        self.check(name, keys(), ["0", "bad", "id:1", "publish", 1000],
+                   script_error(NOT_INTEGER_MSG, name, 1))
+        self.assertReply(bulk("1"), "HGET", LOCK, "id:1")  # decremented before PEXPIRE failed
+        self.check(name, keys(), args, script_error(READ_ONLY_MSG, name, 1), cmd="EVALSHA_RO")
+        if command_arg:
+            self.check(name, keys(), ["0", 30000, "id:1", "nosuch", 1000],
+                       script_error(b"ERR Unknown Redis command called from script", name, 1))
+            self.assertReply(integer(0), "EXISTS", LOCK)  # deleted before the call failed
+        self.c.cmd("DEL", LOCK)
+        if latch_key:
+            self.assertEqual(self.c.cmd("HSET", LOCK, "id:1", "1"), integer(1))
+            self.check(name, keys(), ["0", 30000, "id:1", "publish", "bad"],
+                       script_error(NOT_INTEGER_MSG, name, 1))
+            self.assertReply(integer(0), "EXISTS", LOCK)
+            # A latch holding something else: tonumber() of it.
+            for value, reply in (("1.9", integer(1)), ("-2.5", integer(-2)), (" 7 ", integer(7)),
+                                 ("0x10", integer(16)), ("1e3", integer(1000)), ("abc", NIL),
+                                 ("inf", integer(-(1 << 63)))):
+                self.assertEqual(self.c.cmd("SET", latch(500), value), OK)
+                self.check(name, [LOCK, CHANNEL, latch(500)], args, reply)
+            self.check(name, [LOCK, CHANNEL], args, script_error(NIL_ARG_MSG, name, 1))
+        else:
+            self.assertEqual(self.c.cmd("HSET", LOCK, "id:1", "1"), integer(1))
+            # The lock is deleted before PUBLISH fails for want of a channel.
+            self.check(name, [LOCK], args, script_error(NIL_ARG_MSG, name, 1))
+            self.assertReply(integer(0), "EXISTS", LOCK)
+
+    def test_release_4x(self):
+        self.release_scenario("redisson_release", latch_key=True, command_arg=True)
+
+    def test_release_publish_command_argument(self):
+        self.release_scenario("redisson_release_cmd", latch_key=False, command_arg=True)
+
+    def test_release_publish(self):
+        self.release_scenario("redisson_release_publish", latch_key=False, command_arg=False)
+
+    def test_release_publishes_to_waiters(self):
+        self.need("redisson_acquire", "redisson_release")
+        sub = self.conn()
+        self.assertEqual(sub.cmd("SUBSCRIBE", CHANNEL),
+                         b"*3\r\n$9\r\nsubscribe\r\n" + bulk(CHANNEL) + b":1\r\n")
+        ssub = self.conn()
+        self.assertEqual(ssub.cmd("SSUBSCRIBE", CHANNEL),
+                         b"*3\r\n$10\r\nssubscribe\r\n" + bulk(CHANNEL) + b":1\r\n")
+        self.check("redisson_acquire", [LOCK], [30000, "id:1"], NIL)
+        self.check("redisson_release", [LOCK, CHANNEL, latch(1)],
+                   ["0", 30000, "id:1", "publish", 1000], integer(1))
+        self.assertEqual(sub.read_reply(),
+                         b"*3\r\n$7\r\nmessage\r\n" + bulk(CHANNEL) + bulk("0"))
+        self.check("redisson_acquire", [LOCK], [30000, "id:1"], NIL)
+        self.check("redisson_release", [LOCK, CHANNEL, latch(2)],
+                   ["0", 30000, "id:1", "spublish", 1000], integer(1))
+        self.assertEqual(ssub.read_reply(),
+                         b"*3\r\n$8\r\nsmessage\r\n" + bulk(CHANNEL) + bulk("0"))
+
+    def test_renew_many_locks_on_both_shards(self):
+        """Redisson's watchdog renews up to 100 unrelated locks in one call."""
+        self.need("redisson_renew")
+        locks = ["rl:%d" % i for i in range(100)]
+        self.assertEqual({shard_of(k) for k in locks}, {0, 1})
+        held = [i for i in range(100) if i % 3 != 0]
+        for i in held:
+            self.assertEqual(self.c.cmd("HSET", locks[i], "id:%d" % i, "1"), integer(1))
+        fields = ["id:%d" % i for i in range(100)]
+        expected = b"*100\r\n" + b"".join(integer(1 if i in held else 0) for i in range(100))
+        self.check("redisson_renew", locks, [30000] + fields, expected)
+        for i in (1, 2, 98):
+            self.assertTTL(locks[i], 29000, 30000, cmd="PTTL")
+        self.assertReply(integer(-2), "PTTL", locks[0])
+        # Another owner's field: 0, and no TTL change.
+        wrong = list(fields)
+        wrong[1] = "id:other"
+        self.assertEqual(self.c.cmd("PERSIST", locks[1]), integer(1))
+        got = harness.decode(self.ev("redisson_renew", locks, [40000] + wrong))
+        self.assertEqual(got[:3], [0, 0, 1])
+        self.assertReply(integer(-1), "PTTL", locks[1])
+        self.assertTTL(locks[2], 39000, 40000, cmd="PTTL")
+        # A key of the wrong type in the middle: the script fails there; the locks before it were
+        # renewed, the ones after it were not.
+        self.assertEqual(self.c.cmd("DEL", locks[50]), integer(1))
+        self.assertEqual(self.c.cmd("SET", locks[50], "str"), OK)
+        self.check("redisson_renew", locks, [50000] + fields,
+                   script_error(WRONGTYPE_MSG, "redisson_renew", 1))
+        self.assertTTL(locks[49], 49000, 50000, cmd="PTTL")
+        self.assertTTL(locks[52], 39000, 40000, cmd="PTTL")
+        self.assertTTL(locks[98], 39000, 40000, cmd="PTTL")
+        self.check("redisson_renew", locks[:52], [30000] + fields[:51],
+                   script_error(WRONGTYPE_MSG, "redisson_renew", 1))
+        # Missing fields, bad lease, read-only.
+        self.check("redisson_renew", locks[:4], [30000, "id:0", "id:1"],
+                   script_error(NIL_ARG_MSG, "redisson_renew", 1))
+        self.check("redisson_renew", locks[:4], ["abc"] + fields[:4],
+                   script_error(NOT_INTEGER_MSG, "redisson_renew", 1))
+        self.check("redisson_renew", locks[:4], ["abc", "x", "x", "x", "x"],
+                   b"*4\r\n:0\r\n:0\r\n:0\r\n:0\r\n")
+        self.check("redisson_renew", locks[:4], [30000] + fields[:4],
+                   script_error(READ_ONLY_MSG, "redisson_renew", 1), cmd="EVALSHA_RO")
+        self.check("redisson_renew", [], [30000], b"*0\r\n")
+        # The same lock twice: the second sees what the first did (PEXPIRE 0 deletes).
+        self.check("redisson_renew", [locks[1], locks[4], locks[1]], [0, "id:1", "id:1", "id:1"],
+                   b"*3\r\n:1\r\n:0\r\n:0\r\n")
+
+    @unittest.skipIf(AGAINST_REDIS, "Redis (not in cluster mode) runs it; deadbolt keeps a "
+                                    "one-shard script to one shard, as a cluster does")
+    def test_one_shard_script_across_shards_is_crossslot(self):
+        a, b = on_shard(0, "x"), on_shard(1, "x")
+        self.check("redisson_release", [a, b, a], ["0", 30000, "id:1", "publish", 1000],
+                   b"-CROSSSLOT Keys in request don't hash to the same slot\r\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# node-redlock and @sesamecare-oss/redlock: one lock over several keys
+# ---------------------------------------------------------------------------------------------
+
+class RedlockScriptsTest(ScriptCase):
+    # prefix -> (ARGV offset, line of EXISTS/GET in acquire/extend, line of SET, GET and DEL
+    # lines of release)
+    FORMS = {"redlock4": (0, 4, 11, 5), "redlock5": (0, 4, 11, 5), "sesame": (1, 9, 16, 10)}
+
+    def forms(self):
+        for prefix, form in self.FORMS.items():
+            names = [prefix + "_" + op for op in ("acquire", "extend", "release")]
+            if AGAINST_REDIS and any(n not in texts() for n in names):
+                continue
+            yield prefix, form
+
+    def test_acquire_extend_release_on_both_shards(self):
+        ran = 0
+        for prefix, (off, check_line, set_line, get_line) in self.forms():
+            with self.subTest(prefix):
+                ran += 1
+                acq, ext, rel = (prefix + "_" + op for op in ("acquire", "extend", "release"))
+                self.need(acq, ext, rel)
+                db = ["0"] if off else []
+                a, b, c = on_shard(0, prefix), on_shard(1, prefix), on_shard(0, prefix + "c")
+                self.assertEqual(self.c.cmd("HSET", c, "f", "v"), integer(1))
+                self.check(acq, [a, b], db + ["v1", 10000], integer(2))
+                self.assertReply(b"*2\r\n$2\r\nv1\r\n$2\r\nv1\r\n", "MGET", a, b)
+                self.assertTTL(b, 9000, 10000, cmd="PTTL")
+                self.check(acq, [b, "free"], db + ["v2", 10000], integer(0))
+                self.assertReply(integer(0), "EXISTS", "free")
+                self.check(acq, ["free", c], db + ["v2", 10000], integer(0))  # c is a hash: exists
+                self.check(ext, [a, b], db + ["v1", 20000], integer(2))
+                self.assertTTL(a, 19000, 20000, cmd="PTTL")
+                self.assertTTL(b, 19000, 20000, cmd="PTTL")
+                self.check(ext, [a, b], db + ["v2", 30000], integer(0))
+                self.check(ext, ["free", c], db + ["v1", 30000], integer(0))  # mismatch first
+                self.check(ext, [a, c], db + ["v1", 30000], script_error(WRONGTYPE_MSG, ext,
+                                                                         check_line))
+                self.check(ext, [c, a], db + ["v1", 30000], script_error(WRONGTYPE_MSG, ext,
+                                                                         check_line))
+                self.assertTTL(a, 18000, 20000, cmd="PTTL")  # not extended
+                self.check(ext, [a, b], db + ["v1", "abc"], script_error(NOT_INTEGER_MSG, ext,
+                                                                         set_line))
+                self.check(ext, [a, b], db + ["v1", 30000],
+                           script_error(READ_ONLY_MSG, ext, set_line), cmd="EVALSHA_RO")
+                self.check(ext, [a, b], db + ["v1", 30000], integer(2), cmd="EVALSHA")
+                # Release: only this value's keys; a key of the wrong type fails the script at
+                # that key, after the keys before it were released.
+                self.check(rel, [a, b, "free"], db + ["other"], integer(0))
+                # Read-only: each pcall DEL fails, silently, and is counted (b twice: still there).
+                self.check(rel, [a, b, b, "free"], db + ["v1"], integer(3), cmd="EVALSHA_RO")
+                self.assertReply(integer(2), "EXISTS", a, b)
+                self.check(rel, [a, c, b], db + ["v1"], script_error(WRONGTYPE_MSG, rel,
+                                                                     get_line))
+                self.assertReply(integer(0), "EXISTS", a)
+                self.assertReply(integer(1), "EXISTS", b)
+                self.check(rel, [b, b], db + ["v1"], integer(1))
+                self.assertReply(integer(0), "EXISTS", b)
+                # Acquire's SET arguments.
+                self.check(acq, [a, b], db + ["v3", 0], script_error(
+                    b"ERR invalid expire time in 'set' command", acq, set_line))
+                self.check(acq, [a, b], db + ["v3", "x"], script_error(NOT_INTEGER_MSG, acq,
+                                                                       set_line))
+                self.check(acq, [a, b], db + ["v3"], script_error(NIL_ARG_MSG, acq, set_line))
+                self.check(acq, [a, b], db + ["v3", 1000], script_error(READ_ONLY_MSG, acq,
+                                                                        set_line),
+                           cmd="EVALSHA_RO")
+                self.assertReply(integer(0), "EXISTS", a, b)
+                self.check(acq, [], db + ["v3", 1000], integer(0))
+                self.check(acq, [a, a], db + ["v3", 1000], integer(2))
+                self.check(rel, [a, a], db + ["v3"], integer(1))
+                self.assertEqual(self.c.cmd("DEL", c), integer(1))
+        if AGAINST_REDIS and not ran:
+            self.skipTest("the npm packages' scripts are not available (`npm ci` in tests/js)")
+
+    def test_sesame_selects_database(self):
+        self.need("sesame_acquire", "sesame_release")
+        a, b = on_shard(0, "sdb"), on_shard(1, "sdb")
+        self.check("sesame_acquire", [a, b], ["3", "v", 10000], integer(2))
+        self.assertReply(integer(0), "EXISTS", a, b)
+        c3 = self.conn()
+        self.assertEqual(c3.cmd("SELECT", "3"), OK)
+        self.assertReply(integer(2), "EXISTS", a, b, c=c3)
+        self.check("sesame_acquire", [a], ["0x3", "w", 10000], integer(0))  # tonumber: db 3
+        self.check("sesame_acquire", [a], ["abc", "w", 10000], integer(1))  # stays in db 0
+        self.check("sesame_acquire", [b], ["99", "w", 10000], integer(1))
+        self.assertReply(b"*2\r\n$1\r\nw\r\n$1\r\nw\r\n", "MGET", a, b)
+        self.check("sesame_release", [a, b], ["3", "v"], integer(2))
+        self.assertReply(integer(0), "EXISTS", a, b, c=c3)
+        self.assertReply(integer(2), "EXISTS", a, b)
+        self.assertEqual(harness.decode(self.c.cmd("CLIENT", "INFO")).split(b" db=")[1][:2], b"0 ")
+
+    def test_racing_multi_key_acquires_never_both_win(self):
+        """Threads race to acquire overlapping sets of keys on both shards; whoever wins a set
+        must hold all of its keys, so no two winners ever overlap."""
+        self.need("redlock5_acquire", "redlock5_release")
+        keys = [on_shard(i % 2, "race%d" % i) for i in range(6)]
+        self.assertEqual({shard_of(k) for k in keys}, {0, 1})
+        rounds, threads = 25, 8
+        wins = []
+        failures = []
+        barrier = threading.Barrier(threads)
+
+        def worker(t):
+            try:
+                c = harness.RespConn(self.port, timeout=8.0)
+                rnd = random.Random(t)
+                for r in range(rounds):
+                    chosen = rnd.sample(keys, 3)
+                    value = "t%d-r%d" % (t, r)
+                    barrier.wait(timeout=10)
+                    got = c.cmd("EVALSHA", SHAS["redlock5_acquire"], 3, *chosen, value, 60000)
+                    if got == integer(3):
+                        wins.append((r, value, chosen))
+                    elif got != integer(0):
+                        failures.append("unexpected reply %r" % got)
+                    barrier.wait(timeout=10)
+                    if t == 0:  # one checker per round, while nobody writes
+                        for rr, v, ks in [w for w in wins if w[0] == r]:
+                            held = c.cmd("MGET", *ks)
+                            if held != b"*3\r\n" + bulk(v) * 3:
+                                failures.append("round %d: %s won %r but they hold %r"
+                                                % (rr, v, ks, held))
+                        c.cmd("DEL", *keys)
+                    barrier.wait(timeout=10)
+                c.close()
+            except Exception as e:  # noqa: BLE001 - reported below
+                failures.append("worker %d: %r" % (t, e))
+                barrier.abort()
+
+        ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        self.assertFalse(any(t.is_alive() for t in ts), "workers hung")
+        self.assertEqual(failures, [])
+        per_round = {}
+        for r, v, ks in wins:
+            per_round.setdefault(r, []).append(set(ks))
+        self.assertEqual(len(per_round), rounds, "every round has a winner")
+        for r, sets in per_round.items():
+            for i in range(len(sets)):
+                for j in range(i + 1, len(sets)):
+                    self.assertFalse(sets[i] & sets[j], "round %d: overlapping winners" % r)
+
+
+if __name__ == "__main__":
+    harness.main()
