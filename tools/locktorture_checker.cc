@@ -218,18 +218,54 @@ void RunDelayLog::Add(int thread, int64_t at_ns, int64_t wait_ns) {
   threads_[thread].push_back({at_ns, wait_ns});
 }
 
-int64_t RunDelayLog::WaitIn(int64_t from_ns, int64_t to_ns) const {
+void RunDelayLog::Finish() {
+  stretches_.assign(threads_.size(), Stretches());
+  for (size_t t = 0; t < threads_.size(); ++t) {
+    const std::vector<Sample>& x = threads_[t];
+    if (x.size() < 2) continue;
+    // Interval i runs from sample i to sample i + 1.
+    const size_t n = x.size() - 1;
+    auto waited = [&x](size_t i) { return x[i + 1].wait_ns - x[i].wait_ns; };
+    auto starved = [&x, &waited](size_t i) {
+      const int64_t elapsed = x[i + 1].at_ns - x[i].at_ns;
+      return elapsed > 0 && waited(i) * 5 >= elapsed * 4;
+    };
+    Stretches& out = stretches_[t];
+    auto add = [&](size_t first, size_t last) {  // intervals first..last
+      int64_t w = 0;
+      for (size_t i = first; i <= last; ++i) w += waited(i);
+      out.by_from.push_back({x[first].at_ns, x[last + 1].at_ns, w});
+      out.max_span_ns = std::max(out.max_span_ns, x[last + 1].at_ns - x[first].at_ns);
+    };
+    // Every maximal run with starved inner intervals: two neighbours with nothing starved
+    // between them, or a starved run together with the interval on each side of it.
+    for (size_t i = 0; i < n; ++i) {
+      if (starved(i)) {
+        size_t end = i;
+        while (end + 1 < n && starved(end + 1)) ++end;
+        add(i > 0 ? i - 1 : i, end + 1 < n ? end + 1 : end);
+        i = end;
+      } else if (i + 1 < n && !starved(i + 1)) {
+        add(i, i + 1);
+      } else if (n == 1) {
+        add(i, i);
+      }
+    }
+    std::sort(out.by_from.begin(), out.by_from.end(),
+              [](const Stretch& a, const Stretch& b) { return a.from_ns < b.from_ns; });
+  }
+}
+
+int64_t RunDelayLog::LongestStallIn(int64_t from_ns, int64_t to_ns) const {
   int64_t sum = 0;
-  for (const std::vector<Sample>& t : threads_) {
-    if (t.empty()) continue;
-    // The last sample at or before from_ns, and the first at or after to_ns.
-    auto after_from = std::upper_bound(t.begin(), t.end(), from_ns,
-                                       [](int64_t v, const Sample& x) { return v < x.at_ns; });
-    const Sample& lo = after_from == t.begin() ? t.front() : *(after_from - 1);
-    auto at_to = std::lower_bound(t.begin(), t.end(), to_ns,
-                                  [](const Sample& x, int64_t v) { return x.at_ns < v; });
-    const Sample& hi = at_to == t.end() ? t.back() : *at_to;
-    if (hi.wait_ns > lo.wait_ns) sum += hi.wait_ns - lo.wait_ns;
+  for (const Stretches& t : stretches_) {
+    auto it = std::lower_bound(t.by_from.begin(), t.by_from.end(), from_ns - t.max_span_ns,
+                               [](const Stretch& s, int64_t v) { return s.from_ns < v; });
+    int64_t longest = 0;
+    for (; it != t.by_from.end() && it->from_ns <= to_ns; ++it) {
+      if (it->to_ns >= from_ns) longest = std::max(longest, it->wait_ns);
+    }
+    sum += longest;
   }
   return sum;
 }
@@ -244,18 +280,18 @@ int64_t RunDelayLog::total() const {
 
 int64_t DelayEvidence::Between(int64_t from_ns, int64_t to_ns, std::string* what) const {
   int64_t best = 0;
+  if (server_waits != nullptr) {
+    const int64_t w = server_waits->LongestStallIn(from_ns, to_ns);
+    if (w > best) {
+      best = w;
+      *what = Format("the server's threads may have gone %.3f ms without a CPU meanwhile", Ms(w));
+    }
+  }
   if (stalls != nullptr) {
-    int64_t s = stalls->MaxStallIn(from_ns - kStallWindowNs, to_ns + kStallWindowNs);
+    const int64_t s = stalls->MaxStallIn(from_ns - kStallWindowNs, to_ns + kStallWindowNs);
     if (s > best) {
       best = s;
       *what = Format("locktorture's own threads saw a %.3f ms scheduling stall around then", Ms(s));
-    }
-  }
-  if (server_waits != nullptr) {
-    int64_t w = server_waits->WaitIn(from_ns, to_ns);
-    if (w > best) {
-      best = w;
-      *what = Format("the server's threads waited %.3f ms for a CPU in between", Ms(w));
     }
   }
   return best;
@@ -280,7 +316,8 @@ uint64_t CheckGrantOrder(int lock, std::vector<Grant> grants, int64_t slack_ns,
                                 "client %d was granted only later (token %" PRIu64 ")",
                                 lock, b.client, b.token, Ms(gap), a.client, a.client, a.token);
       std::string why;
-      const int64_t delay = evidence.Between(a.send_end_ns, b.send_begin_ns, &why);
+      const int64_t delay =
+          evidence.Between(a.send_end_ns, std::max(a.granted_ns, b.send_begin_ns), &why);
       if (delay > 0 && delay >= gap - slack_ns) {
         log->Warn(what + " (but " + why +
                   Format(", so client %d's request may have reached the "

@@ -37,8 +37,9 @@ class ViolationLog {
   explicit ViolationLog(size_t keep = 5) : keep_(keep) {}
 
   void Add(Violation v);
-  // A warning: something that looked like a violation but is explained by the client, not the
-  // server (a holder that stalled past its lease). Counted and shown, not a failure.
+  // A warning: something that looked like a violation but has another explanation than a server
+  // bug (a holder that stalled past its lease; a request the server could not read in time on a
+  // machine that starved it of CPU). Counted and shown, not a failure.
   void Warn(std::string detail);
 
   uint64_t count(ViolationKind k) const;
@@ -75,6 +76,8 @@ struct Grant {
   int64_t send_begin_ns = 0;  // read just before the request was handed to send()
   int64_t send_end_ns = 0;    // read just after send() returned: the server has the request
                               // no earlier than send_begin_ns and the kernel has it by here
+  int64_t granted_ns = 0;     // read just after the grant arrived: the server had the request
+                              // long before
 };
 
 // The shared record of one lock: who is inside, the last fencing token seen, and the grants of
@@ -173,10 +176,15 @@ class RunDelayLog {
   // Server thread `thread` (0, 1, ...) had waited `wait_ns` in all as of `at_ns`. In time order
   // for each thread.
   void Add(int thread, int64_t at_ns, int64_t wait_ns);
-  // How long the server's threads waited for a CPU, all of them together, between from_ns and
-  // to_ns: from each thread's last sample at or before from_ns (its first if none) to its first
-  // at or after to_ns (its last if none), so never less than the truth when sampled around.
-  int64_t WaitIn(int64_t from_ns, int64_t to_ns) const;
+  // Call once, after the last Add: finds each thread's possible continuous waits.
+  void Finish();
+  // The longest continuous waits for a CPU the samples allow, overlapping [from_ns, to_ns],
+  // summed over the threads (a request may wait on its connection's reactor, then on its lock's
+  // shard's). A continuous wait covers a run of consecutive sample intervals whose inner ones the
+  // thread spent (at least 80%) waiting; it is at most the run's total wait. So a thread that
+  // waited a little in every interval (a reactor on a busy core) allows only short delays, while
+  // a reactor kept off the CPU for milliseconds allows that long.
+  int64_t LongestStallIn(int64_t from_ns, int64_t to_ns) const;
   // Over the whole log.
   int64_t total() const;
   bool empty() const { return threads_.empty(); }
@@ -186,19 +194,33 @@ class RunDelayLog {
     int64_t at_ns;
     int64_t wait_ns;
   };
+  // Sample intervals [from_ns, to_ns] of one thread during which it may have waited `wait_ns`
+  // without a break.
+  struct Stretch {
+    int64_t from_ns;
+    int64_t to_ns;
+    int64_t wait_ns;
+  };
+  struct Stretches {
+    std::vector<Stretch> by_from;  // sorted by from_ns
+    int64_t max_span_ns = 0;
+  };
   std::vector<std::vector<Sample>> threads_;
+  std::vector<Stretches> stretches_;  // per thread, by Finish()
 };
 
-// What can explain a request that reached the server late, for the order check. Either may be
-// null.
+// What can explain a request that reached the server late, for the order check.
 struct DelayEvidence {
-  const StallLog* stalls = nullptr;           // this process's threads woke late
-  const RunDelayLog* server_waits = nullptr;  // the server's threads waited for a CPU
+  const StallLog* stalls = nullptr;           // this process's threads woke late (may be null)
+  const RunDelayLog* server_waits = nullptr;  // the server's threads (null if not readable)
 
-  // The longest delay either shows for a request sent at from_ns and overtaken by one sent at
-  // to_ns; `*what` says which (for the message). A StallLog counts stalls from 100 ms before to
-  // 100 ms after (the monitors are only a sample of how the machine treats threads: load comes
-  // and goes over tens of milliseconds); a RunDelayLog counts the server's CPU wait in between.
+  // The longest delay the evidence allows for a request that was sent by from_ns and had reached
+  // the server by to_ns; `*what` says what shows it (for the message). The larger of: the
+  // server's own account, RunDelayLog::LongestStallIn over [from_ns, to_ns]; and this process's
+  // longest stall from 100 ms before to 100 ms after (the monitors are only a sample of how the
+  // machine treats threads, and it delays more than the server's threads: the kernel's own work
+  // is deferred to threads of its own on a busy machine; load comes and goes over tens of
+  // milliseconds).
   int64_t Between(int64_t from_ns, int64_t to_ns, std::string* what) const;
 };
 
@@ -214,9 +236,12 @@ struct DelayEvidence {
 // after B). Every such B is counted once, against the earliest-sending A granted after it.
 // Grants of waits that timed out are not in the list, so a waiter that gave up is never blamed.
 //
-// A CPU-starved server reads and forwards a request late by about as long as it starved. When
-// `evidence` shows a delay between A's send and B's at least as long as the gap less the slack
-// (slack plus delay cover the gap), the pair is a warning, not a violation.
+// A CPU-starved server reads and forwards a request late by about as long as it starved. A's
+// request may have been held up anywhere between its send and its grant (its arrival can come
+// after B's send, after B's grant even). When `evidence` allows a delay in that time at least as
+// long as the gap less the slack (slack plus delay cover the gap), the pair is a warning, not a
+// violation. (Only the pair with the earliest A is judged; a later A' whose own window shows no
+// such delay is not looked at.)
 //
 // Returns the number of out-of-order grants that are violations; adds the first few to `log`
 // (kOutOfOrder) and the excused ones as warnings.

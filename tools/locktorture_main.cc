@@ -93,8 +93,9 @@ int Main(int argc, char** argv) {
          static_cast<unsigned long long>(violations), static_cast<unsigned long long>(errors),
          join(ran).c_str(), join(skipped).c_str(),
          skip_fails ? " (--require-all: a skip is a failure)" : "");
-  if (g_stop.load()) printf("locktorture: interrupted\n");
-  return violations > 0 || errors > 0 || skip_fails ? 1 : 0;
+  const bool interrupted = g_stop.load();
+  if (interrupted) printf("locktorture: interrupted (the run is incomplete)\n");
+  return violations > 0 || errors > 0 || skip_fails || interrupted ? 1 : 0;
 }
 
 }  // namespace

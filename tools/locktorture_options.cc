@@ -85,7 +85,8 @@ run
   --wait MS             native: WAIT timeout of each acquire (1000)
   --fifo-slack US       native: a waiter counts as served out of order only if the one served
                         first began sending more than US after it had finished sending (2000)
-  --extend-every N      setnx: extend in 1 of N holds; redisson: re-enter in 1 of N (4; 0 never)
+  --extend-every N      1 of N holds renews the lock (4; 0 never): setnx extends, redisson
+                        re-enters and leaves once, native does either
   --prefix P            key prefix (locktorture:<random>:)
   --seed N              random seed (from the clock)
 self-tests (the run must fail)
@@ -98,7 +99,7 @@ output
   --show N              violations of each kind printed (5)
   -q, --quiet           only the summary lines
   --help                this text
-exit: 0 no violation and no error; 1 violations or errors; 2 bad options or no server
+exit: 0 no violation and no error; 1 violations, errors or interrupted; 2 bad options or no server
 )";
 }
 

@@ -29,7 +29,7 @@ struct Options {
   int64_t backoff_us = 200;      // setnx/redisson: a refused acquire retries after 0..backoff_us
   int64_t wait_ms = 1000;        // native: LOCK.ACQUIRE ... WAIT wait_ms
   int64_t fifo_slack_us = 2000;  // native: see CheckGrantOrder
-  int extend_every = 4;  // setnx: extend in 1 of N holds; redisson: re-enter in 1 of N (0: never)
+  int extend_every = 4;          // 1 of N holds extends or re-enters the lock (0: never)
   int64_t connect_timeout_ms = 2000;
   int64_t io_timeout_ms = 5000;  // any one reply (on top of WAIT)
   bool fault = false;            // break the protocol on purpose: the checker must see overlaps

@@ -98,7 +98,7 @@ class Client {
   Outcome AcquireSetNx(Hold* hold);
   Outcome AcquireRedisson(Hold* hold);
   Outcome AcquireNative(Hold* hold);
-  bool Extra(Hold* hold);  // setnx: extend; redisson: re-enter (native: nothing)
+  bool Extra(Hold* hold);  // setnx: extend; redisson: re-enter; native: either
   bool Release(Hold* hold);
   void LostLock(Hold* hold, const char* what) {
     hold->lost = true;
@@ -285,6 +285,7 @@ Client::Outcome Client::AcquireNative(Hold* hold) {
       g.token = hold->h.token;
       g.send_begin_ns = o_.fault_order ? first_begin : begin;
       g.send_end_ns = o_.fault_order ? first_end : end;
+      g.granted_ns = NowNs();
       s_.records[hold->lock]->AddGrant(g);
       return Outcome::kAcquired;
     }
@@ -356,8 +357,50 @@ bool Client::Extra(Hold* hold) {
       }
       return true;
     }
-    case Method::kNative:
+    case Method::kNative: {
+      if (rng_() & 1) {
+        if (!Call({"LOCK.EXTEND", key, owner_, lease}, &reply, 0, &begin)) return false;
+        if (reply == ":1\r\n") {
+          ++extends;
+          hold->h.lease_from_ns = begin;
+          record.Renewed(id_, begin);
+        } else if (reply == ":0\r\n") {
+          LostLock(hold, "extend (LOCK.EXTEND)");
+        } else {
+          return Fail("LOCK.EXTEND: unexpected reply " + Printable(reply));
+        }
+        return true;
+      }
+      // Re-enter: the same token back and a second hold (the lease renewed), then leave once:
+      // one hold left, the lock still ours.
+      if (!Call({"LOCK.ACQUIRE", key, owner_, lease, "REENTRANT"}, &reply, 0, &begin)) {
+        return false;
+      }
+      int64_t token = 0;
+      if (IsNull(reply)) {
+        LostLock(hold, "re-entrant acquire (LOCK.ACQUIRE REENTRANT)");
+        return true;
+      }
+      if (!IntegerOf(reply, &token)) {
+        return Fail("LOCK.ACQUIRE REENTRANT: unexpected reply " + Printable(reply));
+      }
+      if (static_cast<uint64_t>(token) != hold->h.token) {
+        return Fail("LOCK.ACQUIRE REENTRANT replied token " + Str(token) + ", the holding's is " +
+                    Str(static_cast<int64_t>(hold->h.token)));
+      }
+      hold->h.lease_from_ns = begin;
+      record.Renewed(id_, begin);
+      if (!Call({"LOCK.RELEASE", key, owner_}, &reply)) return false;
+      if (reply == ":1\r\n") {
+        ++reentries;
+      } else if (IsError(reply)) {
+        return Fail("LOCK.RELEASE (nested): unexpected reply " + Printable(reply));
+      } else {
+        // Released outright (the re-entry did not count) or not ours at all.
+        LostLock(hold, "nested release (LOCK.RELEASE), which did not leave one hold");
+      }
       return true;
+    }
   }
   return true;
 }
@@ -570,6 +613,86 @@ void PinTo(int cpu) {
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+// What the order check needs to tell a late request from an unfair server (DelayEvidence): the
+// stall monitors, one per CPU and pinned to it, each sleeping a millisecond at a time and noting
+// how late it woke (StallLog); and, when the server runs on this machine, a sampler reading its
+// threads' CPU wait every millisecond (RunDelayLog). Owned by the main thread, which starts it
+// before the clients run and stops it after; each of its threads writes only its own log.
+class DelayWatch {
+ public:
+  DelayWatch() = default;
+  DelayWatch(const DelayWatch&) = delete;
+  DelayWatch& operator=(const DelayWatch&) = delete;
+  ~DelayWatch() { Stop(); }
+
+  void Start(const Options& o) {
+    std::vector<int> cpus = AllowedCpus();
+    monitor_logs_.resize(std::max<size_t>(cpus.size(), 1));
+    for (size_t m = 0; m < monitor_logs_.size(); ++m) {
+      const int cpu = cpus.empty() ? -1 : cpus[m];
+      threads_.emplace_back([this, log = &monitor_logs_[m], cpu] {
+        if (cpu >= 0) PinTo(cpu);
+        constexpr int64_t kStep = kMs, kNoise = 250 * kUs;  // timer slack and wake-up cost
+        while (!stop_.load(std::memory_order_relaxed)) {
+          const int64_t due = NowNs() + kStep;
+          std::this_thread::sleep_for(std::chrono::nanoseconds(kStep));
+          const int64_t woke = NowNs();
+          if (woke - due > kNoise) log->Add(due, woke);
+        }
+      });
+    }
+    if (IsLoopback(o.host)) schedstat_fds_ = OpenServerSchedstat(o, &server_pid_);
+    if (schedstat_fds_.empty()) return;
+    threads_.emplace_back([this] {
+      while (!stop_.load(std::memory_order_relaxed)) {
+        for (size_t t = 0; t < schedstat_fds_.size(); ++t) {
+          int64_t wait = 0;
+          if (ReadRunDelay(schedstat_fds_[t], &wait)) {
+            server_waits_.Add(static_cast<int>(t), NowNs(), wait);
+          }
+        }
+        std::this_thread::sleep_for(std::chrono::nanoseconds(kMs));
+      }
+    });
+  }
+
+  // Joins the threads and readies the logs. Idempotent.
+  void Stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    stop_.store(true, std::memory_order_relaxed);
+    for (std::thread& t : threads_) t.join();
+    for (const StallLog& l : monitor_logs_) stalls_.Merge(l);
+    for (int fd : schedstat_fds_) close(fd);
+    server_waits_.Finish();
+  }
+
+  // After Stop().
+  DelayEvidence evidence() const {
+    DelayEvidence e;
+    e.stalls = &stalls_;
+    if (!server_waits_.empty()) e.server_waits = &server_waits_;
+    return e;
+  }
+  int64_t max_stall_ns() const { return stalls_.max_stall(); }
+  int server_pid() const { return server_waits_.empty() ? 0 : server_pid_; }
+  int64_t server_wait_ns() const { return server_waits_.total(); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  bool stopped_ = false;
+  std::vector<std::thread> threads_;
+  std::vector<StallLog> monitor_logs_;  // one per monitor thread
+  StallLog stalls_;                     // merged, by Stop()
+  std::vector<int> schedstat_fds_;
+  int server_pid_ = 0;
+  RunDelayLog server_waits_;
+};
+
 }  // namespace
 
 std::unique_ptr<MethodResult> RunMethod(const Options& opts, Method method, uint64_t seed,
@@ -616,46 +739,8 @@ std::unique_ptr<MethodResult> RunMethod(const Options& opts, Method method, uint
   std::latch go(1);
   std::vector<std::thread> threads;
   for (auto& c : clients) threads.emplace_back([&, p = c.get()] { p->Run(&ready, &go); });
-  // The stall monitors (see StallLog), for the order check: one per CPU, pinned to it, waking
-  // every millisecond and noting how late they woke.
-  std::vector<StallLog> stall_logs;
-  std::vector<std::thread> monitors;
-  std::atomic<bool> monitor_stop{false};
-  if (method == Method::kNative) {
-    std::vector<int> cpus = AllowedCpus();
-    stall_logs.resize(std::max<size_t>(cpus.size(), 1));
-    for (size_t m = 0; m < stall_logs.size(); ++m) {
-      const int cpu = cpus.empty() ? -1 : cpus[m];
-      monitors.emplace_back([&monitor_stop, log = &stall_logs[m], cpu] {
-        if (cpu >= 0) PinTo(cpu);
-        constexpr int64_t kStep = kMs, kNoise = 250 * kUs;  // timer slack and wake-up cost
-        while (!monitor_stop.load(std::memory_order_relaxed)) {
-          const int64_t due = NowNs() + kStep;
-          std::this_thread::sleep_for(std::chrono::nanoseconds(kStep));
-          const int64_t woke = NowNs();
-          if (woke - due > kNoise) log->Add(due, woke);
-        }
-      });
-    }
-  }
-  // The server's own CPU wait, when it runs here (see RunDelayLog).
-  RunDelayLog server_waits;
-  std::thread sampler;
-  std::vector<int> schedstat_fds;
-  if (method == Method::kNative) schedstat_fds = OpenServerSchedstat(opts, &result->server_pid);
-  if (!schedstat_fds.empty()) {
-    sampler = std::thread([&monitor_stop, &server_waits, &schedstat_fds] {
-      while (!monitor_stop.load(std::memory_order_relaxed)) {
-        for (size_t t = 0; t < schedstat_fds.size(); ++t) {
-          int64_t wait = 0;
-          if (ReadRunDelay(schedstat_fds[t], &wait)) {
-            server_waits.Add(static_cast<int>(t), NowNs(), wait);
-          }
-        }
-        std::this_thread::sleep_for(std::chrono::nanoseconds(kMs));
-      }
-    });
-  }
+  DelayWatch watch;  // for the order check
+  if (method == Method::kNative) watch.Start(opts);
   ready.wait();
   for (auto& c : clients) {
     if (c->errors > 0) shared.abort = true;  // a failed connect; written before count_down
@@ -679,24 +764,15 @@ std::unique_ptr<MethodResult> RunMethod(const Options& opts, Method method, uint
     finished_ns = std::max(finished_ns, c.finished_ns);
   }
   result->seconds = static_cast<double>(finished_ns - start_ns) / 1e9;
-  monitor_stop.store(true);
-  StallLog stalls;
-  for (size_t m = 0; m < monitors.size(); ++m) {
-    monitors[m].join();
-    stalls.Merge(stall_logs[m]);
-  }
-  result->max_stall_ns = stalls.max_stall();
-  if (sampler.joinable()) sampler.join();
-  for (int fd : schedstat_fds) close(fd);
-  result->server_wait_ns = server_waits.total();
-  DelayEvidence evidence;
-  evidence.stalls = &stalls;
-  if (!server_waits.empty()) evidence.server_waits = &server_waits;
+  watch.Stop();
+  result->max_stall_ns = watch.max_stall_ns();
+  result->server_pid = watch.server_pid();
+  result->server_wait_ns = watch.server_wait_ns();
 
   if (method == Method::kNative) {
     for (auto& rec : shared.records) {
       result->out_of_order += CheckGrantOrder(rec->lock(), rec->grants(), opts.fifo_slack_us * kUs,
-                                              evidence, &result->violations);
+                                              watch.evidence(), &result->violations);
       result->dropped_grants += rec->dropped_grants();
     }
   }
@@ -725,8 +801,8 @@ void PrintResult(const Options& opts, const MethodResult& r, FILE* out) {
   const double rate = r.seconds > 0 ? static_cast<double>(r.acquisitions) / r.seconds : 0;
   fprintf(out, "   acquisitions %" PRIu64 " (%.0f/s), acquire requests %" PRIu64, r.acquisitions,
           rate, r.attempts);
-  if (r.method == Method::kSetNx) fprintf(out, ", extends %" PRIu64, r.extends);
-  if (r.method == Method::kRedisson) fprintf(out, ", re-entries %" PRIu64, r.reentries);
+  if (r.method != Method::kRedisson) fprintf(out, ", extends %" PRIu64, r.extends);
+  if (r.method != Method::kSetNx) fprintf(out, ", re-entries %" PRIu64, r.reentries);
   if (r.method == Method::kNative) fprintf(out, ", wait timeouts %" PRIu64, r.wait_timeouts);
   fprintf(out, ", releases %" PRIu64 "\n", r.releases);
   if (r.method == Method::kNative) {

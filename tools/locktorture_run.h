@@ -32,8 +32,8 @@ struct MethodResult {
   double seconds = 0;  // from the start signal until the last client finished
   uint64_t acquisitions = 0;
   uint64_t attempts = 0;       // acquire requests sent (setnx/redisson retries included)
-  uint64_t extends = 0;        // setnx: SET ... IFEQ renewals that succeeded
-  uint64_t reentries = 0;      // redisson: nested acquire + release pairs
+  uint64_t extends = 0;        // setnx, native: renewals that succeeded
+  uint64_t reentries = 0;      // redisson, native: nested acquire + release pairs
   uint64_t releases = 0;       // releases that the server confirmed
   uint64_t wait_timeouts = 0;  // native: WAIT ran out (nil)
   uint64_t errors = 0;         // error replies, unexpected replies, timeouts, lost connections

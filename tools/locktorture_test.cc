@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ Holder T(int client, uint64_t token, int64_t lease_from) {
 
 // --- overlap --------------------------------------------------------------------------------
 
-TEST(LockRecordTest, HoldersOneAfterAnotherAreFine) {
+TEST(TortureLockRecordTest, HoldersOneAfterAnotherAreFine) {
   ViolationLog log;
   LockRecord rec(0, kLease);
   for (int i = 0; i < 100; ++i) {
@@ -50,7 +51,7 @@ TEST(LockRecordTest, HoldersOneAfterAnotherAreFine) {
   EXPECT_EQ(log.warnings(), 0u);
 }
 
-TEST(LockRecordTest, SecondHolderInsideIsAnOverlap) {
+TEST(TortureLockRecordTest, SecondHolderInsideIsAnOverlap) {
   ViolationLog log;
   LockRecord rec(2, kLease);
   EXPECT_TRUE(rec.CheckIn(H(1, kT0), kT0 + 100, &log));
@@ -62,7 +63,7 @@ TEST(LockRecordTest, SecondHolderInsideIsAnOverlap) {
   EXPECT_NE(log.first()[0].detail.find("client 1"), std::string::npos);
 }
 
-TEST(LockRecordTest, OverlapIsSeenEvenAfterTheIntruderLeaves) {
+TEST(TortureLockRecordTest, OverlapIsSeenEvenAfterTheIntruderLeaves) {
   // A in, B in (overlap), B out, C in: A is still inside, so C overlaps too. A count of holders,
   // not a single owner slot that B's check-out would clear.
   ViolationLog log;
@@ -78,7 +79,7 @@ TEST(LockRecordTest, OverlapIsSeenEvenAfterTheIntruderLeaves) {
   EXPECT_EQ(log.total(), 2u);
 }
 
-TEST(LockRecordTest, HolderPastItsLeaseIsAWarningNotAViolation) {
+TEST(TortureLockRecordTest, HolderPastItsLeaseIsAWarningNotAViolation) {
   // Client 1 stalled for longer than its lease: a correct server may give the lock away.
   ViolationLog log;
   LockRecord rec(0, kLease);
@@ -94,7 +95,7 @@ TEST(LockRecordTest, HolderPastItsLeaseIsAWarningNotAViolation) {
   EXPECT_EQ(log.warnings(), 2u);
 }
 
-TEST(LockRecordTest, RenewalKeepsTheHolderLeased) {
+TEST(TortureLockRecordTest, RenewalKeepsTheHolderLeased) {
   ViolationLog log;
   LockRecord rec(0, kLease);
   rec.CheckIn(H(1, kT0), kT0 + 1, &log);
@@ -106,7 +107,7 @@ TEST(LockRecordTest, RenewalKeepsTheHolderLeased) {
 
 // --- fencing tokens -------------------------------------------------------------------------
 
-TEST(LockRecordTest, TokensMustGrow) {
+TEST(TortureLockRecordTest, TokensMustGrow) {
   ViolationLog log;
   LockRecord rec(0, kLease);
   uint64_t tokens[] = {1, 2, 5, 9, 10};
@@ -125,7 +126,7 @@ TEST(LockRecordTest, TokensMustGrow) {
   EXPECT_NE(log.first()[0].detail.find("token 10"), std::string::npos);
 }
 
-TEST(LockRecordTest, TokensArePerLock) {
+TEST(TortureLockRecordTest, TokensArePerLock) {
   ViolationLog log;
   LockRecord a(0, kLease), b(1, kLease);
   EXPECT_TRUE(a.CheckIn(T(1, 50, kT0), kT0, &log));
@@ -133,7 +134,7 @@ TEST(LockRecordTest, TokensArePerLock) {
   EXPECT_EQ(log.total(), 0u);
 }
 
-TEST(LockRecordTest, StaleTokenFromAStalledHolderIsAWarning) {
+TEST(TortureLockRecordTest, StaleTokenFromAStalledHolderIsAWarning) {
   // Client 1 got token 5 but stalled past its lease before checking in; client 2 got 6 meanwhile.
   ViolationLog log;
   LockRecord rec(0, kLease);
@@ -144,7 +145,7 @@ TEST(LockRecordTest, StaleTokenFromAStalledHolderIsAWarning) {
   EXPECT_EQ(log.warnings(), 1u);
 }
 
-TEST(LockRecordTest, UntokenedHoldersDoNotCompareTokens) {
+TEST(TortureLockRecordTest, UntokenedHoldersDoNotCompareTokens) {
   ViolationLog log;
   LockRecord rec(0, kLease);
   for (int i = 0; i < 3; ++i) {
@@ -155,7 +156,7 @@ TEST(LockRecordTest, UntokenedHoldersDoNotCompareTokens) {
 
 // --- lost locks -----------------------------------------------------------------------------
 
-TEST(LockRecordTest, LostLockWhileLeasedIsAViolation) {
+TEST(TortureLockRecordTest, LostLockWhileLeasedIsAViolation) {
   ViolationLog log;
   LockRecord rec(1, kLease);
   EXPECT_TRUE(rec.LostLock(H(3, kT0), "release", kT0 + 5 * kMs, &log));
@@ -167,7 +168,7 @@ TEST(LockRecordTest, LostLockWhileLeasedIsAViolation) {
 
 // --- the log --------------------------------------------------------------------------------
 
-TEST(ViolationLogTest, CountsAllKeepsTheFirstFewOfEachKind) {
+TEST(TortureViolationLogTest, CountsAllKeepsTheFirstFewOfEachKind) {
   ViolationLog log(2);
   for (int i = 0; i < 5; ++i) log.Add({ViolationKind::kOverlap, 0, i, "o" + std::to_string(i)});
   log.Add({ViolationKind::kLostLock, 0, 9, "l"});
@@ -193,10 +194,11 @@ Grant G(int client, uint64_t token, int64_t begin_ms) {
   g.token = token;
   g.send_begin_ns = kT0 + begin_ms * kMs;
   g.send_end_ns = g.send_begin_ns + 20'000;  // a 20 us send
+  g.granted_ns = g.send_end_ns;              // granted at once unless a test says otherwise
   return g;
 }
 
-TEST(GrantOrderTest, FifoGrantsPass) {
+TEST(TortureGrantOrderTest, FifoGrantsPass) {
   ViolationLog log;
   // Clients asked at 0, 1, 3, 10 ms and were served in that order (given in any order).
   std::vector<Grant> g = {G(3, 13, 10), G(0, 10, 0), G(2, 12, 3), G(1, 11, 1)};
@@ -204,7 +206,7 @@ TEST(GrantOrderTest, FifoGrantsPass) {
   EXPECT_EQ(log.total(), 0u);
 }
 
-TEST(GrantOrderTest, LaterAskerServedFirstIsCaught) {
+TEST(TortureGrantOrderTest, LaterAskerServedFirstIsCaught) {
   ViolationLog log;
   // Client 0 asked at 0 ms, client 1 at 5 ms; client 1 got the lock first.
   std::vector<Grant> g = {G(0, 11, 0), G(1, 10, 5)};
@@ -218,7 +220,7 @@ TEST(GrantOrderTest, LaterAskerServedFirstIsCaught) {
   EXPECT_NE(v.detail.find("client 0"), std::string::npos) << v.detail;
 }
 
-TEST(GrantOrderTest, InversionsWithinTheSlackAreNotBlamed) {
+TEST(TortureGrantOrderTest, InversionsWithinTheSlackAreNotBlamed) {
   // 1 ms apart: the two requests may have reached the lock's shard in either order.
   ViolationLog log;
   std::vector<Grant> g = {G(0, 11, 0), G(1, 10, 1)};
@@ -232,7 +234,7 @@ TEST(GrantOrderTest, InversionsWithinTheSlackAreNotBlamed) {
   EXPECT_EQ(CheckGrantOrder(0, {a, b}, 0, {}, &log), 1u);
 }
 
-TEST(GrantOrderTest, EveryJumperCountsOnce) {
+TEST(TortureGrantOrderTest, EveryJumperCountsOnce) {
   // Client 0 asked first and was starved while three later askers were served.
   ViolationLog log;
   std::vector<Grant> g = {G(0, 14, 0), G(1, 10, 5), G(2, 11, 6), G(3, 12, 9), G(4, 15, 20)};
@@ -240,14 +242,14 @@ TEST(GrantOrderTest, EveryJumperCountsOnce) {
   EXPECT_EQ(log.count(ViolationKind::kOutOfOrder), 3u);
 }
 
-TEST(GrantOrderTest, WaiterThatGaveUpIsNotInTheListAndNotBlamed) {
+TEST(TortureGrantOrderTest, WaiterThatGaveUpIsNotInTheListAndNotBlamed) {
   // Client 0 asked at 0 ms and timed out (no grant); later askers served in order are fine.
   ViolationLog log;
   std::vector<Grant> g = {G(1, 10, 5), G(2, 11, 6)};
   EXPECT_EQ(CheckGrantOrder(0, g, kSlack, {}, &log), 0u);
 }
 
-TEST(GrantOrderTest, RepeatedRequestsOfOneClientInterleaveWithOthers) {
+TEST(TortureGrantOrderTest, RepeatedRequestsOfOneClientInterleaveWithOthers) {
   // A realistic FIFO trace: 3 clients cycling, each re-queueing after its release.
   ViolationLog log;
   std::vector<Grant> g;
@@ -261,7 +263,7 @@ TEST(GrantOrderTest, RepeatedRequestsOfOneClientInterleaveWithOthers) {
   EXPECT_EQ(CheckGrantOrder(0, g, kSlack, {}, &log), 1u);
 }
 
-TEST(GrantOrderTest, StallThatCoversTheGapExcusesIt) {
+TEST(TortureGrantOrderTest, StallThatCoversTheGapExcusesIt) {
   // Client 0 asked at 0 ms, client 1 at 5 ms and was served first: with a 2 ms slack the gap
   // needs a 3 ms stall to be explained.
   std::vector<Grant> g = {G(0, 11, 0), G(1, 10, 5)};
@@ -289,47 +291,96 @@ TEST(GrantOrderTest, StallThatCoversTheGapExcusesIt) {
   }
 }
 
-TEST(GrantOrderTest, ServerCpuWaitThatCoversTheGapExcusesIt) {
+TEST(TortureGrantOrderTest, ServerWithoutCpuLongEnoughExcusesIt) {
   std::vector<Grant> g = {G(0, 11, 0), G(1, 10, 5)};  // a 5 ms gap, 2 ms slack
-  {
-    ViolationLog log;
-    RunDelayLog waits;
-    // Two reactors, sampled every ms; between the sends (0..5 ms) one waited 1 ms, the other 1.
-    for (int ms = -2; ms <= 8; ++ms) {
-      waits.Add(0, kT0 + ms * kMs, 100 * kMs + (ms >= 2 ? 1 * kMs : 0));
-      waits.Add(1, kT0 + ms * kMs, 7 * kMs + (ms >= 4 ? 1 * kMs : 0));
+  // Two server threads sampled every ms from -2 to 12 ms; `starved` says in which 1 ms intervals
+  // each waited all the time, otherwise it waited a little (0.3 ms of each ms).
+  auto log_of = [](std::vector<int> starved0, std::vector<int> starved1) {
+    RunDelayLog w;
+    int64_t w0 = 0, w1 = 0;
+    for (int ms = -2; ms <= 12; ++ms) {
+      w.Add(0, kT0 + ms * kMs, w0);
+      w.Add(1, kT0 + ms * kMs, w1);
+      auto in = [ms](const std::vector<int>& v) {
+        return std::find(v.begin(), v.end(), ms) != v.end();
+      };
+      w0 += in(starved0) ? kMs : 300'000;
+      w1 += in(starved1) ? kMs : 300'000;
     }
-    EXPECT_EQ(waits.WaitIn(kT0, kT0 + 5 * kMs), 2 * kMs);
-    EXPECT_EQ(CheckGrantOrder(0, g, kSlack, {nullptr, &waits}, &log), 1u);  // 2 < 5 - 2
+    w.Finish();
+    return w;
+  };
+  {
+    // Busy but never starved: 30% waiting everywhere adds up to 3 ms in the gap, but a
+    // continuous wait can span only two neighbouring intervals: 0.6 ms on each thread.
+    ViolationLog log;
+    RunDelayLog w = log_of({}, {});
+    EXPECT_EQ(w.LongestStallIn(kT0, kT0 + 5 * kMs), 1'200'000);
+    EXPECT_EQ(CheckGrantOrder(0, g, kSlack, {nullptr, &w}, &log), 1u);
   }
   {
+    // Thread 0 starved 1..3 ms and thread 1 4..5 ms, each with 0.3 ms on either side:
+    // 2.6 + 1.6 = 4.2 ms >= 5 - 2.
     ViolationLog log;
-    RunDelayLog waits;
-    for (int ms = -2; ms <= 8; ++ms) {
-      waits.Add(0, kT0 + ms * kMs, ms >= 1 ? 3 * kMs : 0);  // 3 ms of CPU wait at 0..1 ms
-    }
-    EXPECT_EQ(CheckGrantOrder(0, g, kSlack, {nullptr, &waits}, &log), 0u);
+    RunDelayLog w = log_of({1, 2}, {4});
+    EXPECT_EQ(w.LongestStallIn(kT0, kT0 + 5 * kMs), 4'200'000);
+    EXPECT_EQ(CheckGrantOrder(0, g, kSlack, {nullptr, &w}, &log), 0u);
     EXPECT_EQ(log.warnings(), 1u);
-    EXPECT_NE(log.first_warnings()[0].find("waited 3.000 ms for a CPU"), std::string::npos)
+    EXPECT_NE(log.first_warnings()[0].find("4.200 ms without a CPU"), std::string::npos)
+        << log.first_warnings()[0];
+  }
+  {
+    // Starved 7..10 ms, after B had sent: A's request may have been held up then, as long as A
+    // was not granted yet...
+    ViolationLog log;
+    RunDelayLog w = log_of({7, 8, 9}, {});
+    std::vector<Grant> late = g;
+    late[0].granted_ns = kT0 + 10 * kMs;
+    EXPECT_EQ(CheckGrantOrder(0, late, kSlack, {nullptr, &w}, &log), 0u);
+    // ...but not if A had its grant by then (G: granted as soon as sent).
+    EXPECT_EQ(CheckGrantOrder(0, g, kSlack, {nullptr, &w}, &log), 1u);
+  }
+  {
+    // This process's stalls count too.
+    ViolationLog log;
+    RunDelayLog w = log_of({}, {});
+    StallLog mine;
+    mine.Add(kT0 + 1 * kMs, kT0 + 9 * kMs);
+    EXPECT_EQ(CheckGrantOrder(0, g, kSlack, {&mine, &w}, &log), 0u);
+    EXPECT_NE(log.first_warnings()[0].find("8.000 ms scheduling stall"), std::string::npos)
         << log.first_warnings()[0];
   }
 }
 
-TEST(RunDelayLogTest, WaitRoundsOutToTheSamples) {
+TEST(TortureRunDelayLogTest, ContinuousWaitsTheSamplesAllow) {
   RunDelayLog w;
   EXPECT_TRUE(w.empty());
-  w.Add(0, 10, 0);
-  w.Add(0, 20, 5);
-  w.Add(0, 30, 9);
-  w.Add(0, 40, 9);
-  EXPECT_EQ(w.WaitIn(20, 30), 4);
-  EXPECT_EQ(w.WaitIn(21, 29), 4);  // rounded out to the samples at 20 and 30
-  EXPECT_EQ(w.WaitIn(0, 100), 9);
-  EXPECT_EQ(w.WaitIn(35, 100), 0);
-  EXPECT_EQ(w.total(), 9);
+  // Samples every 10 ns; in each interval the thread waited 2, 9, 2, 3, 10, 10, 4, 1.
+  const int64_t waits[] = {2, 9, 2, 3, 10, 10, 4, 1};
+  int64_t total = 0;
+  w.Add(0, 0, 0);
+  for (int i = 0; i < 8; ++i) w.Add(0, (i + 1) * 10, total += waits[i]);
+  w.Finish();
+  EXPECT_EQ(w.total(), 41);
+  // Interval 1 (10..20) was starved: a wait may run from interval 0 through 2: 2 + 9 + 2.
+  EXPECT_EQ(w.LongestStallIn(12, 18), 13);
+  // Intervals 4-5 (40..60) starved: with their neighbours 3 + 10 + 10 + 4 = 27.
+  EXPECT_EQ(w.LongestStallIn(45, 46), 27);
+  EXPECT_EQ(w.LongestStallIn(0, 100), 27);
+  // Only the last two intervals (60..80), neither starved: 4 + 1, or the run before (27) which
+  // ends at 70 - it overlaps 75..79? No: it ends at 70.
+  EXPECT_EQ(w.LongestStallIn(75, 79), 5);
+  // Two threads add up.
+  RunDelayLog two;
+  for (int i = 0; i <= 4; ++i) {
+    two.Add(0, i * 10, i * 10);  // always waiting
+    two.Add(1, i * 10, i * 1);   // waiting 10%
+  }
+  two.Finish();
+  EXPECT_EQ(two.LongestStallIn(15, 25), 40 + 2);
 }
 
-TEST(StallLogTest, LongestOverlappingStall) {
+TEST(TortureStallLogTest, LongestOverlappingStall) {
   StallLog s;
   s.Add(100, 90);  // woke early: not a stall
   s.Add(1000, 1300);
@@ -345,7 +396,7 @@ TEST(StallLogTest, LongestOverlappingStall) {
   EXPECT_EQ(s.MaxStallIn(6000, 9000), 0);
 }
 
-TEST(StallLogTest, MergedMonitorsOverlap) {
+TEST(TortureStallLogTest, MergedMonitorsOverlap) {
   // Two monitors (one per CPU): their stalls interleave and overlap.
   StallLog cpu0, cpu1, all;
   cpu0.Add(1000, 1100);
@@ -362,7 +413,7 @@ TEST(StallLogTest, MergedMonitorsOverlap) {
   EXPECT_EQ(all.MaxStallIn(0, 10000), 2000);
 }
 
-TEST(GrantOrderTest, RecordKeepsGrants) {
+TEST(TortureGrantOrderTest, RecordKeepsGrants) {
   LockRecord rec(0, kLease);
   rec.AddGrant(G(0, 1, 0));
   rec.AddGrant(G(1, 2, 1));
@@ -373,7 +424,7 @@ TEST(GrantOrderTest, RecordKeepsGrants) {
 
 // --- keys -----------------------------------------------------------------------------------
 
-TEST(KeySlotTest, MatchesRedisCluster) {
+TEST(TortureKeySlotTest, MatchesRedisCluster) {
   EXPECT_EQ(KeySlot("123456789"), 0x31C3 % 16384);  // the CRC16/XMODEM check value
   EXPECT_EQ(KeySlot("foo"), 12182);
   EXPECT_EQ(KeySlot(""), 0);
@@ -383,7 +434,7 @@ TEST(KeySlotTest, MatchesRedisCluster) {
   EXPECT_EQ(KeySlot("redisson_lock__channel:{lt:0}"), KeySlot("lt:0"));
 }
 
-TEST(KeySlotTest, KeysLandOnTheShardAsked) {
+TEST(TortureKeySlotTest, KeysLandOnTheShardAsked) {
   EXPECT_EQ(ShardOfSlot(0, 2), 0);
   EXPECT_EQ(ShardOfSlot(8191, 2), 0);
   EXPECT_EQ(ShardOfSlot(8192, 2), 1);
@@ -400,7 +451,7 @@ TEST(KeySlotTest, KeysLandOnTheShardAsked) {
 
 // --- replies --------------------------------------------------------------------------------
 
-TEST(RepliesTest, Helpers) {
+TEST(TortureRepliesTest, Helpers) {
   int64_t v = 0;
   EXPECT_TRUE(IntegerOf(":42\r\n", &v));
   EXPECT_EQ(v, 42);
@@ -430,7 +481,7 @@ std::string Parse(std::vector<std::string> args, Options* o) {
   return ParseOptions(static_cast<int>(argv.size()), argv.data(), o, &help);
 }
 
-TEST(OptionsTest, DefaultsAndMethods) {
+TEST(TortureOptionsTest, DefaultsAndMethods) {
   Options o;
   EXPECT_EQ(Parse({}, &o), "");
   EXPECT_EQ(o.methods.size(), 3u);
@@ -448,7 +499,7 @@ TEST(OptionsTest, DefaultsAndMethods) {
   EXPECT_EQ(o.port, 7000);
 }
 
-TEST(OptionsTest, BadValuesAreRefused) {
+TEST(TortureOptionsTest, BadValuesAreRefused) {
   Options o;
   EXPECT_NE(Parse({"--method", "zookeeper"}, &o), "");
   EXPECT_NE(Parse({"--clients", "0"}, &o), "");
@@ -461,7 +512,7 @@ TEST(OptionsTest, BadValuesAreRefused) {
 
 // --- deadlines ------------------------------------------------------------------------------
 
-TEST(ConnTest, ReadFromASilentServerTimesOut) {
+TEST(TortureConnTest, ReadFromASilentServerTimesOut) {
   int lfd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(lfd, 0);
   sockaddr_in addr{};
@@ -485,7 +536,7 @@ TEST(ConnTest, ReadFromASilentServerTimesOut) {
   close(lfd);
 }
 
-TEST(ConnTest, RefusedConnectionFails) {
+TEST(TortureConnTest, RefusedConnectionFails) {
   int lfd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
