@@ -272,10 +272,17 @@ void Db::RemoveObserver(KeyObserver* o) {
 }
 
 void Db::Flush() {
+  // Observers that take the flush as a whole are not told of each key.
+  std::vector<KeyObserver*> all;
+  all.swap(impl_->observers);
+  for (KeyObserver* o : all) {
+    if (o->OnFlush()) impl_->observers.push_back(o);
+  }
   impl_->dict.ForEach([&](const Entry* e) {
     impl_->OnChange(e->key(), Impl::Change::kDeleted);
     return true;
   });
+  impl_->observers.swap(all);
   impl_->dict.Clear();
   impl_->expires = 0;
   impl_->expire_cursor = 0;

@@ -77,6 +77,11 @@ struct KeySnapshot {
   std::string str;                                         // kString
   std::vector<std::pair<std::string, std::string>> fields;  // kHash
   int64_t expire_at_ms = -1;                                // -1: no TTL
+  // The LockAcquire record of a string key (fencing token, hold count); 0 when there is none.
+  // Snapshot fills them; Restore applies them only when asked (a journal replay does, RENAME
+  // and COPY do not: the copy is a new key, not the same holding).
+  uint64_t lock_token = 0;
+  int64_t lock_holds = 0;
 };
 
 // Told of every change to a key: added, overwritten, modified, deleted or expired. Implemented
@@ -87,6 +92,12 @@ class KeyObserver {
  public:
   virtual ~KeyObserver() = default;
   virtual void OnKeyChanged(std::string_view key) = 0;
+  // The key was removed because its TTL passed (lazily or by active expiry). By default that is
+  // a change like any other; the journal ignores it (a replay skips expired keys by itself).
+  virtual void OnKeyExpired(std::string_view key) { OnKeyChanged(key); }
+  // FLUSHDB is about to remove every key. Return true to hear of each key as well (the
+  // default), false when the flush as a whole is enough (the journal writes one record).
+  virtual bool OnFlush() { return true; }
 };
 
 // LOCK.ACQUIRE's outcome (Db::LockAcquire).
@@ -174,6 +185,12 @@ class Db {
   void AdvanceFencingToken(uint64_t at_least);
   // Keys that have a LockAcquire record (for tests and memory reports).
   size_t LockRecords() const;
+  // The key's LockAcquire record, if it has one (no expiry check: the caller has just looked).
+  bool LockRecordOf(std::string_view key, uint64_t* token, int64_t* holds) const;
+  // Gives a live string key a LockAcquire record for its current value (journal replay), and
+  // moves the fencing counter past `token`. Ignored for a missing or non-string key, token 0 or
+  // holds <= 0.
+  void SetLockRecord(std::string_view key, uint64_t token, int64_t holds);
 
   // --- keys ---
   bool Del(std::string_view key, int64_t now_ms);
@@ -199,7 +216,10 @@ class Db {
   // `key` from the snapshot with its TTL; without `replace` it does nothing and returns false when
   // the key exists. A snapshot whose TTL has passed restores nothing (and returns true).
   std::optional<KeySnapshot> Snapshot(std::string_view key, int64_t now_ms);
-  bool Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms);
+  // With `with_lock_record`, a string snapshot's lock_token/lock_holds (when lock_token != 0)
+  // become the key's LockAcquire record again, and the fencing counter moves past the token.
+  bool Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms,
+               bool with_lock_record = false);
 
   // Who hears of key changes (WATCH, lock waiters). A Db nobody observes pays one emptiness
   // check per change. An observer is added once and removed before it is destroyed.

@@ -43,7 +43,11 @@ struct Db::Impl {
     if (!locks.empty()) [[unlikely]] {
       LockKeyChanged(key, change);
     }
-    for (KeyObserver* o : observers) o->OnKeyChanged(key);
+    if (change == Change::kExpired) {
+      for (KeyObserver* o : observers) o->OnKeyExpired(key);
+    } else {
+      for (KeyObserver* o : observers) o->OnKeyChanged(key);
+    }
   }
   std::vector<KeyObserver*> observers;
 

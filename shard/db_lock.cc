@@ -91,7 +91,13 @@ OpResult<int64_t> Db::LockRelease(std::string_view key, std::string_view owner, 
   if (e->string_value() != owner) return -1;
   auto it = impl_->locks.find(Abs(key));
   if (token != 0 && (it == impl_->locks.end() || it->second.token != token)) return -1;
-  if (it != impl_->locks.end() && it->second.holds > 1) return --it->second.holds;
+  if (it != impl_->locks.end() && it->second.holds > 1) {
+    int64_t left = --it->second.holds;
+    // The key is unchanged, but its holding is not: tell the observers (the journal keeps the
+    // hold count) directly: nothing about the key itself changed.
+    for (KeyObserver* o : impl_->observers) o->OnKeyChanged(key);
+    return left;
+  }
   impl_->Remove(pos, Impl::Change::kDeleted);  // drops the record
   impl_->dict.MaybeShrink();
   return 0;
@@ -136,5 +142,21 @@ void Db::AdvanceFencingToken(uint64_t at_least) {
 }
 
 size_t Db::LockRecords() const { return impl_->locks.size(); }
+
+bool Db::LockRecordOf(std::string_view key, uint64_t* token, int64_t* holds) const {
+  auto it = impl_->locks.find(Abs(key));
+  if (it == impl_->locks.end()) return false;
+  *token = it->second.token;
+  *holds = it->second.holds;
+  return true;
+}
+
+void Db::SetLockRecord(std::string_view key, uint64_t token, int64_t holds) {
+  const Entry* e = impl_->dict.Find(key, Dict::Hash(key));
+  if (!e || !e->is_string() || token == 0 || holds <= 0) return;
+  impl_->locks.insert_or_assign(std::string(key),
+                                Impl::LockRecord{token, holds, StringDigest(e->string_value())});
+  impl_->last_token = std::max(impl_->last_token, token);
+}
 
 }  // namespace deadbolt::shard

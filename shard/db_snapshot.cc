@@ -14,6 +14,7 @@ std::optional<KeySnapshot> Db::Snapshot(std::string_view key, int64_t now_ms) {
       auto v = Get(key, now_ms);
       if (!v.ok()) return std::nullopt;
       snap.str = std::string(*v);
+      LockRecordOf(key, &snap.lock_token, &snap.lock_holds);
       break;
     }
     case ValueType::kHash: {
@@ -28,7 +29,8 @@ std::optional<KeySnapshot> Db::Snapshot(std::string_view key, int64_t now_ms) {
   return snap;
 }
 
-bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms) {
+bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms,
+                 bool with_lock_record) {
   if (Exists(key, now_ms)) {
     if (!replace) return false;
     Del(key, now_ms);
@@ -44,6 +46,9 @@ bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, in
         opts.expire_at_ms = snap.expire_at_ms;
       }
       Set(key, snap.str, opts, now_ms);
+      if (with_lock_record && snap.lock_token != 0) {
+        SetLockRecord(key, snap.lock_token, snap.lock_holds);
+      }
       return true;
     }
     case ValueType::kHash: {

@@ -1,0 +1,373 @@
+// The journal's frames and records (see journal_format.h for the layout).
+//
+// Record layouts (after the one-byte kind; "varint" is LEB128, "str" a varint length and the
+// bytes, fixed-width numbers little endian):
+//   kHeader:  u32 version, u32 shard, u32 num_shards, i64 created_ms
+//   kPut:     varint db, str key, u8 type (1 string, 2 hash), i64 expire_at_ms (-1: none),
+//             u64 lock_token, varint lock_holds, then a string's str value or a hash's varint
+//             count and that many (str field, str value)
+//   kDel:     varint db, str key
+//   kToken:   varint db, u64 token
+//   kFlushDb: varint db
+
+#include "shard/journal_format.h"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace deadbolt::shard {
+namespace {
+
+constexpr uint8_t kTypeString = 1;
+constexpr uint8_t kTypeHash = 2;
+
+void PutU32(std::string* out, uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; i++) b[i] = static_cast<char>(v >> (8 * i));
+  out->append(b, 4);
+}
+
+void PutU64(std::string* out, uint64_t v) {
+  char b[8];
+  for (int i = 0; i < 8; i++) b[i] = static_cast<char>(v >> (8 * i));
+  out->append(b, 8);
+}
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+void PutStr(std::string* out, std::string_view s) {
+  PutVarint(out, s.size());
+  out->append(s);
+}
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
+}
+
+uint32_t LoadU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= uint32_t{static_cast<uint8_t>(p[i])} << (8 * i);
+  return v;
+}
+
+uint32_t Checksum(std::string_view payload) {
+  return static_cast<uint32_t>(XXH3_64bits(payload.data(), payload.size()));
+}
+
+// Reads a record payload; every Get* fails (returns false) at the end of the input.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  bool done() const { return pos_ == in_.size(); }
+  size_t pos() const { return pos_; }
+
+  bool U8(uint8_t* v) {
+    if (in_.size() - pos_ < 1) return false;
+    *v = static_cast<uint8_t>(in_[pos_++]);
+    return true;
+  }
+  bool U32(uint32_t* v) {
+    if (in_.size() - pos_ < 4) return false;
+    *v = LoadU32(in_.data() + pos_);
+    pos_ += 4;
+    return true;
+  }
+  bool U64(uint64_t* v) {
+    if (in_.size() - pos_ < 8) return false;
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++) x |= uint64_t{static_cast<uint8_t>(in_[pos_ + i])} << (8 * i);
+    pos_ += 8;
+    *v = x;
+    return true;
+  }
+  bool I64(int64_t* v) {
+    uint64_t x;
+    if (!U64(&x)) return false;
+    *v = static_cast<int64_t>(x);
+    return true;
+  }
+  bool Varint(uint64_t* v) {
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t b;
+      if (!U8(&b)) return false;
+      x |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) {
+        *v = x;
+        return true;
+      }
+    }
+    return false;  // more than ten bytes
+  }
+  bool Str(std::string_view* s) {
+    uint64_t n;
+    if (!Varint(&n) || n > in_.size() - pos_) return false;
+    *s = in_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool Db(uint32_t* db) {
+    uint64_t v;
+    if (!Varint(&v) || v > UINT32_MAX) return false;
+    *db = static_cast<uint32_t>(v);
+    return true;
+  }
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
+// Parses one record into *r. False when the bytes do not form a record.
+bool ReadRecord(Reader& in, JournalRecord* r) {
+  uint8_t kind;
+  if (!in.U8(&kind)) return false;
+  r->kind = static_cast<RecordKind>(kind);
+  switch (r->kind) {
+    case RecordKind::kHeader: {
+      uint64_t created;
+      if (!in.U32(&r->header.version) || !in.U32(&r->header.shard) ||
+          !in.U32(&r->header.num_shards) || !in.U64(&created)) {
+        return false;
+      }
+      r->header.created_ms = static_cast<int64_t>(created);
+      return true;
+    }
+    case RecordKind::kPut: {
+      uint8_t type;
+      uint64_t holds;
+      if (!in.Db(&r->db) || !in.Str(&r->key) || !in.U8(&type) || !in.I64(&r->value.expire_at_ms) ||
+          !in.U64(&r->value.lock_token) || !in.Varint(&holds)) {
+        return false;
+      }
+      r->value.lock_holds = static_cast<int64_t>(holds);
+      r->value.fields.clear();
+      r->value.str.clear();
+      if (type == kTypeString) {
+        std::string_view v;
+        if (!in.Str(&v)) return false;
+        r->value.type = ValueType::kString;
+        r->value.str.assign(v);
+        return true;
+      }
+      if (type == kTypeHash) {
+        uint64_t n;
+        if (!in.Varint(&n)) return false;
+        r->value.type = ValueType::kHash;
+        for (uint64_t i = 0; i < n; i++) {
+          std::string_view f, v;
+          if (!in.Str(&f) || !in.Str(&v)) return false;
+          r->value.fields.emplace_back(std::string(f), std::string(v));
+        }
+        return true;
+      }
+      return false;
+    }
+    case RecordKind::kDel:
+      return in.Db(&r->db) && in.Str(&r->key);
+    case RecordKind::kToken:
+      return in.Db(&r->db) && in.U64(&r->token);
+    case RecordKind::kFlushDb:
+      return in.Db(&r->db);
+  }
+  return false;
+}
+
+}  // namespace
+
+void JournalWriter::BeginFrame() {
+  frame_start_ = out_->size();
+  records_ = 0;
+  out_->append(kFrameHeaderSize, '\0');
+}
+
+bool JournalWriter::EndFrame() {
+  size_t start = frame_start_;
+  frame_start_ = kNoFrame;
+  if (records_ == 0) {
+    out_->resize(start);
+    return false;
+  }
+  size_t len = out_->size() - start - kFrameHeaderSize;
+  std::string_view payload(out_->data() + start + kFrameHeaderSize, len);
+  std::string head;
+  PutU32(&head, static_cast<uint32_t>(len));
+  PutU32(&head, static_cast<uint32_t>(len) ^ kFrameLengthCheck);
+  PutU32(&head, Checksum(payload));
+  memcpy(out_->data() + start, head.data(), kFrameHeaderSize);
+  return true;
+}
+
+void JournalWriter::Header(const JournalHeader& h) {
+  out_->push_back(static_cast<char>(RecordKind::kHeader));
+  PutU32(out_, h.version);
+  PutU32(out_, h.shard);
+  PutU32(out_, h.num_shards);
+  PutU64(out_, static_cast<uint64_t>(h.created_ms));
+  records_++;
+}
+
+void JournalWriter::Put(uint32_t db, std::string_view key, const KeySnapshot& value) {
+  out_->push_back(static_cast<char>(RecordKind::kPut));
+  PutVarint(out_, db);
+  PutStr(out_, key);
+  out_->push_back(static_cast<char>(value.type == ValueType::kHash ? kTypeHash : kTypeString));
+  PutU64(out_, static_cast<uint64_t>(value.expire_at_ms));
+  PutU64(out_, value.lock_token);
+  PutVarint(out_, static_cast<uint64_t>(value.lock_holds < 0 ? 0 : value.lock_holds));
+  if (value.type == ValueType::kHash) {
+    PutVarint(out_, value.fields.size());
+    for (const auto& [f, v] : value.fields) {
+      PutStr(out_, f);
+      PutStr(out_, v);
+    }
+  } else {
+    PutStr(out_, value.str);
+  }
+  records_++;
+}
+
+void JournalWriter::Del(uint32_t db, std::string_view key) {
+  out_->push_back(static_cast<char>(RecordKind::kDel));
+  PutVarint(out_, db);
+  PutStr(out_, key);
+  records_++;
+}
+
+void JournalWriter::Token(uint32_t db, uint64_t token) {
+  out_->push_back(static_cast<char>(RecordKind::kToken));
+  PutVarint(out_, db);
+  PutU64(out_, token);
+  records_++;
+}
+
+void JournalWriter::FlushDb(uint32_t db) {
+  out_->push_back(static_cast<char>(RecordKind::kFlushDb));
+  PutVarint(out_, db);
+  records_++;
+}
+
+size_t JournalPutSize(std::string_view key, const KeySnapshot& value) {
+  size_t n = 1 + 5 + VarintSize(key.size()) + key.size() + 1 + 8 + 8 + 10;
+  if (value.type == ValueType::kHash) {
+    n += VarintSize(value.fields.size());
+    for (const auto& [f, v] : value.fields) {
+      n += VarintSize(f.size()) + f.size() + VarintSize(v.size()) + v.size();
+    }
+  } else {
+    n += VarintSize(value.str.size()) + value.str.size();
+  }
+  return n;
+}
+
+JournalScan ScanJournal(std::string_view bytes,
+                        const std::function<bool(const JournalRecord&)>& on_record) {
+  JournalScan scan;
+  // Where the file's last non-zero byte ends: a crash can leave the end of a file zero-filled
+  // (its size reached the disk before its data), and zeros after a bad frame are no evidence
+  // that anything valid followed it.
+  size_t end = bytes.size();
+  while (end > 0 && bytes[end - 1] == 0) end--;
+  size_t off = 0;
+  std::vector<JournalRecord> frame_records;
+  while (off < bytes.size()) {
+    std::string_view rest = bytes.substr(off);
+    auto bad = [&](JournalScan::Status st, std::string why) {
+      scan.status = st;
+      scan.bad_offset = off;
+      scan.error = std::move(why);
+      return scan;
+    };
+    if (off >= end) {
+      return bad(JournalScan::Status::kTornTail,
+                 std::to_string(rest.size()) + " zero bytes at the end");
+    }
+    if (rest.size() < kFrameHeaderSize) {
+      return bad(JournalScan::Status::kTornTail,
+                 "incomplete frame header (" + std::to_string(rest.size()) + " bytes)");
+    }
+    uint32_t len = LoadU32(rest.data());
+    uint32_t check = LoadU32(rest.data() + 4);
+    uint32_t sum = LoadU32(rest.data() + 8);
+    if ((len ^ kFrameLengthCheck) != check || len > kMaxFrameLength || len == 0) {
+      // A header only partly written (nothing but zeros after its first bytes) is a torn tail.
+      bool torn = end - off < kFrameHeaderSize;
+      return bad(torn ? JournalScan::Status::kTornTail : JournalScan::Status::kDamaged,
+                 "bad frame header");
+    }
+    if (rest.size() - kFrameHeaderSize < len) {
+      return bad(JournalScan::Status::kTornTail,
+                 "frame of " + std::to_string(len) + " bytes cut at " +
+                     std::to_string(rest.size() - kFrameHeaderSize));
+    }
+    std::string_view payload = rest.substr(kFrameHeaderSize, len);
+    if (Checksum(payload) != sum) {
+      // The last frame with data in it: a write cut short. Anything non-zero after it: damage.
+      bool last = off + kFrameHeaderSize + len >= end;
+      return bad(last ? JournalScan::Status::kTornTail : JournalScan::Status::kDamaged,
+                 "frame checksum mismatch");
+    }
+    frame_records.clear();
+    Reader in(payload);
+    while (!in.done()) {
+      JournalRecord r;
+      if (!ReadRecord(in, &r)) {
+        return bad(JournalScan::Status::kDamaged,
+                   "malformed record at payload offset " + std::to_string(in.pos()));
+      }
+      frame_records.push_back(std::move(r));
+    }
+    for (const JournalRecord& r : frame_records) {
+      scan.records++;
+      if (!on_record(r)) {
+        scan.status = JournalScan::Status::kStopped;
+        scan.good_bytes = off + kFrameHeaderSize + len;
+        scan.frames++;
+        return scan;
+      }
+    }
+    scan.frames++;
+    off += kFrameHeaderSize + len;
+    scan.good_bytes = off;
+  }
+  return scan;
+}
+
+bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms) {
+  if (r.kind == RecordKind::kHeader) return true;
+  if (r.db >= static_cast<uint32_t>(shard.num_dbs())) return false;
+  Db& db = shard.db(static_cast<int>(r.db));
+  switch (r.kind) {
+    case RecordKind::kHeader:
+      return true;
+    case RecordKind::kPut:
+      // Restore replaces the key; a snapshot whose time has passed leaves it deleted.
+      db.Restore(r.key, r.value, /*replace=*/true, now_ms, /*with_lock_record=*/true);
+      if (r.value.lock_token != 0) db.AdvanceFencingToken(r.value.lock_token);
+      return true;
+    case RecordKind::kDel:
+      db.Del(r.key, now_ms);
+      return true;
+    case RecordKind::kToken:
+      db.AdvanceFencingToken(r.token);
+      return true;
+    case RecordKind::kFlushDb:
+      db.Flush();
+      return true;
+  }
+  return false;
+}
+
+}  // namespace deadbolt::shard

@@ -1,0 +1,130 @@
+#pragma once
+// The bytes of a shard's journal (append-only file): how changes are framed, encoded and read
+// back. Pure functions over memory; server/journal* does the file I/O.
+//
+// A journal file is a sequence of frames. A frame is
+//
+//   [u32 length][u32 length ^ kFrameLengthCheck][u32 checksum][payload: `length` bytes]
+//
+// little endian, with checksum = the low 32 bits of XXH3-64 of the payload. A payload holds
+// one or more records written together: one reactor turn's changes, so that the effects of one
+// command (or one transaction) on a shard come back whole or not at all. The first frame of a
+// file holds a single kHeader record.
+//
+// Records say what a key IS after a change, never how it got there: a kPut carries the key's
+// whole value with its expiry as an absolute unix time, so replaying a record twice is harmless
+// and a replay never extends a lease. Expiry itself is not journalled: a key whose time has
+// passed is skipped on load.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "shard/db.h"
+#include "shard/shard.h"
+
+namespace deadbolt::shard {
+
+inline constexpr uint32_t kJournalVersion = 1;
+inline constexpr uint32_t kFrameLengthCheck = 0x5a17db0cu;
+inline constexpr size_t kFrameHeaderSize = 12;
+// A frame longer than this is damage (no single record comes near it: values are limited to
+// proto-max-bulk-len, 512 MB by default, and a frame holds one turn's changes).
+inline constexpr uint32_t kMaxFrameLength = 0x7fffffffu;
+
+enum class RecordKind : uint8_t {
+  kHeader = 1,   // which shard of how many wrote this file
+  kPut = 2,      // db, key, its value, expiry and lock record
+  kDel = 3,      // db, key: gone
+  kToken = 4,    // db, the last fencing token handed out (Db::last_fencing_token)
+  kFlushDb = 5,  // db: every key of the db is gone
+};
+
+struct JournalHeader {
+  uint32_t version = kJournalVersion;
+  uint32_t shard = 0;
+  uint32_t num_shards = 1;
+  int64_t created_ms = 0;
+};
+
+// One decoded record. For kPut, `value` owns a copy of the key's state (including the lock
+// record, KeySnapshot::lock_token / lock_holds); `key` points into the parsed bytes.
+struct JournalRecord {
+  RecordKind kind = RecordKind::kHeader;
+  JournalHeader header;  // kHeader
+  uint32_t db = 0;       // kPut, kDel, kToken, kFlushDb
+  std::string_view key;  // kPut, kDel
+  KeySnapshot value;     // kPut
+  uint64_t token = 0;    // kToken
+};
+
+// Builds frames at the end of a string. Single-threaded; reusable.
+//
+//   JournalWriter w(&buf);
+//   w.BeginFrame(); w.Put(0, "lock:1", snap); w.Del(0, "lock:2"); w.EndFrame();
+//
+// EndFrame of a frame with no record removes the frame again and returns false.
+class JournalWriter {
+ public:
+  explicit JournalWriter(std::string* out) : out_(out) {}
+  void BeginFrame();
+  bool EndFrame();
+  bool in_frame() const { return frame_start_ != kNoFrame; }
+  size_t records_in_frame() const { return records_; }
+
+  void Header(const JournalHeader& h);
+  void Put(uint32_t db, std::string_view key, const KeySnapshot& value);
+  void Del(uint32_t db, std::string_view key);
+  void Token(uint32_t db, uint64_t token);
+  void FlushDb(uint32_t db);
+
+ private:
+  static constexpr size_t kNoFrame = ~size_t{0};
+  std::string* out_;
+  size_t frame_start_ = kNoFrame;
+  size_t records_ = 0;
+};
+
+// The outcome of reading a journal's bytes.
+struct JournalScan {
+  enum class Status : uint8_t {
+    kOk,        // every byte belonged to a whole, valid frame
+    kTornTail,  // the last frame is incomplete (a crash in mid-write): dropped
+    kDamaged,   // a bad frame with data after it, or a frame whose checksum holds but whose
+                // records do not parse: nothing from bad_offset on was delivered
+    kStopped,   // the callback returned false
+  };
+  Status status = Status::kOk;
+  size_t good_bytes = 0;  // the prefix made of whole valid frames (all delivered)
+  size_t bad_offset = 0;  // kTornTail / kDamaged: where the bad frame starts
+  size_t frames = 0;      // frames delivered
+  size_t records = 0;     // records delivered
+  std::string error;      // kDamaged / kTornTail: what was wrong, for the log
+};
+
+// Reads frames from `bytes` and calls `on_record` for each record of each valid frame, in order.
+// A frame's records are delivered only once the whole frame has been checked. Zero bytes at the
+// end of the file count as never written (a crash can leave the size on disk ahead of the data).
+// Classification of a bad frame starting at offset o:
+//   - kTornTail when nothing but zeros is left, when fewer than kFrameHeaderSize bytes are left,
+//     when the header is bad but only its first bytes are non-zero, when a valid header's
+//     payload runs past the end, or when the checksum fails and nothing non-zero follows the
+//     frame: a write cut short;
+//   - kDamaged otherwise (a bad header or checksum with data after the frame, an unknown record
+//     kind, a record cut short inside a frame whose checksum holds).
+// With kStopped, good_bytes and frames include the frame whose record stopped the scan.
+JournalScan ScanJournal(std::string_view bytes,
+                        const std::function<bool(const JournalRecord&)>& on_record);
+
+// Bytes that Put would write for the key (for sizing buffers and rewrite triggers).
+size_t JournalPutSize(std::string_view key, const KeySnapshot& value);
+
+// Applies one record to a shard's databases (replay). kPut replaces the key (a put whose expiry
+// is at or before now_ms deletes it instead); kToken advances the db's fencing counter; a kPut
+// with a lock record restores it and advances the counter past its token; kHeader is ignored.
+// A db index the shard does not have is ignored (returns false).
+bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms);
+
+}  // namespace deadbolt::shard
