@@ -697,7 +697,7 @@ void Wait(CmdArgs args, Connection&, ReplyBuilder& rb) {
     return;
   }
   if (timeout < 0) {
-    rb.Error("ERR timeout is negative");
+    rb.Error(errors::kTimeoutNegative);
     return;
   }
   rb.Integer(0);  // no replicas

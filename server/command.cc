@@ -19,6 +19,7 @@ CommandTable::CommandTable() {
   RegisterScriptCommands(this);
   RegisterPubSubCommands(this);
   RegisterTransactionCommands(this);
+  RegisterPersistenceCommands(this);
   Index();
 }
 

@@ -143,5 +143,6 @@ void RegisterNativeLockCommands(CommandTable* t);
 void RegisterScriptCommands(CommandTable* t);
 void RegisterPubSubCommands(CommandTable* t);
 void RegisterTransactionCommands(CommandTable* t);
+void RegisterPersistenceCommands(CommandTable* t);
 
 }  // namespace deadbolt::server

@@ -55,6 +55,20 @@ std::function<std::string(const Config&)> IntGetter(T Config::*field) {
   return [=](const Config& c) { return std::to_string(c.*field); };
 }
 
+std::function<std::optional<std::string>(Config&, std::string_view)> BoolSetter(
+    bool Config::*field) {
+  return [=](Config& c, std::string_view v) -> std::optional<std::string> {
+    std::string l = AsciiLower(v);
+    if (l != "yes" && l != "no") return std::string("argument must be 'yes' or 'no'");
+    c.*field = l == "yes";
+    return std::nullopt;
+  };
+}
+
+std::function<std::string(const Config&)> BoolGetter(bool Config::*field) {
+  return [=](const Config& c) { return std::string(c.*field ? "yes" : "no"); };
+}
+
 const std::vector<Setting>& Settings() {
   static const std::vector<Setting> kSettings = {
       {"port", false, IntSetter(&Config::port, 0, 65535), IntGetter(&Config::port)},
@@ -96,9 +110,41 @@ const std::vector<Setting>& Settings() {
          return std::nullopt;
        },
        [](const Config& c) { return c.loglevel; }},
+      {"appendonly", false, BoolSetter(&Config::appendonly), BoolGetter(&Config::appendonly)},
+      {"appendfsync", true,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::string l = AsciiLower(v);
+         if (l == "always") {
+           c.appendfsync = Config::Fsync::kAlways;
+         } else if (l == "everysec") {
+           c.appendfsync = Config::Fsync::kEverySec;
+         } else if (l == "no") {
+           c.appendfsync = Config::Fsync::kNo;
+         } else {
+           return std::string("argument(s) must be one of the following: always, everysec, no");
+         }
+         return std::nullopt;
+       },
+       [](const Config& c) { return std::string(FsyncName(c.appendfsync)); }},
+      {"dir", false,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         if (v.empty()) return std::string("the directory name cannot be empty");
+         c.dir = std::string(v);
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.dir; }},
+      {"auto-aof-rewrite-percentage", true,
+       IntSetter(&Config::auto_aof_rewrite_percentage, 0, INT32_MAX),
+       IntGetter(&Config::auto_aof_rewrite_percentage)},
+      {"auto-aof-rewrite-min-size", true,
+       IntSetter(&Config::auto_aof_rewrite_min_size, 0, INT64_MAX, true),
+       IntGetter(&Config::auto_aof_rewrite_min_size)},
+      {"aof-load-truncated", true, BoolSetter(&Config::aof_load_truncated),
+       BoolGetter(&Config::aof_load_truncated)},
+      {"aof-load-damaged", true, BoolSetter(&Config::aof_load_damaged),
+       BoolGetter(&Config::aof_load_damaged)},
       // Read-only facts that clients ask for.
       {"save", false, nullptr, [](const Config&) { return std::string(); }},
-      {"appendonly", false, nullptr, [](const Config&) { return std::string("no"); }},
       {"maxmemory", false, nullptr, [](const Config&) { return std::string("0"); }},
       {"maxmemory-policy", false, nullptr,
        [](const Config&) { return std::string("noeviction"); }},
@@ -116,6 +162,18 @@ const Setting* Find(std::string_view name) {
 }
 
 }  // namespace
+
+const char* FsyncName(Config::Fsync f) {
+  switch (f) {
+    case Config::Fsync::kAlways:
+      return "always";
+    case Config::Fsync::kEverySec:
+      return "everysec";
+    case Config::Fsync::kNo:
+      return "no";
+  }
+  return "everysec";
+}
 
 std::optional<int64_t> ParseMemory(std::string_view s) {
   std::string l = AsciiLower(s);
@@ -143,7 +201,16 @@ std::string Config::Usage() {
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
          "                       [--loglevel LEVEL] [--no-pin]\n"
-         "Defaults: --port 6379 --bind 127.0.0.1 --threads <cores> --databases 16\n";
+         "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"
+         "                       [--dir PATH] [--auto-aof-rewrite-percentage N]\n"
+         "                       [--auto-aof-rewrite-min-size BYTES]\n"
+         "                       [--aof-load-truncated yes|no] [--aof-load-damaged yes|no]\n"
+         "Defaults: --port 6379 --bind 127.0.0.1 --threads <cores> --databases 16\n"
+         "          --appendonly no --appendfsync everysec --dir .\n"
+         "With --appendonly yes every shard keeps a journal in --dir "
+         "(deadbolt-journal-<shard>-of-<n>.aof)\n"
+         "and replays it at start-up. --appendfsync always acknowledges a write only once it is\n"
+         "on disk (one fsync per reactor turn covers every write of that turn).\n";
 }
 
 std::optional<std::string> Config::ParseArgs(int argc, char** argv, Config* out) {

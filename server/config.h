@@ -28,6 +28,16 @@ struct Config {
   std::string loglevel = "notice";
   bool pin_threads = true;
 
+  // --- persistence: the journal (server/journal.h) ---
+  enum class Fsync : uint8_t { kAlways, kEverySec, kNo };
+  bool appendonly = false;
+  Fsync appendfsync = Fsync::kEverySec;
+  std::string dir = ".";                           // where the journal files live
+  int64_t auto_aof_rewrite_percentage = 100;       // rewrite when grown by this % since the last
+  int64_t auto_aof_rewrite_min_size = 64LL << 20;  // ... and at least this big
+  bool aof_load_truncated = true;  // a torn last frame: drop it with a warning (no: refuse)
+  bool aof_load_damaged = false;   // damage mid-file: load what precedes it (no: refuse)
+
   // Parses argv. On error returns a message for the user.
   static std::optional<std::string> ParseArgs(int argc, char** argv, Config* out);
   static std::string Usage();
@@ -38,6 +48,8 @@ struct Config {
   // CONFIG GET: every (name, value) whose name matches the glob pattern.
   std::vector<std::pair<std::string, std::string>> Get(std::string_view pattern) const;
 };
+
+const char* FsyncName(Config::Fsync f);
 
 // "512mb", "1gb", "100k", "42" -> bytes, as Redis's memtoull. nullopt if malformed.
 std::optional<int64_t> ParseMemory(std::string_view s);

@@ -460,6 +460,18 @@ void Connection::RunBlockingHere(const CommandSpec* spec, CmdArgs args) {
   paused_ = true;
 }
 
+absl::AnyInvocable<void(std::string)> Connection::ReplyLater() {
+  const uint64_t seq = ReserveSlot();
+  Ref();
+  paused_ = true;
+  return [this, seq](std::string reply) {
+    paused_ = false;
+    CompleteSlot(seq, std::move(reply));
+    if (!closing_) ProcessInput();  // the commands that came in meanwhile
+    Unref();
+  };
+}
+
 void Connection::ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shard) {
   block_cancelled_ = std::make_shared<std::atomic<bool>>(false);
   block_shard_ = shard;

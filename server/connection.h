@@ -94,8 +94,16 @@ class Connection {
   void FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
                     absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
 
+  // For a command whose reply waits on something other than a key (WAITAOF waiting for
+  // fsyncs): takes this command's reply slot and holds back the connection's later commands
+  // until the returned function is called, on this reactor's thread, with the reply's RESP
+  // bytes. The handler writes nothing to its ReplyBuilder then.
+  absl::AnyInvocable<void(std::string)> ReplyLater();
+
   // --- MULTI / EXEC / WATCH (connection_exec.cc) ---
   bool in_multi() const { return in_multi_; }
+  // A handler running as part of EXEC.
+  bool in_exec() const { return exec_ != nullptr && exec_in_handler_; }
   void Multi(protocol::ReplyBuilder& rb);
   void Exec(protocol::ReplyBuilder& rb);
   void Discard(protocol::ReplyBuilder& rb);
@@ -187,6 +195,10 @@ class Connection {
     bool done = false;
   };
   std::deque<Slot> pending_;
+  // appendfsync always: (end offset in out_, journal batch) — out_'s bytes up to the offset
+  // leave once the batch is on disk. Empty when nothing is held.
+  std::deque<std::pair<size_t, uint64_t>> hold_marks_;
+  bool held_ = false;  // in the reactor's held_conns_
   uint64_t pending_base_ = 0;  // sequence number of pending_.front()
   protocol::ReplyBuilder rb_;
 

@@ -122,6 +122,15 @@ inline std::string PubSubSubcommandSyntax(std::string_view sub) {
   return s;
 }
 
+// --- persistence (the journal) ---
+inline constexpr std::string_view kWaitAofAppendOnly =
+    "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.";
+inline constexpr std::string_view kRewriteInProgress =
+    "ERR Background append only file rewriting already in progress";
+// BGREWRITEAOF with --appendonly no (Redis would write a file nobody reads; deadbolt says so).
+inline constexpr std::string_view kJournalOff =
+    "ERR the journal is off (start deadbolt with --appendonly yes): nothing to rewrite";
+
 // --- transactions ---
 inline constexpr std::string_view kMultiNested = "ERR MULTI calls can not be nested";
 inline constexpr std::string_view kExecWithoutMulti = "ERR EXEC without MULTI";

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "server/connection.h"
+#include "server/journal.h"
 #include "server/pubsub.h"
 #include "server/str_util.h"
 #include "server/reactor.h"
@@ -30,6 +31,7 @@ struct Snapshot {
   std::vector<std::pair<size_t, size_t>> dbs;  // keys, expires
   size_t clients = 0;
   PubSubInfoTotals pubsub_totals;
+  std::vector<JournalStats> journals;  // one per shard with the journal on
 };
 
 size_t RssBytes() {
@@ -115,10 +117,43 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
   }
   if (Wants(sections, "persistence", true)) {
     section("Persistence");
-    absl::StrAppend(&out, "loading:0\r\n", "async_loading:0\r\n", "rdb_changes_since_last_save:0\r\n",
-                    "rdb_bgsave_in_progress:0\r\n", "rdb_last_bgsave_status:ok\r\n",
-                    "aof_enabled:0\r\n", "aof_rewrite_in_progress:0\r\n",
-                    "aof_last_bgrewrite_status:ok\r\n", "aof_last_write_status:ok\r\n");
+    // The journal's figures, summed over the shards' files.
+    JournalStats j;
+    bool rewriting = false, write_ok = true, rewrite_ok = true;
+    int64_t current_rewrite_sec = -1;
+    for (const JournalStats& s : snap.journals) {
+      j.current_size += s.current_size;
+      j.base_size += s.base_size;
+      j.buffer_length += s.buffer_length;
+      j.rewrites += s.rewrites;
+      j.fsyncs += s.fsyncs;
+      j.batches += s.batches;
+      j.pending_fsync += s.pending_fsync;
+      j.last_rewrite_ms = std::max(j.last_rewrite_ms, s.last_rewrite_ms);
+      rewriting = rewriting || s.rewrite_in_progress;
+      write_ok = write_ok && s.last_write_ok;
+      rewrite_ok = rewrite_ok && s.last_rewrite_ok;
+    }
+    (void)current_rewrite_sec;
+    absl::StrAppend(&out, "loading:0\r\n", "async_loading:0\r\n",
+                    "rdb_changes_since_last_save:0\r\n", "rdb_bgsave_in_progress:0\r\n",
+                    "rdb_last_bgsave_status:ok\r\n", "aof_enabled:", config.appendonly ? 1 : 0,
+                    "\r\n", "aof_rewrite_in_progress:", rewriting ? 1 : 0, "\r\n",
+                    "aof_rewrite_scheduled:0\r\n", "aof_rewrites:", j.rewrites, "\r\n",
+                    "aof_last_rewrite_time_sec:",
+                    j.last_rewrite_ms < 0 ? -1 : (j.last_rewrite_ms + 999) / 1000, "\r\n",
+                    "aof_last_bgrewrite_status:", rewrite_ok ? "ok" : "err", "\r\n",
+                    "aof_last_write_status:", write_ok ? "ok" : "err", "\r\n");
+    if (config.appendonly) {
+      absl::StrAppend(&out, "aof_current_size:", j.current_size, "\r\n",
+                      "aof_base_size:", j.base_size, "\r\n", "aof_buffer_length:",
+                      j.buffer_length, "\r\n", "aof_pending_bio_fsync:0\r\n",
+                      "aof_delayed_fsync:0\r\n", "aof_fsync_policy:",
+                      FsyncName(config.appendfsync), "\r\n", "aof_dir:", config.dir, "\r\n",
+                      "aof_files:", snap.journals.size(), "\r\n", "aof_batches:", j.batches,
+                      "\r\n", "aof_fsyncs:", j.fsyncs, "\r\n", "aof_batches_not_on_disk:",
+                      j.pending_fsync, "\r\n");
+    }
   }
   if (Wants(sections, "stats", true)) {
     const ReactorStats& s = snap.stats;
@@ -195,6 +230,7 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         Snapshot& s = (*snaps)[r->id()];
         s.stats = r->stats();
         s.pubsub = CollectPubSubInfo(r->pubsub());
+        if (r->journal()) s.journals.push_back(r->journal()->Stats());
         for (int d = 0; d < ctx.shard.num_dbs(); d++) {
           s.dbs.emplace_back(ctx.shard.db(d).Size(), ctx.shard.db(d).ExpiresSize());
         }
@@ -206,6 +242,7 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         total.pubsub_totals = MergePubSubInfo(pubsub_parts);
         for (auto& s : *snaps) {
           total.stats.Add(s.stats);
+          for (auto& j : s.journals) total.journals.push_back(j);
           if (total.dbs.size() < s.dbs.size()) total.dbs.resize(s.dbs.size());
           for (size_t d = 0; d < s.dbs.size(); d++) {
             total.dbs[d].first += s.dbs[d].first;

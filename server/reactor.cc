@@ -33,7 +33,14 @@ constexpr int kBufGroup = 0;
 // Bounds how long one active-expiry tick may run, so lock traffic never stalls behind it.
 constexpr int64_t kExpireBudgetUs = 1000;
 
-enum OpKind : uint64_t { kOpAccept = 1, kOpRecv = 2, kOpSend = 3, kOpEvent = 4, kOpIgnore = 5 };
+enum OpKind : uint64_t {
+  kOpAccept = 1,
+  kOpRecv = 2,
+  kOpSend = 3,
+  kOpEvent = 4,
+  kOpIgnore = 5,
+  kOpJournal = 6,
+};
 
 uint64_t Encode(const void* p, OpKind k) { return reinterpret_cast<uint64_t>(p) | k; }
 
@@ -95,6 +102,31 @@ Reactor::~Reactor() {
 
 Reactor* Reactor::Current() { return tls_reactor; }
 
+uint64_t Reactor::JournalTag(const void* op) { return Encode(op, kOpJournal); }
+
+void Reactor::OnJournalDurable() { journal_moved_ = true; }
+
+void Reactor::AddTimer(int64_t at_ms, absl::AnyInvocable<void()> fn) {
+  timers_.emplace(at_ms, std::move(fn));
+}
+
+void Reactor::HoldConnection(Connection* c) {
+  if (c->held_) return;
+  c->held_ = true;
+  held_conns_.push_back(c->id());
+}
+
+void Reactor::ReleaseHeldOutboxes() {
+  uint64_t durable = journal_ ? journal_->durable_batch() : UINT64_MAX;
+  while (!held_outboxes_.empty() && held_outboxes_.front().batch <= durable) {
+    HeldChain h = held_outboxes_.front();
+    held_outboxes_.pop_front();
+    Reactor& r = server_->reactor(h.target);
+    r.inbox_.PushChain(h.first, h.last);
+    r.Wake();
+  }
+}
+
 std::optional<std::string> Reactor::Init() {
   // The ring is created on the reactor's own thread: with SINGLE_ISSUER the creating thread is
   // the only one allowed to submit.
@@ -155,6 +187,11 @@ std::optional<std::string> Reactor::Init() {
   if (event_fd_ < 0) return std::string("eventfd failed: ") + strerror(errno);
 
   outbox_.assign(server_->num_shards(), {nullptr, nullptr});
+
+  if (config_.appendonly) {
+    journal_ = std::make_unique<Journal>(this, &shard_, id_, server_->num_shards());
+    if (auto err = journal_->Open(RealtimeMs())) return err;
+  }
 
   if (id_ == 0) {
     // One listening socket, owned by reactor 0, which hands connections out round-robin.
@@ -263,9 +300,23 @@ void Reactor::Post(absl::AnyInvocable<void()> fn) {
 }
 
 void Reactor::FlushOutboxes() {
+  // appendfsync always: what this turn sends may reveal a write not yet on disk (a reply to a
+  // forwarded command, a lock handed over), so it waits for the journal, behind what waits
+  // already (messages to one target keep their order).
+  uint64_t hold = 0;
+  if (journal_) {
+    ReleaseHeldOutboxes();
+    hold = journal_->HoldBatch();
+    if (!hold && !held_outboxes_.empty()) hold = held_outboxes_.back().batch;
+  }
   for (int target = 0; target < static_cast<int>(outbox_.size()); target++) {
     auto& [first, last] = outbox_[target];
     if (!first) continue;
+    if (hold) {
+      held_outboxes_.push_back(HeldChain{hold, target, first, last});
+      first = last = nullptr;
+      continue;
+    }
     Reactor& r = server_->reactor(target);
     r.inbox_.PushChain(first, last);
     first = last = nullptr;
@@ -329,7 +380,26 @@ void Reactor::RecycleBuffer(uint16_t bid) {
 
 void Reactor::SubmitSend(Connection* c) {
   if (c->sending_.empty()) {
-    c->sending_.swap(c->out_);
+    if (c->hold_marks_.empty()) {
+      c->sending_.swap(c->out_);
+    } else {
+      // Only the output whose journal batch is on disk may leave.
+      uint64_t durable = journal_ ? journal_->durable_batch() : UINT64_MAX;
+      size_t n = 0;
+      while (!c->hold_marks_.empty() && c->hold_marks_.front().second <= durable) {
+        n = c->hold_marks_.front().first;
+        c->hold_marks_.pop_front();
+      }
+      if (c->hold_marks_.empty()) n = c->out_.size();
+      if (n == 0) {
+        HoldConnection(c);
+        return;
+      }
+      if (!c->hold_marks_.empty()) HoldConnection(c);
+      c->sending_.assign(c->out_, 0, n);
+      c->out_.erase(0, n);
+      for (auto& m : c->hold_marks_) m.first -= n;
+    }
     c->sending_off_ = 0;
   }
   io_uring_sqe* sqe = GetSqe();
@@ -346,10 +416,30 @@ void Reactor::MarkForFlush(Connection* c) {
 }
 
 void Reactor::FlushConnections() {
+  uint64_t hold = 0;
+  if (journal_) {
+    if (journal_moved_) {
+      journal_moved_ = false;
+      std::vector<uint64_t> ids;
+      ids.swap(held_conns_);
+      for (uint64_t id : ids) {
+        auto it = conns_.find(id);
+        if (it == conns_.end()) continue;
+        it->second->held_ = false;
+        MarkForFlush(it->second);
+      }
+    }
+    hold = journal_->HoldBatch();
+  }
   for (size_t i = 0; i < flush_list_.size(); i++) {
     Connection* c = flush_list_[i];
     c->in_flush_list_ = false;
     if (c->closing_) continue;
+    if (hold && !c->out_.empty() &&
+        (c->hold_marks_.empty() || c->hold_marks_.back().first != c->out_.size())) {
+      // Written while a journal batch is not on disk yet: leaves once it is (always).
+      c->hold_marks_.emplace_back(c->out_.size(), hold);
+    }
     if (!c->send_in_flight_ && !c->out_.empty()) {
       SubmitSend(c);
     } else if (!c->send_in_flight_ && c->out_.empty() && c->pending_.empty() &&
@@ -483,6 +573,9 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
       break;
     case kOpIgnore:
       break;
+    case kOpJournal:
+      if (journal_) journal_->OnCompletion(reinterpret_cast<Journal::Op*>(c), cqe->res);
+      break;
   }
 }
 
@@ -496,6 +589,7 @@ void Reactor::Tick() {
     if (n < 256 || MonotonicUs() - start > kExpireBudgetUs) break;
   }
   stats_.expired_keys += removed;
+  if (journal_) journal_->Tick(now_ms_);
   next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
   if (config_.timeout > 0 && now_ms_ >= next_idle_check_ms_) CloseIdleClients();
 }
@@ -517,6 +611,7 @@ void Reactor::CloseIdleClients() {
 
 void Reactor::Turn() {
   DrainInbox();
+  if (journal_) journal_->EndTurn(now_ms_);
   FlushOutboxes();
   FlushConnections();
 
@@ -533,6 +628,7 @@ void Reactor::Turn() {
     // Sleep until the next tick, or the next lock timer (a lease ending on a key with waiters,
     // a waiter's timeout) if that comes first.
     int64_t wake_ms = std::min(next_tick_ms_, lock_waiters_.next_deadline_ms());
+    if (!timers_.empty()) wake_ms = std::min(wake_ms, timers_.begin()->first);
     int64_t wait_ms = std::max<int64_t>(0, wake_ms - now_ms_);
     __kernel_timespec ts{wait_ms / 1000, (wait_ms % 1000) * 1000000};
     io_uring_cqe* cqe = nullptr;
@@ -553,6 +649,11 @@ void Reactor::Turn() {
 
   if (now_ms_ >= next_tick_ms_) Tick();
   if (now_ms_ >= lock_waiters_.next_deadline_ms()) lock_waiters_.OnTimer();
+  while (!timers_.empty() && timers_.begin()->first <= now_ms_) {
+    auto fn = std::move(timers_.begin()->second);
+    timers_.erase(timers_.begin());
+    fn();
+  }
 
   std::vector<Connection*> keep;
   for (Connection* c : free_list_) {
@@ -576,7 +677,17 @@ void Reactor::Loop() {
   ArmEventfd();
   if (listen_fd_ >= 0) ArmAccept();
   while (!stop_.load(std::memory_order_acquire)) Turn();
-  // Say goodbye: flush what is already written, then stop.
+  // Say goodbye: put the journal on disk, flush what is already written, then stop.
+  if (journal_) {
+    DrainInbox();
+    journal_->Shutdown();
+    ReleaseHeldOutboxes();
+    for (auto& [id, c] : conns_) {
+      c->hold_marks_.clear();
+      MarkForFlush(c);
+    }
+    held_conns_.clear();
+  }
   FlushConnections();
   io_uring_submit(&ring_);
 }

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "server/config.h"
+#include "server/journal.h"
 #include "server/lock_table.h"
 #include "server/lock_waiters.h"
 #include "server/pubsub.h"
@@ -74,6 +77,20 @@ class Reactor {
   void MaybeFree(Connection* c);
   const absl::flat_hash_map<uint64_t, Connection*>& connections() const { return conns_; }
 
+  // Reactor thread: runs fn on this thread at (or soon after) at_ms, unix time.
+  void AddTimer(int64_t at_ms, absl::AnyInvocable<void()> fn);
+
+  // --- the journal (--appendonly yes; null otherwise) ---
+  Journal* journal() { return journal_.get(); }
+  io_uring* ring() { return &ring_; }
+  io_uring_sqe* GetSqe();
+  // user_data for a journal operation (8-aligned address).
+  static uint64_t JournalTag(const void* op);
+  // The journal's durable batch moved: held output may leave (next flush).
+  void OnJournalDurable();
+  // Journal::Shutdown reaps completions itself once the loop has stopped.
+  void HandleCqeDuringShutdown(io_uring_cqe* cqe) { HandleCqe(cqe); }
+
  private:
   friend class Connection;
   void Loop();
@@ -91,9 +108,11 @@ class Reactor {
   void FlushConnections();
   void Tick();
   void CloseIdleClients();
-  io_uring_sqe* GetSqe();
   void Wake();
   void RecycleBuffer(uint16_t bid);
+  // Output held until the journal's batch `hold` is on disk (appendfsync always).
+  void HoldConnection(Connection* c);
+  void ReleaseHeldOutboxes();
 
   Server* server_;
   const int id_;
@@ -131,6 +150,20 @@ class Reactor {
   absl::flat_hash_map<uint64_t, Connection*> conns_;
   std::vector<Connection*> flush_list_;
   std::vector<Connection*> free_list_;
+
+  std::multimap<int64_t, absl::AnyInvocable<void()>> timers_;
+  std::unique_ptr<Journal> journal_;
+  // Messages to other reactors produced while a journal batch was not yet on disk, in order,
+  // with the batch they wait for.
+  struct HeldChain {
+    uint64_t batch;
+    int target;
+    Task* first;
+    Task* last;
+  };
+  std::deque<HeldChain> held_outboxes_;
+  std::vector<uint64_t> held_conns_;  // ids of connections whose output waits for the journal
+  bool journal_moved_ = false;        // OnJournalDurable since the last flush
 };
 
 }  // namespace deadbolt::server

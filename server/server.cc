@@ -6,6 +6,7 @@
 #include <random>
 
 #include "server/command.h"
+#include "server/journal.h"
 #include "server/reactor.h"
 
 namespace deadbolt::server {
@@ -19,7 +20,7 @@ Server::Server(const Config& config) : config_(config) {
   // Slots are split into contiguous ranges, one per shard, as a cluster splits them over nodes.
   slot_owner_.resize(shard::kNumSlots);
   for (int s = 0; s < shard::kNumSlots; s++) {
-    slot_owner_[s] = static_cast<uint16_t>(int64_t{s} * config_.threads / shard::kNumSlots);
+    slot_owner_[s] = static_cast<uint16_t>(OwnerOfSlot(s, config_.threads));
   }
   std::random_device rd;
   static const char kHex[] = "0123456789abcdef";
@@ -36,6 +37,9 @@ std::optional<std::string> Server::Start() {
   for (int i = 0; i < config_.threads; i++) {
     reactors_.push_back(std::make_unique<Reactor>(this, i, config_));
   }
+  std::vector<shard::Shard*> shards;
+  for (auto& r : reactors_) shards.push_back(&r->shard());
+  if (auto err = LoadJournals(config_, shards)) return err;
   for (auto& r : reactors_) r->Start();
   return std::nullopt;
 }

@@ -40,6 +40,14 @@ class Server {
     return single_shard_ ? 0 : slot_owner_[shard::KeySlot(key)];
   }
   int ShardOfSlot(uint16_t slot) const { return slot_owner_[slot]; }
+  // The shard owning a key when there are num_shards (slots split into contiguous ranges, as a
+  // cluster splits them over nodes). The journal's loader uses it for another layout.
+  static int SlotOwner(std::string_view key, int num_shards) {
+    return num_shards == 1 ? 0 : OwnerOfSlot(shard::KeySlot(key), num_shards);
+  }
+  static int OwnerOfSlot(int slot, int num_shards) {
+    return static_cast<int>(int64_t{slot} * num_shards / shard::kNumSlots);
+  }
   const Config& initial_config() const { return config_; }
 
   uint64_t NextClientId() { return next_client_id_.fetch_add(1, std::memory_order_relaxed); }

@@ -1,0 +1,587 @@
+// The journal at run time: gathering changes, writing and fsyncing through the reactor's
+// io_uring, holding output until it is durable, and rewriting in the background. See journal.h.
+
+#include "server/journal.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "server/log.h"
+#include "server/reactor.h"
+#include "shard/journal_format.h"
+
+namespace deadbolt::server {
+
+namespace {
+
+// A rewrite scans this many buckets per turn, and pauses while this much of its output waits.
+constexpr size_t kScanStep = 256;
+constexpr size_t kRewriteBacklog = 4 << 20;
+// After a failed write, try again this much later (Redis retries once a second too).
+constexpr int64_t kRetryMs = 1000;
+
+int64_t MonotonicMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+struct alignas(8) Journal::Op {
+  enum Kind : uint8_t { kWrite, kFsync, kOpen, kRename, kDirSync };
+  Kind kind;
+  File* file = nullptr;
+};
+
+// One file being appended to: bytes gathered, bytes in flight, and how far each has got.
+struct Journal::File {
+  int fd = -1;
+  std::string path;
+  uint64_t offset = 0;          // bytes written (completed)
+  std::string pending;          // gathered, not yet submitted
+  std::string inflight;         // submitted (the part not yet written, after a short write)
+  uint64_t appended_batch = 0;  // newest batch in pending or earlier
+  uint64_t inflight_batch = 0;  // newest batch in inflight or earlier
+  uint64_t written_batch = 0;   // newest batch whose bytes are all written
+  uint64_t synced_batch = 0;    // newest batch on disk
+  uint64_t synced_offset = 0;   // bytes on disk
+  uint64_t fsync_batch = 0;     // what the fsync in flight covers
+  uint64_t fsync_offset = 0;
+  bool fsync_wanted = false;  // an fsync was asked for (everysec, WAITAOF, rewrite)
+  int outstanding = 0;        // operations in flight (a write linked to an fsync counts 2)
+  int64_t retry_at_ms = 0;
+  Op write_op{Op::kWrite, nullptr};
+  Op fsync_op{Op::kFsync, nullptr};
+
+  uint64_t size() const { return offset + inflight.size() + pending.size(); }
+  bool idle() const { return outstanding == 0 && inflight.empty() && pending.empty(); }
+};
+
+// Hears of one db's key changes.
+class Journal::Observer : public shard::KeyObserver {
+ public:
+  Observer(Journal* j, int db) : j_(j), db_(db) {}
+  void OnKeyChanged(std::string_view key) override { j_->NoteChanged(db_, key); }
+  void OnKeyExpired(std::string_view) override {}
+  bool OnFlush() override {
+    j_->NoteFlush(db_);
+    return false;
+  }
+
+ private:
+  Journal* j_;
+  int db_;
+};
+
+std::string JournalPath(const std::string& dir, int shard, int num_shards) {
+  return dir + "/deadbolt-journal-" + std::to_string(shard) + "-of-" + std::to_string(num_shards) +
+         ".aof";
+}
+
+Journal::Journal(Reactor* reactor, shard::Shard* shard, int shard_index, int num_shards)
+    : reactor_(reactor), shard_(shard), shard_index_(shard_index), num_shards_(num_shards) {
+  rw_op_ = std::make_unique<Op>();
+}
+
+Journal::~Journal() {
+  for (size_t d = 0; d < observers_.size(); d++) {
+    shard_->db(static_cast<int>(d)).RemoveObserver(observers_[d].get());
+  }
+  if (main_ && main_->fd >= 0) close(main_->fd);
+  if (rewrite_ && rewrite_->fd >= 0) close(rewrite_->fd);
+  for (auto& f : retired_) {
+    if (f->fd >= 0) close(f->fd);
+  }
+  if (dir_fd_ >= 0) close(dir_fd_);
+}
+
+std::optional<std::string> Journal::Open(int64_t now_ms) {
+  const Config& config = reactor_->config();
+  policy_ = config.appendfsync;
+  now_ms_ = now_ms;
+  path_ = JournalPath(config.dir, shard_index_, num_shards_);
+  main_ = std::make_unique<File>();
+  main_->path = path_;
+  main_->fd = open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (main_->fd < 0) return "cannot open the journal " + path_ + ": " + strerror(errno);
+  struct stat st {};
+  fstat(main_->fd, &st);
+  main_->offset = main_->synced_offset = static_cast<uint64_t>(st.st_size);
+  main_->write_op.file = main_->fsync_op.file = main_.get();
+  dir_fd_ = open(config.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd_ < 0) return "cannot open the directory " + config.dir + ": " + strerror(errno);
+  stats_.base_size = main_->offset;
+  for (int d = 0; d < shard_->num_dbs(); d++) {
+    observers_.push_back(std::make_unique<Observer>(this, d));
+    shard_->db(d).AddObserver(observers_.back().get());
+    journalled_tokens_.push_back(shard_->db(d).last_fencing_token());
+  }
+  next_sync_ms_ = now_ms + 1000;
+  return std::nullopt;
+}
+
+void Journal::NoteChanged(int db, std::string_view key) {
+  // The same key changed twice in a row (one command touching it twice) is written once.
+  if (!dirty_.empty() && !dirty_.back().flush && dirty_.back().db == db &&
+      dirty_.back().key == key) {
+    return;
+  }
+  dirty_.push_back(Dirty{db, false, std::string(key)});
+}
+
+void Journal::NoteFlush(int db) { dirty_.push_back(Dirty{db, true, {}}); }
+
+void Journal::Materialize(int64_t now_ms) {
+  if (dirty_.empty()) return;
+  std::vector<Dirty> dirty;
+  dirty.swap(dirty_);
+  frame_.clear();
+  shard::JournalWriter w(&frame_);
+  w.BeginFrame();
+  for (const Dirty& d : dirty) {
+    auto db = static_cast<uint32_t>(d.db);
+    if (d.flush) {
+      w.FlushDb(db);
+      continue;
+    }
+    // The key's state now (the last change of the turn wins; expired reads as gone).
+    if (auto snap = shard_->db(d.db).Snapshot(d.key, now_ms)) {
+      w.Put(db, d.key, *snap);
+    } else {
+      w.Del(db, d.key);
+    }
+  }
+  for (int d = 0; d < shard_->num_dbs(); d++) {
+    uint64_t t = shard_->db(d).last_fencing_token();
+    if (t != journalled_tokens_[d]) {
+      w.Token(static_cast<uint32_t>(d), t);
+      journalled_tokens_[d] = t;
+    }
+  }
+  if (!w.EndFrame()) return;
+  appended_batch_++;
+  stats_.batches++;
+  AppendFrame(frame_);
+  dirty_.swap(dirty);  // keep the capacity
+  dirty_.clear();
+}
+
+void Journal::AppendFrame(const std::string& frame) {
+  main_->pending += frame;
+  main_->appended_batch = appended_batch_;
+  if (rewrite_ && rw_state_ != RewriteState::kOpening) {
+    rewrite_->pending += frame;
+    rewrite_->appended_batch = appended_batch_;
+  }
+}
+
+void Journal::EndTurn(int64_t now_ms) {
+  now_ms_ = now_ms;
+  Materialize(now_ms);
+  if (rewrite_) RewriteStep(now_ms);
+  Pump(*main_);
+  if (rewrite_ && rewrite_->fd >= 0) Pump(*rewrite_);
+}
+
+io_uring_sqe* Journal::Sqe() { return reactor_->GetSqe(); }
+
+void Journal::Pump(File& f) {
+  if (f.outstanding > 0 || f.fd < 0) return;
+  if (f.retry_at_ms && now_ms_ < f.retry_at_ms) return;
+  f.retry_at_ms = 0;
+  if (f.inflight.empty() && !f.pending.empty()) {
+    f.inflight.swap(f.pending);
+    f.pending.clear();
+    f.inflight_batch = f.appended_batch;
+  }
+  if (!f.inflight.empty()) {
+    SubmitWrite(f);
+    return;
+  }
+  if (f.fsync_wanted && (f.synced_batch < f.written_batch || f.synced_offset < f.offset)) {
+    SubmitFsync(f, f.written_batch);
+    return;
+  }
+  if (f.fsync_wanted) {
+    f.fsync_wanted = false;
+    Durable();
+  }
+}
+
+bool Journal::SubmitWrite(File& f) {
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_write(sqe, f.fd, f.inflight.data(),
+                      static_cast<unsigned>(std::min<size_t>(f.inflight.size(), 1u << 30)),
+                      f.offset);
+  io_uring_sqe_set_data64(sqe, Reactor::JournalTag(&f.write_op));
+  f.outstanding++;
+  if (policy_ == Config::Fsync::kAlways) {
+    sqe->flags |= IOSQE_IO_LINK;
+    SubmitFsync(f, f.inflight_batch);
+    f.fsync_offset = f.offset + f.inflight.size();
+  }
+  return true;
+}
+
+void Journal::SubmitFsync(File& f, uint64_t batch) {
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_fsync(sqe, f.fd, IORING_FSYNC_DATASYNC);
+  io_uring_sqe_set_data64(sqe, Reactor::JournalTag(&f.fsync_op));
+  f.outstanding++;
+  f.fsync_batch = batch;
+  f.fsync_offset = f.offset;
+  f.fsync_wanted = false;
+}
+
+void Journal::OnCompletion(Op* op, int res) {
+  switch (op->kind) {
+    case Op::kWrite:
+      OnWrite(*op->file, res);
+      break;
+    case Op::kFsync:
+      OnFsync(*op->file, res);
+      break;
+    case Op::kOpen:
+      if (res < 0) {
+        RewriteFail(std::string("cannot create ") + rewrite_->path + ": " + strerror(-res));
+        return;
+      }
+      rewrite_->fd = res;
+      {
+        // The new file starts with its header and the fencing counters, then the scan.
+        std::string head;
+        shard::JournalWriter w(&head);
+        w.BeginFrame();
+        shard::JournalHeader h;
+        h.shard = static_cast<uint32_t>(shard_index_);
+        h.num_shards = static_cast<uint32_t>(num_shards_);
+        h.created_ms = now_ms_;
+        w.Header(h);
+        w.EndFrame();
+        w.BeginFrame();
+        for (int d = 0; d < shard_->num_dbs(); d++) {
+          uint64_t t = shard_->db(d).last_fencing_token();
+          if (t) w.Token(static_cast<uint32_t>(d), t);
+        }
+        w.EndFrame();
+        rewrite_->pending = std::move(head);
+        rewrite_->appended_batch = rewrite_->written_batch = rewrite_->synced_batch =
+            appended_batch_;
+        rewrite_->inflight_batch = appended_batch_;
+      }
+      scan_db_ = 0;
+      scan_cursor_ = 0;
+      rw_state_ = RewriteState::kScanning;
+      break;
+    case Op::kRename:
+      if (res < 0) {
+        RewriteFail(std::string("cannot rename the rewritten journal: ") + strerror(-res));
+        return;
+      }
+      rw_state_ = RewriteState::kDirSync;
+      {
+        io_uring_sqe* sqe = Sqe();
+        io_uring_prep_fsync(sqe, dir_fd_, 0);
+        rw_op_->kind = Op::kDirSync;
+        io_uring_sqe_set_data64(sqe, Reactor::JournalTag(rw_op_.get()));
+      }
+      break;
+    case Op::kDirSync:
+      if (res < 0)
+        LogWarning("fsync of directory %s failed: %s", reactor_->config().dir.c_str(),
+                   strerror(-res));
+      FinishRewrite();
+      break;
+  }
+}
+
+void Journal::OnWrite(File& f, int res) {
+  f.outstanding--;
+  if (res < 0) {
+    if (res != -EINTR && res != -EAGAIN) {
+      if (stats_.last_write_ok) {
+        LogWarning("error writing the journal %s: %s (retrying every second)", f.path.c_str(),
+                   strerror(-res));
+      }
+      stats_.last_write_ok = false;
+      f.retry_at_ms = now_ms_ + kRetryMs;
+    }
+  } else {
+    size_t n = static_cast<size_t>(res);
+    f.offset += n;
+    if (n < f.inflight.size()) {
+      f.inflight.erase(0, n);  // a short write: the rest goes next (its linked fsync is cancelled)
+    } else {
+      f.inflight.clear();
+      f.written_batch = f.inflight_batch;
+      if (!stats_.last_write_ok && &f == main_.get()) {
+        LogNotice("the journal %s is writable again", f.path.c_str());
+        stats_.last_write_ok = true;
+      }
+    }
+    if (f.inflight.capacity() > (8u << 20)) std::string().swap(f.inflight);
+  }
+  if (f.outstanding == 0) Pump(f);
+}
+
+void Journal::OnFsync(File& f, int res) {
+  f.outstanding--;
+  if (res == 0) {
+    f.synced_batch = std::max(f.synced_batch, f.fsync_batch);
+    f.synced_offset = std::max(f.synced_offset, f.fsync_offset);
+    stats_.fsyncs++;
+    Durable();
+  } else if (res != -ECANCELED) {
+    LogWarning("fsync of the journal %s failed: %s", f.path.c_str(), strerror(-res));
+    stats_.last_write_ok = false;
+    f.fsync_wanted = true;
+    f.retry_at_ms = now_ms_ + kRetryMs;
+  }
+  if (f.outstanding == 0) {
+    // A retired file is closed once nothing is in flight.
+    for (size_t i = 0; i < retired_.size(); i++) {
+      if (retired_[i].get() == &f) {
+        close(f.fd);
+        retired_.erase(retired_.begin() + static_cast<long>(i));
+        return;
+      }
+    }
+    Pump(f);
+  }
+}
+
+uint64_t Journal::synced_everywhere() const {
+  uint64_t s = main_ ? main_->synced_batch : 0;
+  if (rewrite_ && rewrite_->fd >= 0) s = std::min(s, rewrite_->synced_batch);
+  return s;
+}
+
+uint64_t Journal::durable_batch() const { return synced_everywhere(); }
+
+uint64_t Journal::HoldBatch() const {
+  if (policy_ != Config::Fsync::kAlways || !main_) return 0;
+  return synced_everywhere() >= appended_batch_ ? 0 : appended_batch_;
+}
+
+void Journal::Durable() {
+  uint64_t d = synced_everywhere();
+  if (!sync_waiters_.empty()) {
+    std::vector<std::pair<uint64_t, absl::AnyInvocable<void()>>> still;
+    for (auto& [batch, fn] : sync_waiters_) {
+      if (batch <= d) {
+        fn();
+      } else {
+        still.emplace_back(batch, std::move(fn));
+      }
+    }
+    sync_waiters_.swap(still);
+  }
+  reactor_->OnJournalDurable();
+}
+
+void Journal::WhenSynced(absl::AnyInvocable<void()> fn) {
+  Materialize(now_ms_);
+  if (synced_everywhere() >= appended_batch_) {
+    fn();
+    return;
+  }
+  sync_waiters_.emplace_back(appended_batch_, std::move(fn));
+  main_->fsync_wanted = true;
+  if (rewrite_ && rewrite_->fd >= 0) rewrite_->fsync_wanted = true;
+  Pump(*main_);
+  if (rewrite_ && rewrite_->fd >= 0) Pump(*rewrite_);
+}
+
+void Journal::Tick(int64_t now_ms) {
+  now_ms_ = now_ms;
+  if (!main_) return;
+  if (now_ms >= next_sync_ms_) {
+    next_sync_ms_ = now_ms + 1000;
+    if (policy_ == Config::Fsync::kEverySec) {
+      if (main_->synced_batch < main_->appended_batch || main_->synced_offset < main_->size()) {
+        main_->fsync_wanted = true;
+      }
+      if (rewrite_ && rewrite_->fd >= 0) rewrite_->fsync_wanted = true;
+    }
+  }
+  Pump(*main_);
+  if (rewrite_ && rewrite_->fd >= 0) Pump(*rewrite_);
+  // Grown enough since the last rewrite?
+  const Config& c = reactor_->config();
+  uint64_t size = main_->size();
+  if (rw_state_ == RewriteState::kIdle && c.auto_aof_rewrite_percentage > 0 &&
+      now_ms >= next_rewrite_try_ms_ &&
+      size >= static_cast<uint64_t>(c.auto_aof_rewrite_min_size) &&
+      size * 100 >= stats_.base_size * static_cast<uint64_t>(100 + c.auto_aof_rewrite_percentage)) {
+    std::string why;
+    StartRewrite(&why);
+  }
+}
+
+bool Journal::StartRewrite(std::string* why) {
+  if (!main_) {
+    *why = "the journal is off";
+    return false;
+  }
+  if (rw_state_ != RewriteState::kIdle) {
+    *why = "Background append only file rewriting already in progress";
+    return false;
+  }
+  rewrite_ = std::make_unique<File>();
+  rewrite_->path = path_ + ".rewrite";
+  rewrite_->write_op.file = rewrite_->fsync_op.file = rewrite_.get();
+  rw_state_ = RewriteState::kOpening;
+  stats_.rewrite_started_ms = MonotonicMs();
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_openat(sqe, AT_FDCWD, rewrite_->path.c_str(),
+                       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  rw_op_->kind = Op::kOpen;
+  io_uring_sqe_set_data64(sqe, Reactor::JournalTag(rw_op_.get()));
+  LogNotice("shard %d: journal rewrite started (%llu bytes)", shard_index_,
+            static_cast<unsigned long long>(main_->size()));
+  return true;
+}
+
+void Journal::RewriteStep(int64_t now_ms) {
+  if (rw_state_ == RewriteState::kScanning) {
+    if (rewrite_->pending.size() + rewrite_->inflight.size() > kRewriteBacklog) return;
+    frame_.clear();
+    shard::JournalWriter w(&frame_);
+    w.BeginFrame();
+    shard::ScanResult r =
+        shard_->db(scan_db_).Scan(scan_cursor_, "*", kScanStep, shard::ValueType::kNone, now_ms);
+    for (const std::string& key : r.keys) {
+      if (auto snap = shard_->db(scan_db_).Snapshot(key, now_ms)) {
+        w.Put(static_cast<uint32_t>(scan_db_), key, *snap);
+      }
+    }
+    if (w.EndFrame()) rewrite_->pending += frame_;
+    scan_cursor_ = r.cursor;
+    if (scan_cursor_ == 0 && ++scan_db_ >= shard_->num_dbs()) {
+      rw_state_ = RewriteState::kSyncing;
+      scan_end_offset_ = rewrite_->size();
+      rewrite_->fsync_wanted = true;
+    }
+    return;
+  }
+  if (rw_state_ == RewriteState::kSyncing) {
+    if (rewrite_->synced_offset < scan_end_offset_) {
+      if (rewrite_->outstanding == 0 && rewrite_->inflight.empty() && rewrite_->pending.empty()) {
+        rewrite_->fsync_wanted = true;
+      }
+      return;
+    }
+    rw_state_ = RewriteState::kRenaming;
+    io_uring_sqe* sqe = Sqe();
+    io_uring_prep_renameat(sqe, AT_FDCWD, rewrite_->path.c_str(), AT_FDCWD, path_.c_str(), 0);
+    rw_op_->kind = Op::kRename;
+    io_uring_sqe_set_data64(sqe, Reactor::JournalTag(rw_op_.get()));
+  }
+}
+
+void Journal::FinishRewrite() {
+  // The new file has every key's latest state and is under the journal's name: it takes over.
+  // The old one (already unlinked by the rename) closes once nothing is in flight on it.
+  std::unique_ptr<File> old = std::move(main_);
+  main_ = std::move(rewrite_);
+  main_->path = path_;
+  if (old->outstanding > 0) {
+    old->pending.clear();
+    retired_.push_back(std::move(old));
+  } else {
+    close(old->fd);
+  }
+  rw_state_ = RewriteState::kIdle;
+  stats_.rewrites++;
+  stats_.last_rewrite_ok = true;
+  stats_.last_rewrite_ms = MonotonicMs() - stats_.rewrite_started_ms;
+  stats_.base_size = main_->size();
+  LogNotice("shard %d: journal rewrite done (%llu bytes, %lld ms)", shard_index_,
+            static_cast<unsigned long long>(stats_.base_size),
+            static_cast<long long>(stats_.last_rewrite_ms));
+  Durable();
+}
+
+void Journal::RewriteFail(const std::string& why) {
+  LogWarning("shard %d: journal rewrite failed: %s", shard_index_, why.c_str());
+  stats_.last_rewrite_ok = false;
+  rw_state_ = RewriteState::kIdle;
+  next_rewrite_try_ms_ = now_ms_ + 5000;
+  if (rewrite_) {
+    if (rewrite_->fd >= 0) {
+      unlink(rewrite_->path.c_str());
+      if (rewrite_->outstanding > 0) {
+        rewrite_->pending.clear();
+        retired_.push_back(std::move(rewrite_));
+      } else {
+        close(rewrite_->fd);
+      }
+    }
+    rewrite_.reset();
+  }
+  Durable();
+}
+
+JournalStats Journal::Stats() const {
+  JournalStats s = stats_;
+  s.rewrite_in_progress = rw_state_ != RewriteState::kIdle;
+  if (main_) {
+    s.current_size = main_->size();
+    s.buffer_length = main_->pending.size() + main_->inflight.size();
+    s.pending_fsync = appended_batch_ - std::min(appended_batch_, main_->synced_batch);
+  }
+  return s;
+}
+
+void Journal::Shutdown() {
+  if (!main_) return;
+  Materialize(now_ms_);
+  // Let what is in flight finish (the loop has stopped: reap completions here).
+  io_uring* ring = reactor_->ring();
+  auto busy = [&] {
+    bool b = main_->outstanding > 0 || rw_state_ == RewriteState::kOpening ||
+             rw_state_ == RewriteState::kRenaming || rw_state_ == RewriteState::kDirSync ||
+             (rewrite_ && rewrite_->outstanding > 0);
+    for (auto& f : retired_) b = b || f->outstanding > 0;
+    return b;
+  };
+  while (busy()) {
+    io_uring_submit(ring);
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_wait_cqe(ring, &cqe) < 0) break;
+    reactor_->HandleCqeDuringShutdown(cqe);
+    io_uring_cqe_seen(ring, cqe);
+  }
+  if (rewrite_) RewriteFail("the server is shutting down");
+  // The rest, written and synced in place.
+  File& f = *main_;
+  std::string rest = f.inflight + f.pending;
+  size_t done = 0;
+  while (done < rest.size()) {
+    ssize_t n =
+        pwrite(f.fd, rest.data() + done, rest.size() - done, static_cast<off_t>(f.offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      LogWarning("error writing the journal %s at shutdown: %s", f.path.c_str(), strerror(errno));
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  f.offset += done;
+  f.inflight.clear();
+  f.pending.clear();
+  if (fdatasync(f.fd) == 0) {
+    f.synced_batch = appended_batch_;
+    f.synced_offset = f.offset;
+  }
+  Durable();
+}
+
+}  // namespace deadbolt::server
