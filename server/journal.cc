@@ -104,7 +104,6 @@ Journal::~Journal() {
 
 std::optional<std::string> Journal::Open(int64_t now_ms) {
   const Config& config = reactor_->config();
-  policy_ = config.appendfsync;
   now_ms_ = now_ms;
   path_ = JournalPath(config.dir, shard_index_, num_shards_);
   main_ = std::make_unique<File>();
@@ -192,6 +191,9 @@ void Journal::EndTurn(int64_t now_ms) {
 
 io_uring_sqe* Journal::Sqe() { return reactor_->GetSqe(); }
 
+// CONFIG SET appendfsync reaches every reactor's copy of the config; the next write follows it.
+Config::Fsync Journal::policy() const { return reactor_->config().appendfsync; }
+
 void Journal::Pump(File& f) {
   if (f.outstanding > 0 || f.fd < 0) return;
   if (f.retry_at_ms && now_ms_ < f.retry_at_ms) return;
@@ -222,7 +224,7 @@ bool Journal::SubmitWrite(File& f) {
                       f.offset);
   io_uring_sqe_set_data64(sqe, Reactor::JournalTag(&f.write_op));
   f.outstanding++;
-  if (policy_ == Config::Fsync::kAlways) {
+  if (policy() == Config::Fsync::kAlways) {
     sqe->flags |= IOSQE_IO_LINK;
     SubmitFsync(f, f.inflight_batch);
     f.fsync_offset = f.offset + f.inflight.size();
@@ -366,7 +368,7 @@ uint64_t Journal::synced_everywhere() const {
 uint64_t Journal::durable_batch() const { return synced_everywhere(); }
 
 uint64_t Journal::HoldBatch() const {
-  if (policy_ != Config::Fsync::kAlways || !main_) return 0;
+  if (policy() != Config::Fsync::kAlways || !main_) return 0;
   return synced_everywhere() >= appended_batch_ ? 0 : appended_batch_;
 }
 
@@ -404,7 +406,7 @@ void Journal::Tick(int64_t now_ms) {
   if (!main_) return;
   if (now_ms >= next_sync_ms_) {
     next_sync_ms_ = now_ms + 1000;
-    if (policy_ == Config::Fsync::kEverySec) {
+    if (policy() == Config::Fsync::kEverySec) {
       if (main_->synced_batch < main_->appended_batch || main_->synced_offset < main_->size()) {
         main_->fsync_wanted = true;
       }
@@ -542,7 +544,6 @@ JournalStats Journal::Stats() const {
 
 void Journal::Shutdown() {
   if (!main_) return;
-  Materialize(now_ms_);
   // Let what is in flight finish (the loop has stopped: reap completions here).
   io_uring* ring = reactor_->ring();
   auto busy = [&] {
@@ -560,6 +561,8 @@ void Journal::Shutdown() {
     io_uring_cqe_seen(ring, cqe);
   }
   if (rewrite_) RewriteFail("the server is shutting down");
+  // Everything changed until now (including by commands that ran while we reaped) goes in.
+  Materialize(now_ms_);
   // The rest, written and synced in place.
   File& f = *main_;
   std::string rest = f.inflight + f.pending;

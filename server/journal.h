@@ -130,6 +130,7 @@ class Journal {
   io_uring_sqe* Sqe();
   void AppendFrame(const std::string& frame);
   uint64_t synced_everywhere() const;
+  Config::Fsync policy() const;
 
   Reactor* reactor_;
   shard::Shard* shard_;
@@ -137,7 +138,6 @@ class Journal {
   int num_shards_;
   std::string path_;
   int dir_fd_ = -1;
-  Config::Fsync policy_ = Config::Fsync::kEverySec;
   int64_t now_ms_ = 0;
 
   std::vector<std::unique_ptr<Observer>> observers_;  // one per db
