@@ -330,7 +330,18 @@ void Journal::OnWrite(File& f, int res) {
     }
     if (f.inflight.capacity() > (8u << 20)) std::string().swap(f.inflight);
   }
-  if (f.outstanding == 0) Pump(f);
+  if (f.outstanding == 0 && !CloseIfRetired(f)) Pump(f);
+}
+
+bool Journal::CloseIfRetired(File& f) {
+  for (size_t i = 0; i < retired_.size(); i++) {
+    if (retired_[i].get() == &f) {
+      close(f.fd);
+      retired_.erase(retired_.begin() + static_cast<long>(i));
+      return true;
+    }
+  }
+  return false;
 }
 
 void Journal::OnFsync(File& f, int res) {
@@ -346,17 +357,7 @@ void Journal::OnFsync(File& f, int res) {
     f.fsync_wanted = true;
     f.retry_at_ms = now_ms_ + kRetryMs;
   }
-  if (f.outstanding == 0) {
-    // A retired file is closed once nothing is in flight.
-    for (size_t i = 0; i < retired_.size(); i++) {
-      if (retired_[i].get() == &f) {
-        close(f.fd);
-        retired_.erase(retired_.begin() + static_cast<long>(i));
-        return;
-      }
-    }
-    Pump(f);
-  }
+  if (f.outstanding == 0 && !CloseIfRetired(f)) Pump(f);
 }
 
 uint64_t Journal::synced_everywhere() const {

@@ -123,6 +123,8 @@ class Journal {
   void SubmitFsync(File& f, uint64_t batch);
   void OnWrite(File& f, int res);
   void OnFsync(File& f, int res);
+  // A replaced file is closed once nothing is in flight on it. True if f was one (and is gone).
+  bool CloseIfRetired(File& f);
   void Durable();  // durable_batch() may have moved: release waiters
   void RewriteStep(int64_t now_ms);
   void RewriteFail(const std::string& why);
