@@ -141,8 +141,10 @@ void Journal::Materialize(int64_t now_ms) {
   if (dirty_.empty()) return;
   std::vector<Dirty> dirty;
   dirty.swap(dirty_);
-  frame_.clear();
-  shard::JournalWriter w(&frame_);
+  // Written straight into the file's pending bytes (and copied to a rewrite's, if one runs).
+  std::string& out = main_->pending;
+  const size_t start = out.size();
+  shard::JournalWriter w(&out);
   w.BeginFrame();
   for (const Dirty& d : dirty) {
     auto db = static_cast<uint32_t>(d.db);
@@ -151,8 +153,8 @@ void Journal::Materialize(int64_t now_ms) {
       continue;
     }
     // The key's state now (the last change of the turn wins; expired reads as gone).
-    if (auto snap = shard_->db(d.db).Snapshot(d.key, now_ms)) {
-      w.Put(db, d.key, *snap);
+    if (shard_->db(d.db).View(d.key, now_ms, &view_)) {
+      w.Put(db, d.key, view_);
     } else {
       w.Del(db, d.key);
     }
@@ -164,19 +166,14 @@ void Journal::Materialize(int64_t now_ms) {
       journalled_tokens_[d] = t;
     }
   }
+  dirty_.swap(dirty);  // keep the capacity
+  dirty_.clear();
   if (!w.EndFrame()) return;
   appended_batch_++;
   stats_.batches++;
-  AppendFrame(frame_);
-  dirty_.swap(dirty);  // keep the capacity
-  dirty_.clear();
-}
-
-void Journal::AppendFrame(const std::string& frame) {
-  main_->pending += frame;
   main_->appended_batch = appended_batch_;
   if (rewrite_ && rw_state_ != RewriteState::kOpening) {
-    rewrite_->pending += frame;
+    rewrite_->pending.append(out, start, std::string::npos);
     rewrite_->appended_batch = appended_batch_;
   }
 }

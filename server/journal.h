@@ -130,7 +130,6 @@ class Journal {
   void RewriteFail(const std::string& why);
   void FinishRewrite();
   io_uring_sqe* Sqe();
-  void AppendFrame(const std::string& frame);
   uint64_t synced_everywhere() const;
   Config::Fsync policy() const;
 
@@ -151,6 +150,7 @@ class Journal {
   std::vector<Dirty> dirty_;
   std::vector<uint64_t> journalled_tokens_;  // per db: last fencing token written
   std::string frame_;                        // scratch
+  shard::KeyView view_;                      // scratch
 
   uint64_t appended_batch_ = 0;  // batches numbered from 1
   std::unique_ptr<File> main_;

@@ -84,6 +84,16 @@ struct KeySnapshot {
   int64_t lock_holds = 0;
 };
 
+// A live key seen in place (Db::View): views valid until the next mutating call on the Db.
+struct KeyView {
+  ValueType type = ValueType::kNone;
+  std::string_view str;  // kString
+  HashPairs fields;      // kHash, as (field, value) views
+  int64_t expire_at_ms = -1;  // -1: no TTL
+  uint64_t lock_token = 0;    // the LockAcquire record, as in KeySnapshot
+  int64_t lock_holds = 0;
+};
+
 // Told of every change to a key: added, overwritten, modified, deleted or expired. Implemented
 // by server/ (WATCH, lock waiters); called on the Db's own thread, while the change happens, so
 // it must not call back into the Db (nor add or remove observers): it notes the key and acts
@@ -216,6 +226,9 @@ class Db {
   // `key` from the snapshot with its TTL; without `replace` it does nothing and returns false when
   // the key exists. A snapshot whose TTL has passed restores nothing (and returns true).
   std::optional<KeySnapshot> Snapshot(std::string_view key, int64_t now_ms);
+  // The same without copies, in one lookup (the journal, at the end of every turn): false when
+  // the key is missing (or has expired; it is then removed).
+  bool View(std::string_view key, int64_t now_ms, KeyView* out);
   // With `with_lock_record`, a string snapshot's lock_token/lock_holds (when lock_token != 0)
   // become the key's LockAcquire record again, and the fencing counter moves past the token.
   bool Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms,

@@ -1,6 +1,8 @@
 // Db::Snapshot and Db::Restore: copying a key out of one Db and into another, with its TTL.
 
 #include "shard/db.h"
+#include "shard/db_impl.h"
+#include "shard/hash_value.h"
 
 namespace deadbolt::shard {
 
@@ -27,6 +29,28 @@ std::optional<KeySnapshot> Db::Snapshot(std::string_view key, int64_t now_ms) {
   int64_t at = ExpireTime(key, now_ms);
   snap.expire_at_ms = at >= 0 ? at : -1;
   return snap;
+}
+
+bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos) return false;
+  const Entry* e = pos.entry();
+  out->fields.clear();
+  out->lock_token = 0;
+  out->lock_holds = 0;
+  if (e->kind() == Entry::Kind::kHash) {
+    out->type = ValueType::kHash;
+    out->str = {};
+    e->hash()->ForEach(
+        [&](std::string_view f, std::string_view v) { out->fields.emplace_back(f, v); });
+  } else {
+    out->type = ValueType::kString;
+    out->str = e->string_value();
+    if (!impl_->locks.empty()) LockRecordOf(key, &out->lock_token, &out->lock_holds);
+  }
+  out->expire_at_ms = e->has_expire() ? e->expire_at() : -1;
+  return true;
 }
 
 bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms,

@@ -219,23 +219,42 @@ void JournalWriter::Header(const JournalHeader& h) {
   records_++;
 }
 
-void JournalWriter::Put(uint32_t db, std::string_view key, const KeySnapshot& value) {
-  out_->push_back(static_cast<char>(RecordKind::kPut));
-  PutVarint(out_, db);
-  PutStr(out_, key);
-  out_->push_back(static_cast<char>(value.type == ValueType::kHash ? kTypeHash : kTypeString));
-  PutU64(out_, static_cast<uint64_t>(value.expire_at_ms));
-  PutU64(out_, value.lock_token);
-  PutVarint(out_, static_cast<uint64_t>(value.lock_holds < 0 ? 0 : value.lock_holds));
-  if (value.type == ValueType::kHash) {
-    PutVarint(out_, value.fields.size());
-    for (const auto& [f, v] : value.fields) {
-      PutStr(out_, f);
-      PutStr(out_, v);
+namespace {
+
+// Put's bytes, for both a snapshot (owned strings) and a view.
+template <typename Fields>
+void WritePut(std::string* out, uint32_t db, std::string_view key, ValueType type,
+              std::string_view str, const Fields& fields, int64_t expire_at_ms, uint64_t lock_token,
+              int64_t lock_holds) {
+  out->push_back(static_cast<char>(RecordKind::kPut));
+  PutVarint(out, db);
+  PutStr(out, key);
+  out->push_back(static_cast<char>(type == ValueType::kHash ? kTypeHash : kTypeString));
+  PutU64(out, static_cast<uint64_t>(expire_at_ms));
+  PutU64(out, lock_token);
+  PutVarint(out, static_cast<uint64_t>(lock_holds < 0 ? 0 : lock_holds));
+  if (type == ValueType::kHash) {
+    PutVarint(out, fields.size());
+    for (const auto& [f, v] : fields) {
+      PutStr(out, f);
+      PutStr(out, v);
     }
   } else {
-    PutStr(out_, value.str);
+    PutStr(out, str);
   }
+}
+
+}  // namespace
+
+void JournalWriter::Put(uint32_t db, std::string_view key, const KeySnapshot& value) {
+  WritePut(out_, db, key, value.type, value.str, value.fields, value.expire_at_ms, value.lock_token,
+           value.lock_holds);
+  records_++;
+}
+
+void JournalWriter::Put(uint32_t db, std::string_view key, const KeyView& value) {
+  WritePut(out_, db, key, value.type, value.str, value.fields, value.expire_at_ms, value.lock_token,
+           value.lock_holds);
   records_++;
 }
 

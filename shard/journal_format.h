@@ -76,6 +76,7 @@ class JournalWriter {
 
   void Header(const JournalHeader& h);
   void Put(uint32_t db, std::string_view key, const KeySnapshot& value);
+  void Put(uint32_t db, std::string_view key, const KeyView& value);
   void Del(uint32_t db, std::string_view key);
   void Token(uint32_t db, uint64_t token);
   void FlushDb(uint32_t db);
