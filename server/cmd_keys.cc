@@ -22,7 +22,6 @@
 
 namespace deadbolt::server {
 
-
 namespace {
 
 using protocol::ReplyBuilder;
@@ -462,33 +461,13 @@ CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
 
 CommandSpec MultiKey(std::string name, int arity, uint32_t flags, ConnHandler h,
                      ShardHandler one_shard, std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags | kMultiKey;
-  s.first_key = 1;
-  s.last_key = -1;
-  s.key_step = 1;
-  s.conn_handler = h;
-  s.shard_handler = one_shard;
-  s.acl_categories = std::move(acl);
-  return s;
+  return MultiKeyCommand(std::move(name), arity, flags, h, one_shard, std::move(acl), 1, -1, 1);
 }
 
 CommandSpec Keyless(std::string name, int arity, uint32_t flags, ConnHandler h,
                     std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = 0;
-  s.last_key = 0;
-  s.key_step = 0;
-  s.conn_handler = h;
-  s.acl_categories = std::move(acl);
-  return s;
+  return ConnCommand(std::move(name), arity, flags, h, std::move(acl));
 }
-
 
 // --- RENAME RENAMENX COPY ---
 
@@ -569,8 +548,7 @@ void MoveOnShard(CmdArgs args, ShardCtx& ctx) {
 template <MoveKind kind>
 void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   MoveArgs m;
-  if (kind == MoveKind::kCopy &&
-      !ParseCopyArgs(args, conn.reactor().config().databases, rb, &m)) {
+  if (kind == MoveKind::kCopy && !ParseCopyArgs(args, conn.reactor().config().databases, rb, &m)) {
     return;
   }
   if (kind != MoveKind::kCopy && args.size() != 3) {
@@ -608,24 +586,15 @@ void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       if (st->done && ctx.shard.index() == st->src_shard) ctx.db.Del(st->src, ctx.now_ms);
     });
   }
-  conn.FanOutPhases({std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
-                    std::move(phases),
-                    [st](ReplyBuilder& rb) { ReplyMove(kind, st->snap.has_value(), st->done, rb); });
+  conn.FanOutPhases(
+      {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
+      std::move(phases),
+      [st](ReplyBuilder& rb) { ReplyMove(kind, st->snap.has_value(), st->done, rb); });
 }
 
 CommandSpec TwoKeys(std::string name, int arity, uint32_t flags, ConnHandler h,
                     ShardHandler one_shard, std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags | kMultiKey;
-  s.first_key = 1;
-  s.last_key = 2;
-  s.key_step = 1;
-  s.conn_handler = h;
-  s.shard_handler = one_shard;
-  s.acl_categories = std::move(acl);
-  return s;
+  return MultiKeyCommand(std::move(name), arity, flags, h, one_shard, std::move(acl), 1, 2, 1);
 }
 
 }  // namespace
@@ -635,8 +604,8 @@ void RegisterKeyCommands(CommandTable* t) {
                  {"@keyspace", "@write", "@slow"}));
   t->Add(TwoKeys("renamenx", 3, kWrite | kFast, Move<MoveKind::kRenameNx>,
                  MoveOnShard<MoveKind::kRenameNx>, {"@keyspace", "@write", "@fast"}));
-  t->Add(TwoKeys("copy", -3, kWrite | kDenyOom, Move<MoveKind::kCopy>,
-                 MoveOnShard<MoveKind::kCopy>, {"@keyspace", "@write", "@slow"}));
+  t->Add(TwoKeys("copy", -3, kWrite | kDenyOom, Move<MoveKind::kCopy>, MoveOnShard<MoveKind::kCopy>,
+                 {"@keyspace", "@write", "@slow"}));
   const std::vector<std::string> kReadFast = {"@keyspace", "@read", "@fast"};
   const std::vector<std::string> kReadSlow = {"@keyspace", "@read", "@slow"};
   const std::vector<std::string> kWriteFast = {"@keyspace", "@write", "@fast"};
@@ -644,10 +613,8 @@ void RegisterKeyCommands(CommandTable* t) {
   const std::vector<std::string> kWriteDangerous = {"@keyspace", "@write", "@slow", "@dangerous"};
   t->Add(MultiKey("del", -2, kWrite, Del, CountKeysOnShard<DelKey>, kWriteSlow));
   t->Add(MultiKey("unlink", -2, kWrite | kFast, Del, CountKeysOnShard<DelKey>, kWriteFast));
-  t->Add(MultiKey("exists", -2, kReadOnly | kFast, Exists, CountKeysOnShard<KeyExists>,
-                  kReadFast));
-  t->Add(MultiKey("touch", -2, kReadOnly | kFast, Exists, CountKeysOnShard<KeyExists>,
-                  kReadFast));
+  t->Add(MultiKey("exists", -2, kReadOnly | kFast, Exists, CountKeysOnShard<KeyExists>, kReadFast));
+  t->Add(MultiKey("touch", -2, kReadOnly | kFast, Exists, CountKeysOnShard<KeyExists>, kReadFast));
   t->Add(Key1("type", 2, kReadOnly | kFast, Type, kReadFast));
   t->Add(Key1("expire", -3, kWrite | kFast, Expire, kWriteFast));
   t->Add(Key1("pexpire", -3, kWrite | kFast, PExpire, kWriteFast));

@@ -19,16 +19,8 @@ void Unwatch(CmdArgs, Connection& conn, ReplyBuilder& rb) {
 
 CommandSpec Tx(std::string name, int arity, uint32_t flags, ConnHandler h, int first_key = 0,
                int last_key = 0) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = first_key;
-  s.last_key = last_key;
-  s.key_step = first_key ? 1 : 0;
-  s.conn_handler = h;
-  s.acl_categories = {"@fast", "@transaction"};
-  return s;
+  return ConnCommand(std::move(name), arity, flags, h, {"@fast", "@transaction"}, first_key,
+                     last_key, first_key ? 1 : 0);
 }
 
 }  // namespace

@@ -108,26 +108,12 @@ void BgRewriteAof(CmdArgs, Connection& conn, ReplyBuilder& rb) {
       });
 }
 
-CommandSpec Conn(std::string name, int arity, uint32_t flags, ConnHandler h,
-                 std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = 0;
-  s.last_key = 0;
-  s.key_step = 0;
-  s.conn_handler = h;
-  s.acl_categories = std::move(acl);
-  return s;
-}
-
 }  // namespace
 
 void RegisterPersistenceCommands(CommandTable* t) {
-  t->Add(Conn("waitaof", 4, kNoScript, WaitAof, {"@slow", "@connection"}));
-  t->Add(
-      Conn("bgrewriteaof", 1, kAdmin | kNoScript, BgRewriteAof, {"@admin", "@slow", "@dangerous"}));
+  t->Add(ConnCommand("waitaof", 4, kNoScript, WaitAof, {"@slow", "@connection"}));
+  t->Add(ConnCommand("bgrewriteaof", 1, kAdmin | kNoScript, BgRewriteAof,
+                     {"@admin", "@slow", "@dangerous"}));
 }
 
 }  // namespace deadbolt::server

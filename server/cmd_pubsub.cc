@@ -300,16 +300,8 @@ void PubSubCmd(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 CommandSpec Spec(std::string name, int arity, uint32_t flags, ConnHandler h,
                  std::vector<std::string> acl, int first_key = 0, int last_key = 0,
                  int key_step = 0) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = first_key;
-  s.last_key = last_key;
-  s.key_step = key_step;
-  s.conn_handler = h;
-  s.acl_categories = std::move(acl);
-  return s;
+  return ConnCommand(std::move(name), arity, flags, h, std::move(acl), first_key, last_key,
+                     key_step);
 }
 
 }  // namespace

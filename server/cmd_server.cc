@@ -712,16 +712,7 @@ void Role(CmdArgs, Connection&, ReplyBuilder& rb) {
 
 CommandSpec Conn(std::string name, int arity, uint32_t flags, ConnHandler h,
                  std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = 0;
-  s.last_key = 0;
-  s.key_step = 0;
-  s.conn_handler = h;
-  s.acl_categories = std::move(acl);
-  return s;
+  return ConnCommand(std::move(name), arity, flags, h, std::move(acl));
 }
 
 CommandSpec Subs(CommandSpec parent, std::initializer_list<std::pair<const char*, int>> subs) {

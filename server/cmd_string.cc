@@ -22,7 +22,6 @@
 
 namespace deadbolt::server {
 
-
 namespace {
 
 using protocol::ReplyBuilder;
@@ -564,17 +563,7 @@ CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
 
 CommandSpec MultiKey(std::string name, int arity, uint32_t flags, int step, ConnHandler h,
                      ShardHandler one_shard, std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags | kMultiKey;
-  s.first_key = 1;
-  s.last_key = -1;
-  s.key_step = step;
-  s.conn_handler = h;
-  s.shard_handler = one_shard;
-  s.acl_categories = std::move(acl);
-  return s;
+  return MultiKeyCommand(std::move(name), arity, flags, h, one_shard, std::move(acl), 1, -1, step);
 }
 
 }  // namespace

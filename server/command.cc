@@ -27,6 +27,29 @@ void CommandTable::Index() {
   for (size_t i = 0; i < all_.size(); i++) by_name_[all_[i].name] = i;
 }
 
+CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler h,
+                        std::vector<std::string> acl, int first_key, int last_key, int key_step) {
+  CommandSpec s;
+  s.name = std::move(name);
+  s.arity = arity;
+  s.flags = flags;
+  s.first_key = first_key;
+  s.last_key = last_key;
+  s.key_step = key_step;
+  s.conn_handler = h;
+  s.acl_categories = std::move(acl);
+  return s;
+}
+
+CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHandler across,
+                            ShardHandler one_shard, std::vector<std::string> acl, int first_key,
+                            int last_key, int key_step) {
+  CommandSpec s = ConnCommand(std::move(name), arity, flags | kMultiKey, across, std::move(acl),
+                              first_key, last_key, key_step);
+  s.shard_handler = one_shard;
+  return s;
+}
+
 const CommandSpec* CommandTable::Find(std::string_view name) const {
   char buf[32];
   if (name.size() > sizeof(buf)) return nullptr;

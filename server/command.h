@@ -133,6 +133,18 @@ class CommandTable {
   absl::flat_hash_map<std::string, size_t> by_name_;
 };
 
+// Table builders for the command families.
+// A command run by a ConnHandler on the connection's reactor; keys (if any) are
+// args[first_key..last_key] every key_step (last_key -1: to the end).
+CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler h,
+                        std::vector<std::string> acl, int first_key = 0, int last_key = 0,
+                        int key_step = 0);
+// A command whose keys may span shards: `across` coordinates them, `one_shard` runs when every
+// key sits on one shard (kMultiKey is added to the flags).
+CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHandler across,
+                            ShardHandler one_shard, std::vector<std::string> acl, int first_key,
+                            int last_key, int key_step);
+
 // Each command family registers its commands (cmd_*.cc).
 void RegisterServerCommands(CommandTable* t);
 void RegisterStringCommands(CommandTable* t);

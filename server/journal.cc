@@ -23,6 +23,8 @@ namespace {
 // A rewrite scans this many buckets per turn, and pauses while this much of its output waits.
 constexpr size_t kScanStep = 256;
 constexpr size_t kRewriteBacklog = 4 << 20;
+// A turn's changes go in one frame up to this size (frames are limited to kMaxFrameLength).
+constexpr size_t kSplitFrameBytes = 256u << 20;
 // After a failed write, try again this much later (Redis retries once a second too).
 constexpr int64_t kRetryMs = 1000;
 
@@ -157,6 +159,11 @@ void Journal::Materialize(int64_t now_ms) {
       w.Put(db, d.key, view_);
     } else {
       w.Del(db, d.key);
+    }
+    if (w.frame_bytes() > kSplitFrameBytes) {
+      // A turn that wrote huge values: more than one frame (each still whole on its own).
+      w.EndFrame();
+      w.BeginFrame();
     }
   }
   for (int d = 0; d < shard_->num_dbs(); d++) {

@@ -73,6 +73,8 @@ class JournalWriter {
   bool EndFrame();
   bool in_frame() const { return frame_start_ != kNoFrame; }
   size_t records_in_frame() const { return records_; }
+  // Bytes in the open frame so far (a writer splits a turn's changes before kMaxFrameLength).
+  size_t frame_bytes() const { return in_frame() ? out_->size() - frame_start_ : 0; }
 
   void Header(const JournalHeader& h);
   void Put(uint32_t db, std::string_view key, const KeySnapshot& value);
