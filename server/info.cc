@@ -29,6 +29,7 @@ struct Snapshot {
   PubSubInfoPart pubsub;
   std::vector<std::pair<size_t, size_t>> dbs;  // keys, expires
   size_t clients = 0;
+  size_t blocked_clients = 0;  // waiting in LOCK.ACQUIRE ... WAIT, counted where they wait
   PubSubInfoTotals pubsub_totals;
 };
 
@@ -100,7 +101,8 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
   if (Wants(sections, "clients", true)) {
     section("Clients");
     absl::StrAppend(&out, "connected_clients:", snap.clients, "\r\n",
-                    "maxclients:", config.maxclients, "\r\n", "blocked_clients:0\r\n",
+                    "maxclients:", config.maxclients, "\r\n", "blocked_clients:",
+                    snap.blocked_clients, "\r\n",
                     "tracking_clients:0\r\n", "pubsub_clients:", snap.pubsub_totals.clients,
                     "\r\n");
   }
@@ -194,6 +196,7 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         Reactor* r = Reactor::Current();
         Snapshot& s = (*snaps)[r->id()];
         s.stats = r->stats();
+        s.blocked_clients = r->lock_waiters().size();
         s.pubsub = CollectPubSubInfo(r->pubsub());
         for (int d = 0; d < ctx.shard.num_dbs(); d++) {
           s.dbs.emplace_back(ctx.shard.db(d).Size(), ctx.shard.db(d).ExpiresSize());
@@ -206,6 +209,7 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         total.pubsub_totals = MergePubSubInfo(pubsub_parts);
         for (auto& s : *snaps) {
           total.stats.Add(s.stats);
+          total.blocked_clients += s.blocked_clients;
           if (total.dbs.size() < s.dbs.size()) total.dbs.resize(s.dbs.size());
           for (size_t d = 0; d < s.dbs.size(); d++) {
             total.dbs[d].first += s.dbs[d].first;
