@@ -40,6 +40,9 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 SERVER_CORE = "1"
 LOAD_CORE = "0"
 SERVERS = ("deadbolt", "redis")
+# A third kind in the cycle runs: deadbolt releasing with the same EVALSHA as Redis gets (it runs
+# the catalogued compare-and-delete script natively), beside its built-in DELIFEQ.
+DEADBOLT_EVALSHA = "deadbolt evalsha"
 
 # Every process we start, so that nothing outlives us whatever way we leave.
 _children = []
@@ -654,29 +657,32 @@ def main():
                 str(cfg.free_keyspace)] for k in SERVERS}))
     if "cycle" not in skip:
         for d in (1, 16):
-            runs.append((f"cycle P{d}", {
-                "deadbolt": ["-w", "cycle", "--release", release, "-P", str(d)] + common,
-                "redis": ["-w", "cycle", "--release", "evalsha", "-P", str(d)] + common}))
+            cycle = ["-w", "cycle", "-P", str(d)] + common
+            by = {"deadbolt": cycle + ["--release", release]}
+            if release != "evalsha":
+                by[DEADBOLT_EVALSHA] = cycle + ["--release", "evalsha"]
+            by["redis"] = cycle + ["--release", "evalsha"]
+            runs.append((f"cycle P{d}", by))
     if "open" not in skip:
         for r_ in rates:
             runs.append((f"open {r_:g}/s", {k: ["-w", "acquire", "--rate", str(int(r_))] + common
                                             for k in SERVERS}))
 
     data = {"runs": {}, "memory": {"deadbolt": [], "redis": []}, "reactors": {}, "memtier": {}}
-    for name, _ in runs:
-        data["runs"][name] = {"deadbolt": [], "redis": []}
+    for name, args in runs:
+        data["runs"][name] = {k: [] for k in args}
     values = make_values(cfg.memory_keys) if "memory" not in skip else None
     started = time.monotonic()
     for rnd in range(cfg.rounds):
         order = SERVERS if rnd % 2 == 0 else tuple(reversed(SERVERS))
         for name, args in runs:
-            for kind in order:
+            for kind in (tuple(args) if rnd % 2 == 0 else tuple(reversed(args))):
                 if cfg.quiet_wait > 0:
                     wait_quiet(cfg.quiet_wait)
-                with Server(kind, cfg) as s:
+                with Server(kind.split()[0], cfg) as s:
                     res = run_lockload(cfg, s, args[kind], cfg.warmup, cfg.duration)
                 data["runs"][name][kind].append(res)
-                log(f"round {rnd + 1}/{cfg.rounds} {name:14s} {kind:8s} "
+                log(f"round {rnd + 1}/{cfg.rounds} {name:14s} {kind:16s} "
                     f"{res['ops_per_sec']:>11,.0f} ops/s  p99 {res['p99_us']:>9.1f} us  "
                     f"cpu {res['server_cpu_us_per_op']:6.3f} us/op "
                     f"({res['server_cpu_util'] * 100:3.0f}% of a core)  "
@@ -911,6 +917,16 @@ def render_text(s):
             f"{fmt_ratio(ratio(a['p99_us'], b['p99_us'])):>6}   "
             f"cpu/op {a['server_cpu_us_per_op']:6.3f} / {b['server_cpu_us_per_op']:6.3f} µs = "
             f"{fmt_ratio(ratio(a['server_cpu_us_per_op'], b['server_cpu_us_per_op'])):>6}")
+        e = by.get(DEADBOLT_EVALSHA)
+        if e:
+            lines.append(
+                f"  {name + ' EVALSHA':14s} ops/s {fmt_ops(e['ops_per_sec']):>7} / "
+                f"{fmt_ops(b['ops_per_sec']):>7} = "
+                f"{fmt_ratio(ratio(e['ops_per_sec'], b['ops_per_sec'])):>6}   "
+                f"p99 {e['p99_us']:8.0f} / {b['p99_us']:8.0f} µs = "
+                f"{fmt_ratio(ratio(e['p99_us'], b['p99_us'])):>6}   "
+                f"cpu/op {e['server_cpu_us_per_op']:6.3f} / {b['server_cpu_us_per_op']:6.3f} µs = "
+                f"{fmt_ratio(ratio(e['server_cpu_us_per_op'], b['server_cpu_us_per_op'])):>6}")
     m = s["memory"]
     if m.get("deadbolt") and m.get("redis"):
         for key in ("rss_bytes_per_key", "used_memory_bytes_per_key"):
@@ -954,8 +970,10 @@ def render_markdown(s, data, png, notes):
       f"state. `acquire … free`: n over {meta['free_keyspace']:,} keys, so nearly every "
       f"acquire takes a free lock and the table grows all through the run. `cycle`: acquire, "
       f"then release each lock taken — deadbolt `{meta['release'].upper()}`, redis `EVALSHA` "
-      f"of the compare-and-delete script. The *acquired* column says what share of acquires "
-      f"got `OK` |")
+      f"of the compare-and-delete script"
+      + (" (deadbolt with that `EVALSHA` too: *Releasing a lock* below)"
+         if any(DEADBOLT_EVALSHA in by for by in data["runs"].values()) else "")
+      + ". The *acquired* column says what share of acquires got `OK` |")
     bg = [r["background_cores"] for by in data["runs"].values() for rs in by.values()
           for r in rs]
     if bg:
@@ -1008,6 +1026,34 @@ def render_markdown(s, data, png, notes):
                     w(f"* {name}, {kind}: {r['errors']} errors, first: `{r.get('first_error')}`")
                     break
     w("")
+
+    cycles = [(name, by) for name, by in s["runs"].items()
+              if by.get(DEADBOLT_EVALSHA) and by.get("deadbolt") and by.get("redis")]
+    if cycles:
+        rel = meta["release"].upper()
+        w("## Releasing a lock: built-in command vs the script\n")
+        w(f"The `cycle` runs (acquire with `SET NX PX`, then release each lock taken) with three "
+          f"releases: deadbolt's built-in `{rel} key token`; on deadbolt, `EVALSHA` of the classic "
+          f"compare-and-delete script (`if redis.call(\"get\",KEYS[1]) == ARGV[1] then return "
+          f"redis.call(\"del\",KEYS[1]) else return 0 end`, loaded with `SCRIPT LOAD`), which "
+          f"deadbolt knows by its SHA1 and runs natively; and that same `EVALSHA` on redis-server, "
+          f"which runs it in Lua. The three alternate within each round like the other runs. "
+          f"Ratios are of the medians, ÷ redis.\n")
+        w(f"| run | deadbolt `{rel}` ops/s | deadbolt `EVALSHA` ops/s | redis `EVALSHA` ops/s "
+          f"| `{rel}` ÷ redis | `EVALSHA` ÷ redis | server CPU µs/op `{rel}` / `EVALSHA` / redis "
+          f"| CPU ÷ redis `{rel}` / `EVALSHA` | p99 µs `{rel}` / `EVALSHA` / redis |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for name, by in cycles:
+            a, e, b = by["deadbolt"], by[DEADBOLT_EVALSHA], by["redis"]
+            cpu = "server_cpu_us_per_op"
+            w(f"| {name} | {fmt_ops(a['ops_per_sec'])} | {fmt_ops(e['ops_per_sec'])} | "
+              f"{fmt_ops(b['ops_per_sec'])} | "
+              f"{fmt_ratio(ratio(a['ops_per_sec'], b['ops_per_sec']))} | "
+              f"{fmt_ratio(ratio(e['ops_per_sec'], b['ops_per_sec']))} | "
+              f"{a[cpu]:.3f} / {e[cpu]:.3f} / {b[cpu]:.3f} | "
+              f"{fmt_ratio(ratio(a[cpu], b[cpu]))} / {fmt_ratio(ratio(e[cpu], b[cpu]))} | "
+              f"{a['p99_us']:.0f} / {e['p99_us']:.0f} / {b['p99_us']:.0f} |")
+        w("")
 
     if s["memory"]:
         w("## Memory per lock key\n")

@@ -205,12 +205,23 @@ size_t SubCount(const Connection& c, PubSubKind k) {
   return c.pubsub_state() ? c.pubsub_state()->count(k) : 0;
 }
 
+// CLIENT LIST's flags, in Redis's order: P subscribed, x in MULTI, b blocked (waiting in
+// LOCK.ACQUIRE ... WAIT, as Redis's BLPOP), N none.
+std::string ClientFlags(const Connection& c) {
+  std::string f;
+  if (c.subscribed()) f += 'P';
+  if (c.in_multi()) f += 'x';
+  if (c.blocked()) f += 'b';
+  if (f.empty()) f = "N";
+  return f;
+}
+
 std::string ClientLine(Connection& c, int64_t now_ms, std::string_view cmd_override = {}) {
   std::string last = cmd_override.empty() ? c.last_command() : std::string(cmd_override);
   return absl::StrCat(
       "id=", c.id(), " addr=", c.peer(), " laddr=", c.local(), " fd=", c.fd(), " name=", c.name(),
       " age=", (now_ms - c.created_ms()) / 1000, " idle=", (now_ms - c.last_interaction_ms()) / 1000,
-      " flags=", c.subscribed() ? "P" : (c.in_multi() ? "x" : "N"), " db=", c.db_index(),
+      " flags=", ClientFlags(c), " db=", c.db_index(),
       " sub=", SubCount(c, PubSubKind::kChannel), " psub=", SubCount(c, PubSubKind::kPattern),
       " ssub=", SubCount(c, PubSubKind::kShard), " multi=", c.in_multi() ? 0 : -1,
       " qbuf=", c.query_buffer_size(),

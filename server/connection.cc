@@ -37,17 +37,18 @@ std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db
 class ConnBlockedReply final : public BlockedReply {
  public:
   ConnBlockedReply(int origin, Connection* conn, uint64_t seq, int resp, uint64_t client_id,
-                   std::shared_ptr<std::atomic<bool>> cancelled)
+                   std::shared_ptr<BlockState> state)
       : origin_(origin),
         conn_(conn),
         seq_(seq),
         resp_(resp),
         client_id_(client_id),
-        cancelled_(std::move(cancelled)) {}
+        state_(std::move(state)) {}
   int resp() const override { return resp_; }
   uint64_t client_id() const override { return client_id_; }
-  bool cancelled() const override { return cancelled_->load(std::memory_order_relaxed); }
+  bool cancelled() const override { return state_->cancelled.load(std::memory_order_relaxed); }
   void Finish(std::string reply, absl::AnyInvocable<void()> undo) override {
+    state_->waiting.store(false, std::memory_order_relaxed);  // no longer blocked
     Reactor* r = Reactor::Current();
     Connection* c = conn_;  // dereferenced only back on origin_
     uint64_t seq = seq_;
@@ -63,7 +64,7 @@ class ConnBlockedReply final : public BlockedReply {
   uint64_t seq_;
   int resp_;
   uint64_t client_id_;
-  std::shared_ptr<std::atomic<bool>> cancelled_;
+  std::shared_ptr<BlockState> state_;
 };
 
 // A single-shard command travelling to the shard that owns its keys. If a transaction holds one
@@ -77,8 +78,8 @@ struct RemoteCommand {
   Connection* conn;  // dereferenced only back on `origin`
   uint64_t seq;
   uint64_t client_id;
-  // A blocking command's (Connection::ForwardBlocking): set once its connection has closed.
-  std::shared_ptr<std::atomic<bool>> cancelled;
+  // A blocking command's (Connection::ForwardBlocking): shared with its connection.
+  std::shared_ptr<BlockState> block;
 
   void operator()() {
     Reactor* r = Reactor::Current();
@@ -95,16 +96,21 @@ struct RemoteCommand {
     std::string reply;
     protocol::ReplyBuilder rb(&reply, resp);
     ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
-    if (cancelled) {
-      // A blocking command: the handler may keep the reply open by taking `pending`; if it does
-      // not, the reply goes now. One whose client has already gone is not run at all.
+    if (block) {
+      // A blocking command: the handler may keep the reply open by taking `pending` (the client
+      // now waits); if it does not, the reply goes now. One whose client has already gone is not
+      // run at all.
       std::unique_ptr<BlockedReply> pending =
-          std::make_unique<ConnBlockedReply>(origin, conn, seq, resp, client_id, cancelled);
+          std::make_unique<ConnBlockedReply>(origin, conn, seq, resp, client_id, block);
       if (!pending->cancelled()) {
         ctx.block = &pending;
         spec->shard_handler(a, ctx);
       }
-      if (pending) pending->Finish(std::move(reply), nullptr);
+      if (pending) {
+        pending->Finish(std::move(reply), nullptr);
+      } else {
+        block->waiting.store(true, std::memory_order_relaxed);
+      }
       return;
     }
     spec->shard_handler(a, ctx);
@@ -417,13 +423,13 @@ void Connection::RunConnHandler(const CommandSpec* spec, CmdArgs args,
 }
 
 void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
-                         std::shared_ptr<std::atomic<bool>> cancelled) {
+                         std::shared_ptr<BlockState> block) {
   uint64_t seq = ReserveSlot();
   Ref();
   inflight_++;
   inflight_shard_ = shard;
   reactor_->Send(shard, RemoteCommand{spec, std::make_unique<OwnedArgs>(args), reactor_->id(),
-                                      db_index_, resp_, this, seq, id_, std::move(cancelled)});
+                                      db_index_, resp_, this, seq, id_, std::move(block)});
 }
 
 // --- blocking commands ---
@@ -433,15 +439,16 @@ void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
 // the connection pauses at once (its later commands would otherwise reach that shard behind it
 // and run while it waits). On this reactor's shard it runs inline and the connection pauses only
 // if the handler keeps the reply. While paused, the connection's later commands, pipelined or
-// not, wait, as with a blocked client in Redis. Closing the connection sets the shared
+// not, wait, as with a blocked client in Redis. The shard marks the shared BlockState `waiting`
+// while the call sits in a queue (CLIENT LIST's flag b). Closing the connection sets its
 // `cancelled` flag and sends a cancel to the shard, so the waiter leaves the queue at once; the
 // shard still finishes the reply, which is what releases this connection's reference.
 
 void Connection::RunBlockingHere(const CommandSpec* spec, CmdArgs args) {
   const uint64_t seq = ReserveSlot();
-  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  auto state = std::make_shared<BlockState>();
   std::unique_ptr<BlockedReply> pending = std::make_unique<ConnBlockedReply>(
-      reactor_->id(), this, seq, resp_, id_, cancelled);
+      reactor_->id(), this, seq, resp_, id_, state);
   std::string reply;
   protocol::ReplyBuilder rb(&reply, resp_);
   ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
@@ -455,7 +462,8 @@ void Connection::RunBlockingHere(const CommandSpec* spec, CmdArgs args) {
   Ref();
   inflight_++;
   inflight_shard_ = reactor_->id();
-  block_cancelled_ = std::move(cancelled);
+  state->waiting.store(true, std::memory_order_relaxed);
+  block_state_ = std::move(state);
   block_shard_ = reactor_->id();
   paused_ = true;
 }
@@ -473,17 +481,17 @@ absl::AnyInvocable<void(std::string)> Connection::ReplyLater() {
 }
 
 void Connection::ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shard) {
-  block_cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  block_state_ = std::make_shared<BlockState>();
   block_shard_ = shard;
   paused_ = true;
-  Forward(spec, args, shard, block_cancelled_);
+  Forward(spec, args, shard, block_state_);
 }
 
 void Connection::EndBlock(uint64_t seq, std::string reply, int shard,
                           absl::AnyInvocable<void()> undo) {
   // Granted to a client that has gone (its reply would go nowhere): give it back.
   if (closing_ && undo) reactor_->Send(shard, std::move(undo));
-  block_cancelled_.reset();
+  block_state_.reset();
   block_shard_ = -1;
   paused_ = false;
   CompleteSlot(seq, std::move(reply));
@@ -493,8 +501,8 @@ void Connection::EndBlock(uint64_t seq, std::string reply, int shard,
 }
 
 void Connection::CancelBlock() {
-  if (!block_cancelled_) return;
-  block_cancelled_->store(true, std::memory_order_relaxed);
+  if (!block_state_) return;
+  block_state_->cancelled.store(true, std::memory_order_relaxed);
   uint64_t id = id_;
   reactor_->Send(block_shard_, [id] { Reactor::Current()->lock_waiters().Cancel(id); });
 }

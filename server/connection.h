@@ -27,6 +27,16 @@ struct WatchFlag;
 struct RemoteCommand;
 class ConnBlockedReply;
 
+// What a connection and the shard its blocking command (LOCK.ACQUIRE ... WAIT) went to share
+// while the call is out. Either thread may read it.
+struct BlockState {
+  // Set by the connection when it closes: the reply will go nowhere.
+  std::atomic<bool> cancelled{false};
+  // Set by the shard while the call waits in a queue (the client is blocked, as Redis counts
+  // it); cleared when the wait ends.
+  std::atomic<bool> waiting{false};
+};
+
 // A command's arguments copied into one block, so it can travel to another reactor or wait in a
 // MULTI queue after the connection's input buffer has moved on.
 struct OwnedArgs {
@@ -119,6 +129,11 @@ class Connection {
   bool closing() const { return closing_; }
   // Waiting for replies from other shards (or an EXEC, fan-out or blocked command).
   bool busy() const { return !pending_.empty() || paused_; }
+  // Its blocking command waits in the server for a lock (CLIENT LIST's flag b; INFO's
+  // blocked_clients counts the waiters where they wait, LockWaiters::size()).
+  bool blocked() const {
+    return block_state_ && block_state_->waiting.load(std::memory_order_relaxed);
+  }
   // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
   void OnClose();
   bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }
@@ -149,9 +164,9 @@ class Connection {
   struct FanOutRun;
   void Dispatch(CmdArgs args);
   void Execute(const CommandSpec* spec, CmdArgs args);
-  // `cancelled`: set for a blocking command (ForwardBlocking).
+  // `block`: set for a blocking command (ForwardBlocking).
   void Forward(const CommandSpec* spec, CmdArgs args, int shard,
-               std::shared_ptr<std::atomic<bool>> cancelled = nullptr);
+               std::shared_ptr<BlockState> block = nullptr);
   // --- blocking commands (LOCK.ACQUIRE ... WAIT) ---
   // Sends a call that may wait in the server to its shard (even this reactor's own) and holds
   // back the connection's later commands until it replies.
@@ -224,9 +239,8 @@ class Connection {
   int inflight_shard_ = -1;
   const CommandSpec* deferred_spec_ = nullptr;
   std::unique_ptr<OwnedArgs> deferred_args_;
-  // While a blocking command waits: set when the connection closes (read by its shard), and the
-  // shard it waits on.
-  std::shared_ptr<std::atomic<bool>> block_cancelled_;
+  // While a blocking command is out: what it shares with its shard, and the shard it went to.
+  std::shared_ptr<BlockState> block_state_;
   int block_shard_ = -1;
 
   // The command a conn_handler is running, for FanOut's lock plan.

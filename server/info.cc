@@ -30,6 +30,7 @@ struct Snapshot {
   PubSubInfoPart pubsub;
   std::vector<std::pair<size_t, size_t>> dbs;  // keys, expires
   size_t clients = 0;
+  size_t blocked_clients = 0;  // waiting in LOCK.ACQUIRE ... WAIT, counted where they wait
   PubSubInfoTotals pubsub_totals;
   std::vector<JournalStats> journals;  // one per shard with the journal on
 };
@@ -102,7 +103,8 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
   if (Wants(sections, "clients", true)) {
     section("Clients");
     absl::StrAppend(&out, "connected_clients:", snap.clients, "\r\n",
-                    "maxclients:", config.maxclients, "\r\n", "blocked_clients:0\r\n",
+                    "maxclients:", config.maxclients, "\r\n", "blocked_clients:",
+                    snap.blocked_clients, "\r\n",
                     "tracking_clients:0\r\n", "pubsub_clients:", snap.pubsub_totals.clients,
                     "\r\n");
   }
@@ -229,6 +231,7 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         Reactor* r = Reactor::Current();
         Snapshot& s = (*snaps)[r->id()];
         s.stats = r->stats();
+        s.blocked_clients = r->lock_waiters().size();
         s.pubsub = CollectPubSubInfo(r->pubsub());
         if (r->journal()) s.journals.push_back(r->journal()->Stats());
         for (int d = 0; d < ctx.shard.num_dbs(); d++) {
@@ -243,6 +246,7 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         for (auto& s : *snaps) {
           total.stats.Add(s.stats);
           for (auto& j : s.journals) total.journals.push_back(j);
+          total.blocked_clients += s.blocked_clients;
           if (total.dbs.size() < s.dbs.size()) total.dbs.resize(s.dbs.size());
           for (size_t d = 0; d < s.dbs.size(); d++) {
             total.dbs[d].first += s.dbs[d].first;

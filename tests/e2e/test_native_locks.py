@@ -374,6 +374,65 @@ class WaitTest(LockTestCase):
                 self.token(r[1])
                 self.assertEqual(r[2], bulk("w"))
 
+    def blocked_clients(self):
+        """INFO clients' blocked_clients (summed over the reactors)."""
+        text = decode(self.c.cmd("INFO", "clients")).decode()
+        fields = dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
+        return int(fields["blocked_clients"])
+
+    def client_fields(self, client_id):
+        """CLIENT LIST ID <id>: that client's line as a dict (flags, cmd, ...)."""
+        line = decode(self.c.cmd("CLIENT", "LIST", "ID", client_id)).decode().strip()
+        self.assertEqual(len(line.splitlines()), 1, line)
+        return dict(f.split("=", 1) for f in line.split(" "))
+
+    def test_waiting_clients_show_as_blocked(self):
+        # Like a client in BLPOP on Redis 7: INFO's blocked_clients counts it and CLIENT LIST
+        # shows flags=b cmd=lock.acquire, until it is served or gives up.
+        self.assertEqual(self.blocked_clients(), 0)
+        self.acquire(self.c, "bc", "holder")
+        a, b = self.conn(), self.conn()  # consecutive: one on each reactor
+        ids = [a.call("CLIENT", "ID"), b.call("CLIENT", "ID")]
+        self.assertEqual(self.client_fields(ids[0])["flags"], "N")
+        self.start_wait(a, "bc", "a")
+        self.wait_for_waiters("bc", 1)
+        self.assertEqual(self.blocked_clients(), 1)
+        fa = self.client_fields(ids[0])
+        self.assertEqual((fa["flags"], fa["cmd"]), ("b", "lock.acquire"))
+        self.assertEqual(self.client_fields(ids[1])["flags"], "N")
+        self.assertEqual(self.client_fields(self.c.call("CLIENT", "ID"))["flags"], "N")
+        self.start_wait(b, "bc", "b")
+        self.wait_for_waiters("bc", 2)
+        self.assertEqual(self.blocked_clients(), 2)  # waiting on both reactors
+        self.assertEqual([self.client_fields(i)["flags"] for i in ids], ["b", "b"])
+        # Handed over: `a` is no longer blocked, `b` still is.
+        self.assertReply(integer(0), "LOCK.RELEASE", "bc", "holder")
+        self.token(a.read_reply())
+        self.assertEqual(self.blocked_clients(), 1)
+        self.assertEqual([self.client_fields(i)["flags"] for i in ids], ["N", "b"])
+        self.assertReply(integer(0), "LOCK.RELEASE", "bc", "a")
+        self.token(b.read_reply())
+        self.assertEqual(self.blocked_clients(), 0)
+        self.assertEqual([self.client_fields(i)["flags"] for i in ids], ["N", "N"])
+        # A WAIT on a free lock never blocks; one that times out is blocked until it does.
+        self.token(a.cmd("LOCK.ACQUIRE", "free", "a", 1000, "WAIT", 1000))
+        self.assertEqual(self.client_fields(ids[0])["flags"], "N")
+        self.assertReply(NIL, "LOCK.ACQUIRE", "bc", "a", 1000, "WAIT", 50, c=a)
+        self.assertEqual(self.blocked_clients(), 0)
+        self.assertEqual(self.client_fields(ids[0])["flags"], "N")
+
+    def test_a_closed_waiter_is_no_longer_blocked(self):
+        self.acquire(self.c, "bx", "holder")
+        for n in range(2):  # one connection on each reactor
+            with self.subTest(n=n):
+                w = self.conn()
+                self.start_wait(w, "bx", "w")
+                self.wait_for_waiters("bx", 1)
+                self.assertEqual(self.blocked_clients(), 1)
+                w.close()
+                self.wait_for_waiters("bx", 0)
+                self.assertEqual(self.blocked_clients(), 0)
+
     def test_reentrant_waiter_of_the_holder_passes(self):
         self.acquire(self.c, "re", "svc", 10000, "REENTRANT")
         other = self.conn()
