@@ -302,13 +302,16 @@ class MsetMgetTest(AtomicityTestCase):
         a, b = on_shard(0, "seq"), on_shard(1, "seq")
         self.assertOnShards([a, b])
         self.assertReply(OK, "MSET", a, "0", b, "0")
+        # Work-bounded, not time-bounded: the writer runs for at least `duration` and at least
+        # 100 rounds, the readers until it has finished and they have read 20 times each, so a
+        # slow (loaded, sanitized) machine makes the test longer instead of failing it.
         duration = 1.0
-        stop_at = time.monotonic() + duration + 1.0
+        writer_done = threading.Event()
 
         def writer(w, c):
             n = 0
             w_stop = time.monotonic() + duration
-            while time.monotonic() < w_stop and time.monotonic() < stop_at:
+            while time.monotonic() < w_stop or n < 100:
                 n += 1
                 if pipelined:
                     c.send(harness.encode_command("SET", a, n) + harness.encode_command("SET", b, n))
@@ -316,13 +319,13 @@ class MsetMgetTest(AtomicityTestCase):
                 else:
                     w.expect(c.cmd("SET", a, n), OK, "SET a")
                     w.expect(c.cmd("SET", b, n), OK, "SET b")
+            writer_done.set()
             return n
 
         def reader(idx, tx):
             def body(w, c):
                 reads = 0
-                r_stop = time.monotonic() + duration
-                while time.monotonic() < r_stop and time.monotonic() < stop_at:
+                while not writer_done.is_set() or reads < 20:
                     if tx:
                         c.send(transaction_bytes(("GET", a), ("GET", b)))
                         raw = read_transaction(w, c, 2, "MULTI GET GET EXEC")
@@ -344,7 +347,7 @@ class MsetMgetTest(AtomicityTestCase):
         bodies = [("writer", writer)]
         bodies += [("reader%d" % i, reader(i, False)) for i in range(3)]
         bodies += [("txreader%d" % i, reader(i, True)) for i in range(2)]
-        results = self.run_workers(bodies)
+        results = self.run_workers(bodies, on_error=writer_done.set)
         msg = repr(results)
         self.assertGreaterEqual(results["writer"], 100, msg)
         for name, n in results.items():
