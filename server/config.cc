@@ -104,6 +104,9 @@ const std::vector<Setting>& Settings() {
        [](const Config&) { return std::string("noeviction"); }},
       {"cluster-enabled", false, nullptr, [](const Config&) { return std::string("no"); }},
       {"notify-keyspace-events", false, nullptr, [](const Config&) { return std::string(); }},
+      // Fixed at start: the delay counts from then.
+      {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
+       IntGetter(&Config::restart_delay_ms)},
   };
   return kSettings;
 }
@@ -143,7 +146,14 @@ std::string Config::Usage() {
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
          "                       [--loglevel LEVEL] [--no-pin]\n"
-         "Defaults: --port 6379 --bind 127.0.0.1 --threads <cores> --databases 16\n";
+         "Defaults: --port 6379 --bind 127.0.0.1 --threads <cores> --databases 16\n"
+         "  --restart-delay MS   for MS milliseconds after start, refuse every command that\n"
+         "                       could take a lock (SET, SETNX, LOCK.ACQUIRE, acquire scripts,\n"
+         "                       ...) with a TRYAGAIN error; releases, extensions and reads\n"
+         "                       still work. For running without persistence: set it to your\n"
+         "                       longest lock lease, so no lock granted before a restart is\n"
+         "                       granted again while it may still be held (default 0: off;\n"
+         "                       see docs/LOCKS.md)\n";
 }
 
 std::optional<std::string> Config::ParseArgs(int argc, char** argv, Config* out) {
