@@ -288,7 +288,7 @@ void Connection::Dispatch(CmdArgs args) {
     ReplyError(errors::kNoAuth);
     return;
   }
-  if (spec->flags & kMayCreate) {
+  if ((spec->flags & kMayCreate) && reactor_->config().restart_delay_ms > 0) {
     // --restart-delay: a call that could take a lock is refused while it runs. Before queueing,
     // as Redis rejects a denyoom command under OOM: inside MULTI, EXEC then aborts.
     if (auto refusal = RestartDelayRefusal(reactor_->server().restart_delay(), *spec, args,
