@@ -600,9 +600,10 @@ CommandSpec TwoKeys(std::string name, int arity, uint32_t flags, ConnHandler h,
 }  // namespace
 
 void RegisterKeyCommands(CommandTable* t) {
-  t->Add(TwoKeys("rename", 3, kWrite, Move<MoveKind::kRename>, MoveOnShard<MoveKind::kRename>,
-                 {"@keyspace", "@write", "@slow"}));
-  t->Add(TwoKeys("renamenx", 3, kWrite | kFast, Move<MoveKind::kRenameNx>,
+  // RENAME / RENAMENX are not denyoom in Redis, but create the destination key.
+  t->Add(TwoKeys("rename", 3, kWrite | kMayCreate, Move<MoveKind::kRename>,
+                 MoveOnShard<MoveKind::kRename>, {"@keyspace", "@write", "@slow"}));
+  t->Add(TwoKeys("renamenx", 3, kWrite | kFast | kMayCreate, Move<MoveKind::kRenameNx>,
                  MoveOnShard<MoveKind::kRenameNx>, {"@keyspace", "@write", "@fast"}));
   t->Add(TwoKeys("copy", -3, kWrite | kDenyOom, Move<MoveKind::kCopy>, MoveOnShard<MoveKind::kCopy>,
                  {"@keyspace", "@write", "@slow"}));

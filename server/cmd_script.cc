@@ -91,6 +91,14 @@ void EvalAcrossShards(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   call.script->multi(call, conn, rb);
 }
 
+// CommandSpec::may_create of EVAL / EVALSHA: the call may create a key only when its script is
+// one that acquires a lock (ScriptInfo::acquires). An unknown script runs nothing.
+template <bool kBySha>
+bool EvalMayCreate(CmdArgs args) {
+  const ScriptInfo* s = kBySha ? FindScriptBySha(args[1]) : FindScriptByText(args[1]);
+  return s && s->acquires;
+}
+
 // --- SCRIPT ---
 
 void ScriptLoad(CmdArgs args, ReplyBuilder& rb) {
@@ -168,7 +176,8 @@ void Script(CmdArgs args, Connection&, ReplyBuilder& rb) {
   rb.Error(errors::UnknownSubcommand(sub, "SCRIPT"));
 }
 
-CommandSpec EvalSpec(std::string name, uint32_t flags, ShardHandler on_shard, ConnHandler across) {
+CommandSpec EvalSpec(std::string name, uint32_t flags, ShardHandler on_shard, ConnHandler across,
+                     MayCreateFn may_create = nullptr) {
   CommandSpec s;
   s.name = std::move(name);
   s.arity = -3;
@@ -180,6 +189,7 @@ CommandSpec EvalSpec(std::string name, uint32_t flags, ShardHandler on_shard, Co
   s.key_range = EvalKeyRange;
   s.shard_handler = on_shard;
   s.conn_handler = across;
+  s.may_create = may_create;
   s.acl_categories = {"@slow", "@scripting"};
   return s;
 }
@@ -197,8 +207,11 @@ CommandSpec ScriptSub(std::string name, int arity, uint32_t flags) {
 }  // namespace
 
 void RegisterScriptCommands(CommandTable* t) {
-  t->Add(EvalSpec("eval", kWrite, EvalOnShard<false, false>, EvalAcrossShards<false, false>));
-  t->Add(EvalSpec("evalsha", kWrite, EvalOnShard<true, false>, EvalAcrossShards<true, false>));
+  // EVAL / EVALSHA may create a key when the script acquires a lock; the _RO forms never write.
+  t->Add(EvalSpec("eval", kWrite | kMayCreate, EvalOnShard<false, false>,
+                  EvalAcrossShards<false, false>, EvalMayCreate<false>));
+  t->Add(EvalSpec("evalsha", kWrite | kMayCreate, EvalOnShard<true, false>,
+                  EvalAcrossShards<true, false>, EvalMayCreate<true>));
   t->Add(EvalSpec("eval_ro", kReadOnly, EvalOnShard<false, true>, EvalAcrossShards<false, true>));
   t->Add(EvalSpec("evalsha_ro", kReadOnly, EvalOnShard<true, true>, EvalAcrossShards<true, true>));
   CommandSpec script;

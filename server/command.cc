@@ -20,6 +20,11 @@ CommandTable::CommandTable() {
   RegisterPubSubCommands(this);
   RegisterTransactionCommands(this);
   RegisterPersistenceCommands(this);
+  // Redis marks denyoom every command that may grow memory, which includes every command that
+  // can create a key: each of them may create one (--restart-delay refuses them).
+  for (CommandSpec& s : all_) {
+    if (s.flags & kDenyOom) s.flags |= kMayCreate;
+  }
   Index();
 }
 

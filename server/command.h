@@ -64,6 +64,11 @@ enum CommandFlag : uint32_t {
   kMultiKey = 1 << 11,  // keys may span shards: handled by a ConnHandler that fans out
   kNoQueue = 1 << 12,   // runs at once inside MULTI instead of being queued (EXEC, WATCH, ...)
   kBlocking = 1 << 13,  // may wait in the server (set with CommandSpec::blocks)
+  // May bring a key into existence, and so grant a lock: every denyoom command (SET in any form,
+  // SETNX, INCR, HSET, COPY, LOCK.ACQUIRE, ...; the table adds it to them), RENAME, RENAMENX,
+  // and EVAL/EVALSHA (per script: CommandSpec::may_create). Refused while --restart-delay runs
+  // (server/restart_delay.h). deadbolt's own: COMMAND does not list it.
+  kMayCreate = 1 << 14,
 };
 
 // For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and
@@ -73,6 +78,10 @@ using KeyRangeFn = bool (*)(CmdArgs args, int* first, int* last);
 
 // For a blocking command: whether this call may wait in the server (LOCK.ACQUIRE with WAIT).
 using BlocksFn = bool (*)(CmdArgs args);
+
+// For a kMayCreate command whose calls differ: whether this call may create a key (EVALSHA: only
+// when the script is one that acquires a lock).
+using MayCreateFn = bool (*)(CmdArgs args);
 
 struct CommandSpec {
   std::string name;      // lower case; "client|setname" for a subcommand
@@ -91,6 +100,8 @@ struct CommandSpec {
   // true gets a ShardCtx::block, and if it waits (or runs on another shard) the connection runs
   // none of its later commands until it has replied.
   BlocksFn blocks = nullptr;
+  // A kMayCreate command may have this; without it every call may create a key.
+  MayCreateFn may_create = nullptr;
   std::vector<std::string> acl_categories;  // "@string", "@keyspace", ...
   std::vector<CommandSpec> subcommands;      // for COMMAND INFO/DOCS
 

@@ -150,6 +150,9 @@ const std::vector<Setting>& Settings() {
        [](const Config&) { return std::string("noeviction"); }},
       {"cluster-enabled", false, nullptr, [](const Config&) { return std::string("no"); }},
       {"notify-keyspace-events", false, nullptr, [](const Config&) { return std::string(); }},
+      // Fixed at start: the delay counts from then.
+      {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
+       IntGetter(&Config::restart_delay_ms)},
   };
   return kSettings;
 }
@@ -210,7 +213,14 @@ std::string Config::Usage() {
          "With --appendonly yes every shard keeps a journal in --dir "
          "(deadbolt-journal-<shard>-of-<n>.aof)\n"
          "and replays it at start-up. --appendfsync always acknowledges a write only once it is\n"
-         "on disk (one fsync per reactor turn covers every write of that turn).\n";
+         "on disk (one fsync per reactor turn covers every write of that turn).\n"
+         "  --restart-delay MS   for MS milliseconds after start, refuse every command that\n"
+         "                       could take a lock (SET, SETNX, LOCK.ACQUIRE, acquire scripts,\n"
+         "                       ...) with a TRYAGAIN error; releases, extensions and reads\n"
+         "                       still work. For running without persistence: set it to your\n"
+         "                       longest lock lease, so no lock granted before a restart is\n"
+         "                       granted again while it may still be held (default 0: off;\n"
+         "                       see docs/LOCKS.md)\n";
 }
 
 std::optional<std::string> Config::ParseArgs(int argc, char** argv, Config* out) {

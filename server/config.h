@@ -27,6 +27,9 @@ struct Config {
   int64_t timeout = 0;   // idle client timeout in seconds (0: never)
   std::string loglevel = "notice";
   bool pin_threads = true;
+  // --restart-delay: lock acquisitions are refused for this many ms after start
+  // (server/restart_delay.h).
+  int64_t restart_delay_ms = 0;
 
   // --- persistence: the journal (server/journal.h) ---
   enum class Fsync : uint8_t { kAlways, kEverySec, kNo };

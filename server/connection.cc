@@ -9,6 +9,7 @@
 #include "server/log.h"
 #include "server/pubsub.h"
 #include "server/reactor.h"
+#include "server/restart_delay.h"
 #include "server/server.h"
 #include "server/lock_table.h"
 #include "server/watch_table.h"
@@ -292,6 +293,17 @@ void Connection::Dispatch(CmdArgs args) {
     if (in_multi_) multi_error_ = true;
     ReplyError(errors::kNoAuth);
     return;
+  }
+  if ((spec->flags & kMayCreate) && reactor_->config().restart_delay_ms > 0) {
+    // --restart-delay: a call that could take a lock is refused while it runs. Before queueing,
+    // as Redis rejects a denyoom command under OOM: inside MULTI, EXEC then aborts.
+    if (auto refusal = RestartDelayRefusal(reactor_->server().restart_delay(), *spec, args,
+                                           reactor_->now_ms())) {
+      cs.rejected_calls++;
+      if (in_multi_) multi_error_ = true;
+      ReplyError(*refusal);
+      return;
+    }
   }
   if (pubsub_ && PubSubFilter(spec, args)) return;  // pub/sub: subscribed-mode rules
   if (in_multi_ && !(spec->flags & kNoQueue)) {

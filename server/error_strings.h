@@ -2,6 +2,7 @@
 // Every error text deadbolt sends, in one place. Texts match Redis 7 byte for byte (including
 // the error code); ReplyBuilder::Error() adds the leading '-' and the CRLF.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -130,6 +131,18 @@ inline constexpr std::string_view kRewriteInProgress =
 // BGREWRITEAOF with --appendonly no (Redis would write a file nobody reads; deadbolt says so).
 inline constexpr std::string_view kJournalOff =
     "ERR the journal is off (start deadbolt with --appendonly yes): nothing to rewrite";
+// --- --restart-delay (server/restart_delay.h) ---
+// A call that may take a lock while the delay runs: "TRYAGAIN deadbolt restarted 1234 ms ago;
+// lock acquisitions are refused for 8766 ms more (--restart-delay 10000)". TRYAGAIN is Redis's
+// code for "not now, retry later" (a cluster slot being migrated): a client reports it as an
+// error (redis-py raises ResponseError), and a Redlock client counts the instance as one that did
+// not grant the lock.
+inline std::string RestartDelayRefusal(int64_t elapsed_ms, int64_t remaining_ms,
+                                       int64_t delay_ms) {
+  return "TRYAGAIN deadbolt restarted " + std::to_string(elapsed_ms) +
+         " ms ago; lock acquisitions are refused for " + std::to_string(remaining_ms) +
+         " ms more (--restart-delay " + std::to_string(delay_ms) + ")";
+}
 
 // --- transactions ---
 inline constexpr std::string_view kMultiNested = "ERR MULTI calls can not be nested";

@@ -99,6 +99,10 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     "uptime_in_seconds:", uptime, "\r\n", "uptime_in_days:", uptime / 86400,
                     "\r\n", "hz:", config.hz, "\r\n", "io_threads_active:0\r\n",
                     "reactor_threads:", server.num_shards(), "\r\n");
+    // --restart-delay, and how long lock acquisitions are still refused (0: not any more).
+    absl::StrAppend(&out, "restart_delay_ms:", server.restart_delay().delay_ms, "\r\n",
+                    "restart_delay_remaining_ms:", server.restart_delay().RemainingMs(now_ms),
+                    "\r\n");
   }
   if (Wants(sections, "clients", true)) {
     section("Clients");

@@ -272,6 +272,12 @@ ScriptInfo Entry(std::string_view sha, std::string_view client, std::string_view
   return s;
 }
 
+// A script that acquires a lock (ScriptInfo::acquires).
+ScriptInfo Acquiring(ScriptInfo s) {
+  s.acquires = true;
+  return s;
+}
+
 void AddSingleKeyScripts(std::vector<ScriptInfo>* out) {
   constexpr std::string_view kPy = "redis-py Lock";
   out->push_back(
@@ -281,13 +287,15 @@ void AddSingleKeyScripts(std::vector<ScriptInfo>* out) {
       Entry("1cac51482acf5858da00f6d685d68f886cd6b6b2", kPy, "reacquire", 1, PyReacquire));
 
   constexpr std::string_view kRedisson = "Redisson RLock";
-  out->push_back(Entry("149c5a8bf18676fd99e9e6e24923bd64d9b62f94", kRedisson,
-                       "acquire (3.2x-4.x: missing or re-entry in one condition)", 1,
-                       RedissonAcquire<false>));
-  out->push_back(Entry("dad0f8d619e548e04f21fb48d50be5034df3adae", kRedisson,
-                       "acquire (3.1x-3.2x: HINCRBY in both branches)", 1, RedissonAcquire<false>));
-  out->push_back(Entry("9401052d872adfd0179ef8c8e8c028512707629a", kRedisson,
-                       "acquire (up to 3.11: HSET on a new lock)", 1, RedissonAcquire<true>));
+  out->push_back(Acquiring(Entry("149c5a8bf18676fd99e9e6e24923bd64d9b62f94", kRedisson,
+                                 "acquire (3.2x-4.x: missing or re-entry in one condition)", 1,
+                                 RedissonAcquire<false>)));
+  out->push_back(
+      Acquiring(Entry("dad0f8d619e548e04f21fb48d50be5034df3adae", kRedisson,
+                      "acquire (3.1x-3.2x: HINCRBY in both branches)", 1, RedissonAcquire<false>)));
+  out->push_back(
+      Acquiring(Entry("9401052d872adfd0179ef8c8e8c028512707629a", kRedisson,
+                      "acquire (up to 3.11: HSET on a new lock)", 1, RedissonAcquire<true>)));
   out->push_back(Entry("6866459238a13a701d42f4971f12d9f3a50e2442", kRedisson,
                        "release (3.2x-4.x: publish command argument, unlock latch)", 3,
                        RedissonRelease<true, true>));
@@ -304,8 +312,8 @@ void AddSingleKeyScripts(std::vector<ScriptInfo>* out) {
       Entry("e950836ed1e694540c503ef9972b8de518044d3b", kRedsync, "delete", 1, RedsyncDelete));
   out->push_back(
       Entry("d75bb8b5bd13532ddedd17762e772346e39b321e", kRedsync, "touch", 1, RedsyncTouch<false>));
-  out->push_back(Entry("b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79", kRedsync, "touch with SET NX", 1,
-                       RedsyncTouch<true>));
+  out->push_back(Acquiring(Entry("b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79", kRedsync,
+                                 "touch with SET NX", 1, RedsyncTouch<true>)));
   out->push_back(Entry("00583931c4e4d483f6233879c133c71ed5393f9d", kRedsync,
                        "delete (older releases: no -1 for a missing key)", 1,
                        CompareAndDelete<2, 3>));

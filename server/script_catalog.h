@@ -59,6 +59,11 @@ struct ScriptInfo {
   ScriptShardFn run;
   ScriptMultiFn multi;  // null: the keys must live on one shard (CROSSSLOT otherwise)
   Sha1Digest digest;    // sha, parsed
+  // The script may create a key that is a lock: it acquires one (Redisson's and node-redlock's
+  // acquire, redsync's touch with SET NX). Refused while --restart-delay runs. A release or an
+  // extension only acts on a lock that exists (Redisson's release may write its unlock latch,
+  // but only after releasing a lock that was held).
+  bool acquires = false;
 };
 
 // Every catalogued script.

@@ -414,8 +414,9 @@ struct RedissonRenew {
 };
 
 template <typename F>
-ScriptInfo Entry(std::string_view sha, std::string_view client, std::string_view name) {
-  ScriptInfo s{sha, client, name, -1, F::Run, F::Multi, {}};
+ScriptInfo Entry(std::string_view sha, std::string_view client, std::string_view name,
+                 bool acquires = false) {
+  ScriptInfo s{sha, client, name, -1, F::Run, F::Multi, {}, acquires};
   if (!ParseSha1Hex(sha, &s.digest)) std::abort();  // a typo in the table below
   return s;
 }
@@ -429,21 +430,21 @@ using RedlockOp::kRelease;
 void AddMultiKeyScripts(std::vector<ScriptInfo>* out) {
   constexpr std::string_view kV4 = "node-redlock 4.x";
   out->push_back(Entry<Redlock<kAcquire, 0, 4, 11>>("e5a322e2634ef59a516e8ea150cb085afafee684", kV4,
-                                                    "acquire"));
+                                                    "acquire", /*acquires=*/true));
   out->push_back(
       Entry<Redlock<kExtend, 0, 4, 11>>("ce46f80993d5dac20dd066eb301a4e37994bdbed", kV4, "extend"));
   out->push_back(Entry<Redlock<kRelease, 0, 5, 6>>("0f0f23b9048b36752b5be114f357ba083449f908", kV4,
                                                    "release"));
   constexpr std::string_view kV5 = "node-redlock 5.0.0-beta";
   out->push_back(Entry<Redlock<kAcquire, 0, 4, 11>>("96da70f7716f27d278a5218544df37fd8b0a5e4c", kV5,
-                                                    "acquire"));
+                                                    "acquire", /*acquires=*/true));
   out->push_back(
       Entry<Redlock<kExtend, 0, 4, 11>>("aed6f382e410db8ba7926d4e5e9aab410bf2a78a", kV5, "extend"));
   out->push_back(Entry<Redlock<kRelease, 0, 5, 6>>("e4612211c9f8f51c257e26e056b0a654b3187242", kV5,
                                                    "release"));
   constexpr std::string_view kSesame = "@sesamecare-oss/redlock 1.x";
   out->push_back(Entry<Redlock<kAcquire, 1, 9, 16>>("1b77b94aa78451d55dfa97e18819bfbfc596cb5b",
-                                                    kSesame, "acquire"));
+                                                    kSesame, "acquire", /*acquires=*/true));
   out->push_back(Entry<Redlock<kExtend, 1, 9, 16>>("820e9778d2b6733e9ed771e4be90ae73a95a6f3b",
                                                    kSesame, "extend"));
   out->push_back(Entry<Redlock<kRelease, 1, 10, 11>>("df51f6837dcfe303d334e6abea9aeae192bab216",

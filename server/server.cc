@@ -40,6 +40,13 @@ std::optional<std::string> Server::Start() {
   std::vector<shard::Shard*> shards;
   for (auto& r : reactors_) shards.push_back(&r->shard());
   if (auto err = LoadJournals(config_, shards)) return err;
+  // The --restart-delay counts from here, when the reactors start serving: keep this right
+  // before they start, after anything that makes start-up take longer. Set before the threads
+  // exist, so they read it without synchronisation.
+  restart_delay_.since_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();  // CLOCK_REALTIME, the reactors' clock
+  restart_delay_.delay_ms = config_.restart_delay_ms;
   for (auto& r : reactors_) r->Start();
   return std::nullopt;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "server/config.h"
+#include "server/restart_delay.h"
 #include "shard/shard.h"
 
 namespace deadbolt::server {
@@ -54,6 +55,8 @@ class Server {
   std::atomic<int64_t>& connected_clients() { return connected_clients_; }
   int64_t start_time_ms() const { return start_time_ms_; }
   const std::string& run_id() const { return run_id_; }
+  // --restart-delay, counted from when Start() began serving.
+  const RestartDelay& restart_delay() const { return restart_delay_; }
 
  private:
   Config config_;
@@ -64,6 +67,7 @@ class Server {
   std::atomic<int64_t> connected_clients_{0};
   int64_t start_time_ms_ = 0;
   std::string run_id_;
+  RestartDelay restart_delay_;
 };
 
 }  // namespace deadbolt::server

@@ -76,7 +76,8 @@ def server_command(port):
 class ServerProcess:
     """One server on a free port of 127.0.0.1; its stdout+stderr go to a log file."""
 
-    def __init__(self):
+    def __init__(self, extra_args=()):
+        self.extra_args = list(extra_args)  # appended to the server's command line
         self.port = None
         self.proc = None
         self.argv = None
@@ -100,7 +101,7 @@ class ServerProcess:
     def _start_once(self, port):
         self.port = port
         self._final_log = None
-        self.argv = server_command(port)
+        self.argv = server_command(port) + self.extra_args
         self.workdir = tempfile.mkdtemp(prefix="deadbolt-e2e-")
         self.log_path = os.path.join(self.workdir, "server.log")
         self._log = open(self.log_path, "wb")
@@ -241,11 +242,12 @@ def _pids_in_session(sid):
 _SERVER = None
 
 
-def start_module_server():
-    """For setUpModule(): starts the one server this test module uses."""
+def start_module_server(extra_args=()):
+    """For setUpModule(): starts the one server this test module uses (extra_args: flags added
+    to its command line)."""
     global _SERVER
     if _SERVER is None:
-        _SERVER = ServerProcess().start()
+        _SERVER = ServerProcess(extra_args).start()
     return _SERVER
 
 
