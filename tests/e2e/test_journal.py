@@ -526,6 +526,49 @@ class JournalThreadsChangeTest(JournalCase):
         self.stop()
 
 
+class JournalLeftoversTest(JournalCase):
+    def populate(self, c):
+        self.assertEqual(set(c.pipeline([("SET", "k%d" % i, i) for i in range(300)])), {OK})
+
+    def check(self, c):
+        self.assertEqual(decode(c.cmd("MGET", *["k%d" % i for i in range(300)])),
+                         [str(i).encode() for i in range(300)])
+        self.assertEqual(c.cmd("DBSIZE"), integer(300))
+
+    def test_unfinished_rewrite_and_startup_copies_are_removed(self):
+        self.populate(self.start(threads=2))
+        self.shutdown()
+        for name in ("deadbolt-journal-0-of-2.aof.rewrite", "deadbolt-journal-1-of-2.aof.tmp",
+                     "notes.txt"):
+            with open(os.path.join(self.dir, name), "wb") as f:
+                f.write(b"\x01garbage" * 10)
+        self.check(self.start(threads=2))
+        self.assert_layout(2)
+        self.assertIn("notes.txt", list_dir(self.dir))  # not the journal's: left alone
+        self.stop()
+
+    def test_layout_change_interrupted_before_the_old_files_went(self):
+        # A crash after the new layout's files were written but before the old ones were
+        # removed leaves both, holding the same keys.
+        self.populate(self.start(threads=2))
+        self.shutdown()
+        old = {}
+        for name in self.journal_files():
+            with open(os.path.join(self.dir, name), "rb") as f:
+                old[name] = f.read()
+        self.check(self.start(threads=3))
+        self.assert_layout(3)
+        self.kill()
+        for name, data in old.items():
+            with open(os.path.join(self.dir, name), "wb") as f:
+                f.write(data)
+        for n in (3, 1):
+            c = self.start(threads=n)
+            self.check(c)
+            self.assert_layout(n)
+            self.shutdown()
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. A torn last frame
 # ---------------------------------------------------------------------------------------------
@@ -571,6 +614,15 @@ class JournalTornTailTest(JournalCase):
         c = self.start(threads=1, fsync="always")
         self.assertEqual(c.cmd("GET", "z"), bulk("1"))
         self.assertNotIn("incomplete frame", self.log())
+        self.kill()
+        # Zeros after the last frame (the size reached the disk, the data did not): dropped.
+        with open(path, "wb") as f:
+            f.write(data + bytes(100))
+        c = self.start(threads=1, fsync="always")
+        self.assertEqual(c.cmd("MGET", *keys), want[:-len(NIL)] + bulk("1"))
+        self.assertRegex(self.log(), r"journal %s at offset %d ends in an incomplete frame "
+                         r"\(100 zero bytes at the end\): dropped 100 bytes"
+                         % (re.escape(path), len(data)))
         self.kill()
         # --aof-load-truncated no: refused, the file named, and left as it was.
         for cut in (start + 1, start + FRAME_HEADER - 1, start + FRAME_HEADER,
