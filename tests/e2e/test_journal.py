@@ -180,6 +180,12 @@ class JournalCase(unittest.TestCase):
     def _gone(self):
         self.logs.append((self.server.argv, self.server.log_text()))
         self.server = None
+        self.assert_no_sanitizer_report(self.logs[-1][1])
+
+    def assert_no_sanitizer_report(self, out):
+        for marker in ("Sanitizer", "runtime error:"):
+            self.assertNotIn(marker, out, "the server's output has a sanitizer report:\n%s"
+                             % out[-3000:])
 
     def shutdown(self):
         """SHUTDOWN; the server must exit 0."""
@@ -212,6 +218,7 @@ class JournalCase(unittest.TestCase):
         """Starts a server that must refuse to start: returns its output."""
         code, out = harness.run_server_to_exit(self.args(threads=threads, extra=extra), SLACK * 2)
         self.logs.append((["(refused)"] + self.args(threads=threads, extra=extra), out))
+        self.assert_no_sanitizer_report(out)
         self.assertNotEqual(code, 0, "the server exited 0; output:\n%s" % out)
         self.assertGreater(code, 0, "killed by signal %d, not a clean refusal:\n%s" % (-code, out))
         return out
