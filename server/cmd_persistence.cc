@@ -27,10 +27,26 @@ std::string WaitAofReply(int resp, int64_t local) {
 // made so far, on every shard, is on disk (so this client's writes are); [0, 0] with it off.
 // There are no replicas: asking for some waits out the timeout (0: forever), as Redis does.
 void WaitAof(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  // Checked in Redis's order, with its messages: numlocal in [0, 1], numreplicas >= 0, timeout.
   int64_t numlocal, numreplicas, timeout;
-  if (!StringToInt64(args[1], &numlocal) || !StringToInt64(args[2], &numreplicas) ||
-      !StringToInt64(args[3], &timeout)) {
+  if (!StringToInt64(args[1], &numlocal)) {
     rb.Error(errors::kNotInteger);
+    return;
+  }
+  if (numlocal < 0 || numlocal > 1) {
+    rb.Error(errors::kWaitAofNumLocalRange);
+    return;
+  }
+  if (!StringToInt64(args[2], &numreplicas)) {
+    rb.Error(errors::kNotInteger);
+    return;
+  }
+  if (numreplicas < 0) {
+    rb.Error(errors::kNotPositive);
+    return;
+  }
+  if (!StringToInt64(args[3], &timeout)) {
+    rb.Error(errors::kTimeoutNotInteger);
     return;
   }
   if (timeout < 0) {

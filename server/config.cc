@@ -121,7 +121,7 @@ const std::vector<Setting>& Settings() {
          } else if (l == "no") {
            c.appendfsync = Config::Fsync::kNo;
          } else {
-           return std::string("argument(s) must be one of the following: always, everysec, no");
+           return std::string("argument(s) must be one of the following: everysec, always, no");
          }
          return std::nullopt;
        },

@@ -126,6 +126,10 @@ inline std::string PubSubSubcommandSyntax(std::string_view sub) {
 // --- persistence (the journal) ---
 inline constexpr std::string_view kWaitAofAppendOnly =
     "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.";
+// Redis's getRangeLongFromObjectOrReply / getPositiveLongFromObjectOrReply (sic: "must between").
+inline constexpr std::string_view kWaitAofNumLocalRange =
+    "ERR value is out of range, value must between 0 and 1";
+inline constexpr std::string_view kNotPositive = "ERR value is out of range, must be positive";
 inline constexpr std::string_view kRewriteInProgress =
     "ERR Background append only file rewriting already in progress";
 // BGREWRITEAOF with --appendonly no (Redis would write a file nobody reads; deadbolt says so).

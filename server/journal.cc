@@ -185,8 +185,20 @@ void Journal::Materialize(int64_t now_ms) {
   }
 }
 
+void Journal::FollowPolicy() {
+  // CONFIG SET appendfsync: the new policy applies from this turn on. Whatever it is, what was
+  // written before is fsynced once: output held under `always` must not wait for an fsync that
+  // no longer comes, and under `always` nothing may look durable that was written without one.
+  Config::Fsync p = reactor_->config().appendfsync;
+  if (p == policy_ || !main_) return;
+  policy_ = p;
+  main_->fsync_wanted = true;
+  if (rewrite_ && rewrite_->fd >= 0) rewrite_->fsync_wanted = true;
+}
+
 void Journal::EndTurn(int64_t now_ms) {
   now_ms_ = now_ms;
+  FollowPolicy();
   Materialize(now_ms);
   if (rewrite_) RewriteStep(now_ms);
   Pump(*main_);
@@ -409,6 +421,7 @@ void Journal::WhenSynced(absl::AnyInvocable<void()> fn) {
 void Journal::Tick(int64_t now_ms) {
   now_ms_ = now_ms;
   if (!main_) return;
+  FollowPolicy();
   if (now_ms >= next_sync_ms_) {
     next_sync_ms_ = now_ms + 1000;
     if (policy() == Config::Fsync::kEverySec) {

@@ -115,6 +115,7 @@ class Journal {
   friend class Observer;
   enum class RewriteState : uint8_t { kIdle, kOpening, kScanning, kSyncing, kRenaming, kDirSync };
 
+  void FollowPolicy();  // picks up CONFIG SET appendfsync
   void NoteChanged(int db, std::string_view key);
   void NoteFlush(int db);
   void Materialize(int64_t now_ms);

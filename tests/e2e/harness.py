@@ -63,6 +63,7 @@ def server_command(port):
     if binary:
         if not os.path.isfile(binary) or not os.access(binary, os.X_OK):
             raise RuntimeError("DEADBOLT_SERVER=%r is not an executable file" % binary)
+        binary = os.path.abspath(binary)  # the server runs in its own working directory
         return [binary, "--port", str(port), "--bind", "127.0.0.1", "--threads", "2"]
     if os.environ.get("DEADBOLT_AGAINST_REDIS") == "1":
         if not os.access(REDIS_SERVER, os.X_OK):
@@ -74,10 +75,11 @@ def server_command(port):
 
 
 class ServerProcess:
-    """One server on a free port of 127.0.0.1; its stdout+stderr go to a log file."""
+    """One server on a free port of 127.0.0.1; its stdout+stderr go to a log file.
+    extra_args are appended to the command line (a later flag overrides an earlier one)."""
 
     def __init__(self, extra_args=()):
-        self.extra_args = list(extra_args)  # appended to the server's command line
+        self.extra_args = list(extra_args)
         self.port = None
         self.proc = None
         self.argv = None
@@ -219,12 +221,61 @@ class ServerProcess:
             except OSError:
                 pass
 
+    def kill(self):
+        """SIGKILL (a crash, for tests that restart the server); returns the exit code."""
+        code = None
+        if self.proc is not None:
+            self._kill_session()
+            code = self.proc.wait()
+        self.proc = None
+        self._cleanup_files()
+        return code
+
+    def wait_exit(self, timeout=STOP_TIMEOUT):
+        """Waits for the server to exit by itself (after SHUTDOWN); returns the exit code, or
+        None if it was still running after `timeout` (then it is killed)."""
+        if self.proc is None:
+            return None
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._kill_session()
+        self.proc.wait()
+        self.proc = None
+        self._cleanup_files()
+        return code
+
     def _kill(self):
         if self.proc is not None:
             self._kill_session()
             self.proc.wait()
         self.proc = None
         self._cleanup_files()
+
+
+def run_server_to_exit(extra_args, timeout=START_TIMEOUT):
+    """Runs the server with extra_args when it is expected to refuse to start: returns
+    (exit code, output). Fails if it is still running after `timeout` (it is then killed)."""
+    argv = server_command(free_port()) + list(extra_args)
+    workdir = tempfile.mkdtemp(prefix="deadbolt-e2e-")
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, cwd=workdir, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for pid in _pids_in_session(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            out, _ = proc.communicate()
+            raise AssertionError("%s still running after %.0fs; output:\n%s"
+                                 % (shlex.join(argv), timeout, out.decode("utf-8", "replace")))
+        return proc.returncode, out.decode("utf-8", "replace")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _pids_in_session(sid):
