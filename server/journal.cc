@@ -108,6 +108,7 @@ std::optional<std::string> Journal::Open(int64_t now_ms) {
   const Config& config = reactor_->config();
   now_ms_ = now_ms;
   path_ = JournalPath(config.dir, shard_index_, num_shards_);
+  followed_policy_ = config.appendfsync;
   main_ = std::make_unique<File>();
   main_->path = path_;
   main_->fd = open(path_.c_str(), O_WRONLY | O_CLOEXEC);
@@ -190,8 +191,8 @@ void Journal::FollowPolicy() {
   // written before is fsynced once: output held under `always` must not wait for an fsync that
   // no longer comes, and under `always` nothing may look durable that was written without one.
   Config::Fsync p = reactor_->config().appendfsync;
-  if (p == policy_ || !main_) return;
-  policy_ = p;
+  if (p == followed_policy_ || !main_) return;
+  followed_policy_ = p;
   main_->fsync_wanted = true;
   if (rewrite_ && rewrite_->fd >= 0) rewrite_->fsync_wanted = true;
 }

@@ -133,6 +133,7 @@ class Journal {
   io_uring_sqe* Sqe();
   uint64_t synced_everywhere() const;
   Config::Fsync policy() const;
+  Config::Fsync followed_policy_ = Config::Fsync::kEverySec;  // FollowPolicy's last look
 
   Reactor* reactor_;
   shard::Shard* shard_;

@@ -88,7 +88,14 @@ std::optional<std::string> Replay(const Config& config, const FoundFile& f, shar
                                   size_t* records) {
   std::string bytes;
   if (auto err = ReadFile(f.path, &bytes)) return err;
+  uint32_t too_high_db = 0;
   shard::JournalScan scan = shard::ScanJournal(bytes, [&](const shard::JournalRecord& r) {
+    if (r.kind != shard::RecordKind::kHeader &&
+        r.db >= static_cast<uint32_t>(shard.num_dbs())) {
+      // Loading without it would drop the key for good (the fresh journal written next).
+      too_high_db = r.db;
+      return false;
+    }
     if ((r.kind == shard::RecordKind::kPut || r.kind == shard::RecordKind::kDel) && !keep(r.key)) {
       return true;
     }
@@ -96,10 +103,16 @@ std::optional<std::string> Replay(const Config& config, const FoundFile& f, shar
     (*records)++;
     return true;
   });
+  if (scan.status == shard::JournalScan::Status::kStopped) {
+    return "the journal " + f.path + " has keys in database " + std::to_string(too_high_db) +
+           " but the server has only " + std::to_string(shard.num_dbs()) +
+           " (--databases): start with --databases " + std::to_string(too_high_db + 1) +
+           " or more";
+  }
   const std::string where = f.path + " at offset " + std::to_string(scan.bad_offset);
   switch (scan.status) {
     case shard::JournalScan::Status::kOk:
-    case shard::JournalScan::Status::kStopped:
+    case shard::JournalScan::Status::kStopped:  // handled above
       return std::nullopt;
     case shard::JournalScan::Status::kTornTail:
       if (!config.aof_load_truncated) {

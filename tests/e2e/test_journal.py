@@ -597,6 +597,22 @@ class JournalLeftoversTest(JournalCase):
 KNOWN_BUGS = os.environ.get("DEADBOLT_E2E_KNOWN_BUGS") == "1"
 
 
+class JournalDatabasesTest(JournalCase):
+    def test_fewer_databases_refuse_to_start_instead_of_dropping_keys(self):
+        c = self.start(threads=2)
+        self.assertEqual(c.cmd("SELECT", "15"), OK)
+        self.assertEqual(c.cmd("SET", "in-db-15", "v"), OK)
+        self.shutdown()
+        out = self.refuse(extra=["--databases", "4"], threads=2)
+        self.assertIn("database 15", out)
+        self.assertIn("--databases 16", out)
+        # Nothing was lost by the refused start.
+        c = self.start(threads=2)
+        self.assertEqual(c.cmd("SELECT", "15"), OK)
+        self.assertEqual(c.cmd("GET", "in-db-15"), bulk("v"))
+        self.stop()
+
+
 @unittest.skipUnless(KNOWN_BUGS, "known bug, run with DEADBOLT_E2E_KNOWN_BUGS=1: each shard "
                                  "journals its part of a cross-shard command separately, so a "
                                  "crash can bring back half of one")
