@@ -1073,3 +1073,41 @@ TEST_F(JournalApplyTest, SnapshotsWrittenAndReplayedRebuildTheShard) {
 
 }  // namespace
 }  // namespace deadbolt::shard
+
+namespace deadbolt::shard {
+namespace {
+
+TEST(JournalFormatTxTest, TxRecordOpensItsFrame) {
+  std::string buf;
+  JournalWriter w(&buf);
+  w.BeginFrame();
+  w.Del(0, "before");
+  ASSERT_TRUE(w.EndFrame());
+  w.BeginFrame();
+  w.Tx(TxTag{0x1234567890abcdefULL, 42, 3});
+  w.Del(0, "a");
+  w.Del(0, "b");
+  ASSERT_TRUE(w.EndFrame());
+  std::vector<JournalRecord> got;
+  JournalScan scan = ScanJournal(buf, [&](const JournalRecord& r) {
+    got.push_back(r);
+    return true;
+  });
+  ASSERT_EQ(scan.status, JournalScan::Status::kOk);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_TRUE(got[0].first_in_frame);
+  EXPECT_EQ(got[1].kind, RecordKind::kTx);
+  EXPECT_TRUE(got[1].first_in_frame);
+  EXPECT_EQ(got[1].tx.nonce, 0x1234567890abcdefULL);
+  EXPECT_EQ(got[1].tx.id, 42u);
+  EXPECT_EQ(got[1].tx.shards, 3u);
+  EXPECT_FALSE(got[2].first_in_frame);
+  EXPECT_FALSE(got[3].first_in_frame);
+  // Replaying a kTx record changes nothing.
+  Shard shard(0, 1);
+  EXPECT_TRUE(ApplyJournalRecord(got[1], shard, 0));
+  EXPECT_EQ(shard.db(0).Size(), 0u);
+}
+
+}  // namespace
+}  // namespace deadbolt::shard
