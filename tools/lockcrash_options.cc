@@ -45,6 +45,9 @@ server
   --rewrite-before-kill PCT
                         in PCT% of the rounds, BGREWRITEAOF 0-8 ms before the kill, so that
                         kills land in the middle of rewrites (50)
+  --kill-start PCT      in PCT% of the rounds, the restart is itself killed at a random moment
+                        while it replays and rewrites the journals (with a different --threads),
+                        then started again (25)
   --start-timeout MS    for the server to answer PING after a start (60000)
   -- ARGS              anything after -- is passed to the server
 rounds
@@ -156,6 +159,8 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
       if (o->threads.empty()) return "bad --threads list";
     } else if (name == "--rewrite-min-size") {
       err = str_opt(&o->rewrite_min_size);
+    } else if (name == "--kill-start") {
+      err = int_opt(0, 100, &o->kill_start_pct);
     } else if (name == "--rewrite-before-kill") {
       err = int_opt(0, 100, &o->rewrite_before_kill_pct);
     } else if (name == "--start-timeout") {

@@ -154,6 +154,13 @@ class ServerProcess {
 
   // Starts the server and waits until it answers PING (and says it is this process).
   std::string Start(const Options& o, int port, int threads, const std::string& log_path) {
+    std::string err = Spawn(o, port, threads, log_path);
+    if (!err.empty()) return err;
+    return WaitReady(o, port);
+  }
+
+  // Starts the server without waiting for it.
+  std::string Spawn(const Options& o, int port, int threads, const std::string& log_path) {
     std::vector<std::string> args = {o.server,
                                      "--port",
                                      std::to_string(port),
@@ -186,6 +193,11 @@ class ServerProcess {
       pid_ = -1;
       return "cannot start " + o.server + ": " + strerror(rc);
     }
+    return {};
+  }
+
+  std::string WaitReady(const Options& o, int port) {
+    const std::string& log_path = log_path_;
     const int64_t deadline = NowNs() + o.start_timeout_ms * kMs;
     std::string last_err;
     while (NowNs() < deadline) {
@@ -270,6 +282,7 @@ struct Stats {
   int torn_tails = 0;
   int rewrites = 0;             // journal rewrites finished during the round
   int killed_mid_rewrite = 0;   // shards whose rewrite was running at the kill
+  int killed_starts = 0;        // restarts killed before they were ready
 
   void Add(const Stats& s) {
     acked += s.acked;
@@ -295,6 +308,7 @@ struct Stats {
     torn_tails += s.torn_tails;
     rewrites += s.rewrites;
     killed_mid_rewrite += s.killed_mid_rewrite;
+    killed_starts += s.killed_starts;
   }
 };
 
@@ -355,7 +369,7 @@ class Tester {
   std::mt19937_64 rng_;
   std::string tag_;
   int port_ = 0;
-  int starts_ = 0;
+  int64_t last_start_ms_ = 50;  // how long the last start took to answer PING
   ServerProcess server_;
   std::vector<Key> keys_;
   std::vector<TokenLog> tokens_;
@@ -1043,9 +1057,32 @@ int Tester::Run() {
     }
     CountRewrites(Tail(log_path(round_ - 1), 16 << 20), &stats_.rewrites,
                   &stats_.killed_mid_rewrite);
+    // Sometimes the restart itself is killed, while it replays the journals and writes fresh
+    // ones (with another thread count, so files of two layouts may be left behind).
+    if (std::uniform_int_distribution<int>(0, 99)(rng_) < o_.kill_start_pct) {
+      const int threads_between = threads_after == 1 ? 2 : threads_after - 1;
+      const int64_t after_ms = std::uniform_int_distribution<int64_t>(
+          0, std::max<int64_t>(1, last_start_ms_ * 3 / 2))(rng_);
+      std::string err = server_.Spawn(o_, port_, threads_between, log_path(round_) + ".killed");
+      if (err.empty()) {
+        usleep(static_cast<useconds_t>(after_ms * 1000));
+        server_.Signal(SIGKILL);
+        int st = 0;
+        server_.Wait(NowNs() + 60'000 * kMs, &st);
+        stats_.killed_starts++;
+        std::string log = Tail(log_path(round_) + ".killed", 1 << 20);
+        const char* when = log.find(" ready: ") != std::string::npos ? "after it was ready"
+                           : log.find("journal: replayed") != std::string::npos
+                               ? "after the replay, before it was ready"
+                               : "while it loaded the journals";
+        printf("   a start with %d thread%s was killed after %lld ms, %s\n", threads_between,
+               threads_between == 1 ? "" : "s", static_cast<long long>(after_ms), when);
+      }
+    }
     const int64_t t0 = NowNs();
     std::string err = server_.Start(o_, port_, threads_after, log_path(round_));
     const double restart_s = static_cast<double>(NowNs() - t0) / 1e9;
+    last_start_ms_ = (NowNs() - t0) / kMs;
     if (!err.empty()) {
       stats_.errors++;
       Problem("ERROR", "restart: " + err);
@@ -1126,9 +1163,10 @@ int Tester::Run() {
   if (t.oldest_loss_ms >= 0) {
     printf(" (oldest %.3f s before its kill)", static_cast<double>(t.oldest_loss_ms) / 1e3);
   }
-  printf("; %s violations, %s errors; %d journal rewrites, %d kills during one\n",
+  printf("; %s violations, %s errors; %d journal rewrites, %d kills during one, %d starts "
+         "killed\n",
          Commas(t.violations).c_str(), Commas(t.errors).c_str(), t.rewrites,
-         t.killed_mid_rewrite);
+         t.killed_mid_rewrite, t.killed_starts);
   if (fatal) printf("lockcrash: stopped early\n");
   fflush(stdout);
   return pass ? 0 : 1;

@@ -37,6 +37,7 @@ struct Options {
   int64_t slack_ms = 50;                 // lease comparisons
   int64_t loss_window_ms = 2000;         // everysec / no: a loss older than this fails
   std::string rewrite_min_size = "1mb";  // --auto-aof-rewrite-min-size: rewrites during the load
+  int kill_start_pct = 25;               // restarts killed while they load (then restarted)
   int rewrite_before_kill_pct = 50;      // rounds that send BGREWRITEAOF 0-8 ms before the kill
   Fault fault = Fault::kNone;
   int64_t start_timeout_ms = 60000;      // for the server to answer PING after a start
