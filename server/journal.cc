@@ -560,6 +560,9 @@ void Journal::Shutdown() {
     io_uring_cqe_seen(ring, cqe);
   }
   if (rewrite_) RewriteFail("the server is shutting down");
+  // The completions reaped above include reads from clients, whose commands ran (and whose
+  // replies leave after this): their changes go in too.
+  Materialize(now_ms_);
   // The rest, written and synced in place.
   File& f = *main_;
   std::string rest = f.inflight + f.pending;
