@@ -42,6 +42,7 @@ struct Pending {
   int64_t send_ns = 0;
   int64_t lease_ms = 0;
   State after;  // the state if it takes effect (exp_hi_ns filled in once its fate is known)
+  int partner = -1;  // the other key of the same MULTI/EXEC: both take effect or neither
 };
 
 struct Key {

@@ -62,6 +62,9 @@ load
   --native-every N      every Nth key uses LOCK.ACQUIRE/EXTEND/RELEASE (4; 0: none), the others
                         SET NX PX / SET IFEQ PX / DELIFEQ
   --extend-every N      1 in N visits of a held key extends its lease (8; 0: never)
+  --multi-every N       every Nth connection takes and releases its plain keys two at a time,
+                        in one MULTI/EXEC (8; 0: none); after a crash a transaction in flight
+                        must have taken effect on both keys or on neither
   --lease-min MS        each acquire or extend asks for a random lease in [min, max] (20000)
   --lease-max MS        (60000)
 checks
@@ -183,6 +186,8 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
       err = int_opt(0, 1'000'000, &o->native_every);
     } else if (name == "--extend-every") {
       err = int_opt(0, 1'000'000, &o->extend_every);
+    } else if (name == "--multi-every") {
+      err = int_opt(0, 1'000'000, &o->multi_every);
     } else if (name == "--lease-min") {
       err = int_opt(1000, 86'400'000, &o->lease_min_ms);
     } else if (name == "--lease-max") {

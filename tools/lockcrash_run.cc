@@ -283,6 +283,9 @@ struct Stats {
   int rewrites = 0;             // journal rewrites finished during the round
   int killed_mid_rewrite = 0;   // shards whose rewrite was running at the kill
   int killed_starts = 0;        // restarts killed before they were ready
+  uint64_t multi_sent = 0, multi_acked = 0, multi_inflight = 0;  // MULTI/EXEC pairs
+  uint64_t multi_inflight_done = 0, torn = 0;  // in flight at the kill: done whole; done half
+  uint64_t torn_cross_shard = 0;                // ... of which the two keys were on two shards
 
   void Add(const Stats& s) {
     acked += s.acked;
@@ -309,6 +312,12 @@ struct Stats {
     rewrites += s.rewrites;
     killed_mid_rewrite += s.killed_mid_rewrite;
     killed_starts += s.killed_starts;
+    multi_sent += s.multi_sent;
+    multi_acked += s.multi_acked;
+    multi_inflight += s.multi_inflight;
+    multi_inflight_done += s.multi_inflight_done;
+    torn += s.torn;
+    torn_cross_shard += s.torn_cross_shard;
   }
 };
 
@@ -320,6 +329,13 @@ struct TokenLog {
   std::vector<std::pair<uint64_t, int64_t>> acked;  // (token, ack time), tokens increasing
 };
 
+// A reply awaited on a load connection.
+struct Expect {
+  enum Kind : uint8_t { kOne, kMulti, kQueued, kExec } kind;
+  int key;   // kOne, kExec
+  int key2;  // kExec
+};
+
 struct LoadConn {
   int fd = -1;
   int first_key = 0;
@@ -329,7 +345,9 @@ struct LoadConn {
   size_t out_off = 0;
   std::string in;
   size_t in_off = 0;
-  std::deque<int> q;  // keys whose operation is in flight, in the order sent
+  std::deque<Expect> q;  // the replies awaited, in the order sent
+  int ops = 0;            // keys with an operation in flight
+  bool multi = false;     // pairs plain keys in MULTI/EXEC
   bool closed = false;
   bool want_out = false;
 };
@@ -349,6 +367,10 @@ class Tester {
   bool Check();
 
   void Issue(LoadConn& c, int64_t now);
+  int NextKey(LoadConn& c, int skip);  // a key of c with nothing in flight, or -1
+  void Prepare(int key, OpKind kind, int64_t now);
+  void AppendOp(std::string* out, int key);
+  void OnExpect(LoadConn& c, const Expect& e, std::string_view r, int64_t now);
   void OnReply(int key, std::string_view r, int64_t now);
   bool Flush(LoadConn& c);
   void ReadConn(LoadConn& c, int64_t now);
@@ -369,6 +391,7 @@ class Tester {
   std::mt19937_64 rng_;
   std::string tag_;
   int port_ = 0;
+  int threads_at_kill_ = 1;      // the killed server's --threads (to place keys on shards)
   int64_t last_start_ms_ = 50;  // how long the last start took to answer PING
   ServerProcess server_;
   std::vector<Key> keys_;
@@ -454,65 +477,118 @@ std::string Tester::Init() {
 
 // --- load -------------------------------------------------------------------------------------
 
-void Tester::Issue(LoadConn& c, int64_t now) {
-  char lease[24];
-  while (static_cast<int>(c.q.size()) < o_.pipeline) {
-    int key = -1;
-    for (int tries = 0; tries < c.nkeys; tries++) {
-      int i = c.first_key + c.cursor;
-      c.cursor = (c.cursor + 1) % c.nkeys;
-      const Key& k = keys_[static_cast<size_t>(i)];
-      if (!k.pending.active && !k.unknown) {
-        key = i;
-        break;
-      }
-    }
-    if (key < 0) return;
-    Key& k = keys_[static_cast<size_t>(key)];
-    const State& s = k.last();
-    Pending& p = k.pending;
-    p = Pending{};
-    p.active = true;
-    p.send_ns = now;
-    if (s.owner == 0) {
-      p.kind = OpKind::kAcquire;
+int Tester::NextKey(LoadConn& c, int skip) {
+  for (int tries = 0; tries < c.nkeys; tries++) {
+    int i = c.first_key + c.cursor;
+    c.cursor = (c.cursor + 1) % c.nkeys;
+    const Key& k = keys_[static_cast<size_t>(i)];
+    if (i != skip && !k.pending.active && !k.unknown) return i;
+  }
+  return -1;
+}
+
+void Tester::Prepare(int key, OpKind kind, int64_t now) {
+  Key& k = keys_[static_cast<size_t>(key)];
+  const State s = k.last();
+  Pending& p = k.pending;
+  p = Pending{};
+  p.active = true;
+  p.send_ns = now;
+  p.kind = kind;
+  switch (kind) {
+    case OpKind::kAcquire:
       p.lease_ms = RandomLease();
       p.after.owner = ++next_owner_;
       p.after.exp_lo_ns = now + p.lease_ms * kMs;
-      p.after.by = OpKind::kAcquire;
-      snprintf(lease, sizeof(lease), "%lld", static_cast<long long>(p.lease_ms));
-      std::string v = Owner(p.after.owner);
-      if (k.native) {
-        lockload::AppendCommand(&c.out, {"LOCK.ACQUIRE", k.name, v, lease});
-      } else {
-        lockload::AppendCommand(&c.out, {"SET", k.name, v, "NX", "PX", lease});
-      }
-    } else if (o_.extend_every > 0 && rng_() % static_cast<uint64_t>(o_.extend_every) == 0) {
-      p.kind = OpKind::kExtend;
+      break;
+    case OpKind::kExtend:
       p.lease_ms = RandomLease();
       p.after = s;
       p.after.exp_lo_ns = now + p.lease_ms * kMs;
       p.after.ack_ns = 0;
-      p.after.by = OpKind::kExtend;
-      snprintf(lease, sizeof(lease), "%lld", static_cast<long long>(p.lease_ms));
-      std::string v = Owner(s.owner);
+      break;
+    case OpKind::kRelease:
+    case OpKind::kStart:
+      break;
+  }
+  p.after.by = kind;
+}
+
+void Tester::AppendOp(std::string* out, int key) {
+  const Key& k = keys_[static_cast<size_t>(key)];
+  const Pending& p = k.pending;
+  char lease[24];
+  snprintf(lease, sizeof(lease), "%lld", static_cast<long long>(p.lease_ms));
+  switch (p.kind) {
+    case OpKind::kAcquire: {
+      std::string v = Owner(p.after.owner);
       if (k.native) {
-        lockload::AppendCommand(&c.out, {"LOCK.EXTEND", k.name, v, lease});
+        lockload::AppendCommand(out, {"LOCK.ACQUIRE", k.name, v, lease});
       } else {
-        lockload::AppendCommand(&c.out, {"SET", k.name, v, "IFEQ", v, "PX", lease});
+        lockload::AppendCommand(out, {"SET", k.name, v, "NX", "PX", lease});
       }
-    } else {
-      p.kind = OpKind::kRelease;
-      p.after = State{};
-      p.after.by = OpKind::kRelease;
-      std::string v = Owner(s.owner);
+      break;
+    }
+    case OpKind::kExtend: {
+      std::string v = Owner(k.last().owner);
       if (k.native) {
-        lockload::AppendCommand(&c.out, {"LOCK.RELEASE", k.name, v});
+        lockload::AppendCommand(out, {"LOCK.EXTEND", k.name, v, lease});
       } else {
-        lockload::AppendCommand(&c.out, {"DELIFEQ", k.name, v});
+        lockload::AppendCommand(out, {"SET", k.name, v, "IFEQ", v, "PX", lease});
+      }
+      break;
+    }
+    case OpKind::kRelease:
+    case OpKind::kStart: {
+      std::string v = Owner(k.last().owner);
+      if (k.native) {
+        lockload::AppendCommand(out, {"LOCK.RELEASE", k.name, v});
+      } else {
+        lockload::AppendCommand(out, {"DELIFEQ", k.name, v});
+      }
+      break;
+    }
+  }
+}
+
+void Tester::Issue(LoadConn& c, int64_t now) {
+  while (c.ops < o_.pipeline) {
+    const int key = NextKey(c, -1);
+    if (key < 0) return;
+    const Key& k = keys_[static_cast<size_t>(key)];
+    // On some connections, two plain keys in one MULTI/EXEC: both taken or both released.
+    if (!k.native && c.multi && c.ops + 2 <= o_.pipeline) {
+      const int key2 = NextKey(c, key);
+      const Key* k2 = key2 >= 0 ? &keys_[static_cast<size_t>(key2)] : nullptr;
+      if (k2 && !k2->native && (k.last().owner == 0) == (k2->last().owner == 0)) {
+        const OpKind kind = k.last().owner == 0 ? OpKind::kAcquire : OpKind::kRelease;
+        Prepare(key, kind, now);
+        Prepare(key2, kind, now);
+        keys_[static_cast<size_t>(key)].pending.partner = key2;
+        keys_[static_cast<size_t>(key2)].pending.partner = key;
+        lockload::AppendCommand(&c.out, {"MULTI"});
+        AppendOp(&c.out, key);
+        AppendOp(&c.out, key2);
+        lockload::AppendCommand(&c.out, {"EXEC"});
+        c.q.push_back(Expect{Expect::kMulti, -1, -1});
+        c.q.push_back(Expect{Expect::kQueued, -1, -1});
+        c.q.push_back(Expect{Expect::kQueued, -1, -1});
+        c.q.push_back(Expect{Expect::kExec, key, key2});
+        c.ops += 2;
+        stats_.multi_sent++;
+        continue;
       }
     }
-    c.q.push_back(key);
+    OpKind kind = OpKind::kRelease;
+    if (k.last().owner == 0) {
+      kind = OpKind::kAcquire;
+    } else if (o_.extend_every > 0 && rng_() % static_cast<uint64_t>(o_.extend_every) == 0) {
+      kind = OpKind::kExtend;
+    }
+    Prepare(key, kind, now);
+    AppendOp(&c.out, key);
+    c.q.push_back(Expect{Expect::kOne, key, -1});
+    c.ops++;
   }
 }
 
@@ -613,6 +689,42 @@ void Tester::OnReply(int key, std::string_view r, int64_t now) {
   if (p.kind == OpKind::kExtend) stats_.extends++;
 }
 
+void Tester::OnExpect(LoadConn& c, const Expect& e, std::string_view r, int64_t now) {
+  switch (e.kind) {
+    case Expect::kOne:
+      c.ops--;
+      OnReply(e.key, r, now);
+      return;
+    case Expect::kMulti:
+    case Expect::kQueued:
+      if (r != (e.kind == Expect::kMulti ? "+OK\r\n" : "+QUEUED\r\n")) {
+        stats_.errors++;
+        Problem("ERROR during the load", std::string(e.kind == Expect::kMulti ? "MULTI" : "a queued command") +
+                                             " replied " + Printable(r));
+      }
+      return;
+    case Expect::kExec: {
+      c.ops -= 2;
+      std::vector<std::string_view> el;
+      if (!ArrayElements(r, &el) || el.size() != 2) {
+        for (int key : {e.key, e.key2}) {
+          keys_[static_cast<size_t>(key)].pending.active = false;
+          keys_[static_cast<size_t>(key)].unknown = true;
+        }
+        stats_.errors++;
+        Problem("ERROR during the load", "EXEC on " + keys_[static_cast<size_t>(e.key)].name +
+                                             " and " + keys_[static_cast<size_t>(e.key2)].name +
+                                             " replied " + Printable(r));
+        return;
+      }
+      OnReply(e.key, el[0], now);
+      OnReply(e.key2, el[1], now);
+      stats_.multi_acked++;
+      return;
+    }
+  }
+}
+
 bool Tester::Flush(LoadConn& c) {
   while (c.out_off < c.out.size()) {
     ssize_t n = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
@@ -681,9 +793,9 @@ void Tester::ReadConn(LoadConn& c, int64_t now) {
         CloseConn(c);
         return;
       }
-      int key = c.q.front();
+      const Expect e = c.q.front();
       c.q.pop_front();
-      OnReply(key, std::string_view(c.in).substr(c.in_off, static_cast<size_t>(len)), now);
+      OnExpect(c, e, std::string_view(c.in).substr(c.in_off, static_cast<size_t>(len)), now);
       c.in_off += static_cast<size_t>(len);
     }
     if (c.in_off == c.in.size()) {
@@ -714,6 +826,7 @@ bool Tester::Load(int sig) {
     }
     c.fd = sc.Release();
     fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK);
+    c.multi = o_.multi_every > 0 && i % o_.multi_every == o_.multi_every - 1;
     c.first_key = i * o_.keys_per_conn;
     c.nkeys = o_.keys_per_conn;
     c.cursor = static_cast<int>(rng_() % static_cast<uint64_t>(c.nkeys));
@@ -804,7 +917,15 @@ bool Tester::Load(int sig) {
   }
   const int64_t end_ns = NowNs();
   for (LoadConn& c : conns_) {
-    for (int key : c.q) {
+    std::vector<int> left;
+    for (const Expect& e : c.q) {
+      if (e.kind == Expect::kOne || e.kind == Expect::kExec) left.push_back(e.key);
+      if (e.kind == Expect::kExec) {
+        left.push_back(e.key2);
+        stats_.multi_inflight++;
+      }
+    }
+    for (int key : left) {
       Key& k = keys_[static_cast<size_t>(key)];
       stats_.inflight++;
       // The server may have done it at any moment up to its death.
@@ -895,6 +1016,7 @@ bool Tester::Check() {
 
   // Judge.
   const int64_t slack = o_.slack_ms * kMs;
+  std::vector<Verdict> verdicts(n, Verdict::kViolation);
   for (size_t i = 0; i < n; i++) {
     Key& k = keys_[i];
     const Observation& o = obs[i];
@@ -905,6 +1027,7 @@ bool Tester::Check() {
       continue;
     }
     Judgement j = Judge(k, o, slack);
+    verdicts[i] = j.verdict;
     switch (j.verdict) {
       case Verdict::kOk:
         if (k.pending.active) stats_.inflight_not_done++;
@@ -919,6 +1042,33 @@ bool Tester::Check() {
         stats_.violations++;
         Problem("VIOLATION", k.name + ": " + j.why);
         break;
+    }
+  }
+
+  // A MULTI/EXEC in flight at the kill took effect on both keys or on neither.
+  for (size_t i = 0; i < n; i++) {
+    const Key& k = keys_[i];
+    const int p = k.pending.active ? k.pending.partner : -1;
+    if (p < 0 || static_cast<size_t>(p) < i || k.unknown || keys_[static_cast<size_t>(p)].unknown) {
+      continue;
+    }
+    const Verdict a = verdicts[i], b = verdicts[static_cast<size_t>(p)];
+    if (a == Verdict::kInflightDone && b == Verdict::kInflightDone) stats_.multi_inflight_done++;
+    const Key& k2 = keys_[static_cast<size_t>(p)];
+    const int sa = locktorture::ShardOfSlot(locktorture::KeySlot(k.name), threads_at_kill_);
+    const int sb = locktorture::ShardOfSlot(locktorture::KeySlot(k2.name), threads_at_kill_);
+    if ((a == Verdict::kInflightDone && b == Verdict::kOk) ||
+        (a == Verdict::kOk && b == Verdict::kInflightDone)) {
+      stats_.torn++;
+      if (sa != sb) stats_.torn_cross_shard++;
+      stats_.violations++;
+      auto shows = [&](size_t x) { return obs[x].exists ? "held by #" + std::to_string(obs[x].owner) : std::string("free"); };
+      Problem("VIOLATION torn transaction",
+              std::string("MULTI, ") + OpKindName(k.pending.kind) + " " + k.name + " (shard " +
+                  std::to_string(sa) + ", now " + shows(i) + "), " + OpKindName(k.pending.kind) +
+                  " " + k2.name + " (shard " + std::to_string(sb) + ", now " +
+                  shows(static_cast<size_t>(p)) +
+                  "), EXEC: in flight at the kill, it came back half done");
     }
   }
 
@@ -1034,6 +1184,7 @@ int Tester::Run() {
     shown_.clear();
     const int threads_before = threads_of(round_ - 1);
     const int threads_after = threads_of(round_);
+    threads_at_kill_ = threads_before;
     printf("round %d/%d: %d thread%s, load, %s, restart with %d thread%s\n", round_, rounds,
            threads_before, threads_before == 1 ? "" : "s", graceful_ ? "SIGTERM" : "SIGKILL",
            threads_after, threads_after == 1 ? "" : "s");
@@ -1116,6 +1267,13 @@ int Tester::Run() {
                         : "",
            Commas(s.checked).c_str(), Commas(s.held).c_str(), Commas(s.inflight_done).c_str(),
            Commas(s.inflight_not_done).c_str(), Commas(s.tokens_checked).c_str());
+    if (s.multi_sent) {
+      printf("   MULTI/EXEC pairs: %s acknowledged, %s in flight at the %s: %s done whole, %s "
+             "torn (%s of them across shards)\n",
+             Commas(s.multi_acked).c_str(), Commas(s.multi_inflight).c_str(),
+             graceful_ ? "SIGTERM" : "kill", Commas(s.multi_inflight_done).c_str(),
+             Commas(s.torn).c_str(), Commas(s.torn_cross_shard).c_str());
+    }
     printf("   lost: %s keys (%s lost acquires, %s resurrected releases, %s lost extends, %s older "
            "owners), %s tokens, %s operations",
            Commas(s.lost_keys).c_str(),
@@ -1163,10 +1321,10 @@ int Tester::Run() {
   if (t.oldest_loss_ms >= 0) {
     printf(" (oldest %.3f s before its kill)", static_cast<double>(t.oldest_loss_ms) / 1e3);
   }
-  printf("; %s violations, %s errors; %d journal rewrites, %d kills during one, %d starts "
-         "killed\n",
-         Commas(t.violations).c_str(), Commas(t.errors).c_str(), t.rewrites,
-         t.killed_mid_rewrite, t.killed_starts);
+  printf("; %s violations (%s torn transactions), %s errors; %d journal rewrites, %d kills "
+         "during one, %d starts killed\n",
+         Commas(t.violations).c_str(), Commas(t.torn).c_str(), Commas(t.errors).c_str(),
+         t.rewrites, t.killed_mid_rewrite, t.killed_starts);
   if (fatal) printf("lockcrash: stopped early\n");
   fflush(stdout);
   return pass ? 0 : 1;

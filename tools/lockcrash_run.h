@@ -32,6 +32,8 @@ struct Options {
   int keys_per_conn = 48;                // must exceed pipeline
   int native_every = 4;                  // every Nth key uses LOCK.*; 0: none
   int extend_every = 8;                  // 1 in N visits of a held key extends it; 0: never
+  int multi_every = 8;                   // every Nth connection takes and releases its plain
+                                         // keys two at a time in MULTI/EXEC; 0: none
   int64_t lease_min_ms = 20000;
   int64_t lease_max_ms = 60000;
   int64_t slack_ms = 50;                 // lease comparisons
