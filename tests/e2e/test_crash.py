@@ -69,7 +69,7 @@ class CrashTest(unittest.TestCase):
     def summary(self, out):
         m = re.search(r"(?m)^lockcrash: (PASS|FAIL): .* ([\d,]+) operations acknowledged .*"
                       r"lost ([\d,]+) keys \+ ([\d,]+) tokens .*, ([\d,]+) not allowed.*; "
-                      r"([\d,]+) violations, ([\d,]+) errors", out)
+                      r"([\d,]+) violations \([\d,]+ torn transactions\), ([\d,]+) errors", out)
         self.assertIsNotNone(m, out)
         n = lambda s: int(s.replace(",", ""))  # noqa: E731
         return {"verdict": m.group(1), "acked": n(m.group(2)), "lost_keys": n(m.group(3)),
