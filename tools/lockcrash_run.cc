@@ -153,11 +153,23 @@ class ServerProcess {
   }
 
   // Starts the server and waits until it answers PING (and says it is this process).
+  // A killed server's listening socket can outlive it for a moment (its io_uring, which holds a
+  // multishot accept on it, is torn down after the process is gone): a start that cannot bind
+  // is tried again for up to 5 s.
   std::string Start(const Options& o, int port, int threads, const std::string& log_path) {
-    std::string err = Spawn(o, port, threads, log_path);
-    if (!err.empty()) return err;
-    return WaitReady(o, port);
+    for (int attempt = 0;; attempt++) {
+      std::string err = Spawn(o, port, threads, log_path);
+      if (!err.empty()) return err;
+      err = WaitReady(o, port);
+      if (err.empty() || attempt >= 50 || err.find("Address already in use") == std::string::npos ||
+          pid_ > 0) {
+        return err;
+      }
+      bind_retries_++;
+      usleep(100'000);
+    }
   }
+  int bind_retries() const { return bind_retries_; }
 
   // Starts the server without waiting for it.
   std::string Spawn(const Options& o, int port, int threads, const std::string& log_path) {
@@ -263,6 +275,7 @@ class ServerProcess {
  private:
   pid_t pid_ = -1;
   std::string log_path_;
+  int bind_retries_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1325,6 +1338,10 @@ int Tester::Run() {
          "during one, %d starts killed\n",
          Commas(t.violations).c_str(), Commas(t.torn).c_str(), Commas(t.errors).c_str(),
          t.rewrites, t.killed_mid_rewrite, t.killed_starts);
+  if (server_.bind_retries()) {
+    printf("lockcrash: the port was still bound by the killed server %d time%s (tried again)\n",
+           server_.bind_retries(), server_.bind_retries() == 1 ? "" : "s");
+  }
   if (fatal) printf("lockcrash: stopped early\n");
   fflush(stdout);
   return pass ? 0 : 1;
