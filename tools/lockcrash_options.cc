@@ -49,6 +49,10 @@ server
                         while it replays and rewrites the journals (with a different --threads),
                         then started again (25)
   --start-timeout MS    for the server to answer PING after a start (60000)
+  --power-cut           the journal directory is a powercutfs mount (FUSE, needs /dev/fuse),
+                        and after every kill (and the SIGTERM) every write the server had not
+                        fsynced is dropped, as a power cut would: this tests the fsyncs
+  --powercutfs PATH     the powercutfs binary (beside lockcrash)
   -- ARGS              anything after -- is passed to the server
 rounds
   -r, --rounds N        SIGKILL rounds (3)
@@ -162,6 +166,10 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
       if (o->threads.empty()) return "bad --threads list";
     } else if (name == "--rewrite-min-size") {
       err = str_opt(&o->rewrite_min_size);
+    } else if (name == "--power-cut" && !has_value) {
+      o->power_cut = true;
+    } else if (name == "--powercutfs") {
+      err = str_opt(&o->powercutfs);
     } else if (name == "--kill-start") {
       err = int_opt(0, 100, &o->kill_start_pct);
     } else if (name == "--rewrite-before-kill") {

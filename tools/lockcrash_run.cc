@@ -7,6 +7,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -288,6 +289,7 @@ struct Stats {
   uint64_t checked = 0, held = 0, inflight_done = 0, inflight_not_done = 0, unknown = 0;
   uint64_t tokens_checked = 0;
   uint64_t lost_keys = 0, lost_ops = 0, lost_tokens = 0;
+  uint64_t lost_tokens_prev = 0;  // of lost_tokens: undone by the previous restart, seen now
   uint64_t lost_by_kind[5] = {};
   uint64_t lost_not_allowed = 0;  // losses the policy does not allow (or too old)
   int64_t oldest_loss_ms = -1;    // age at the kill of the oldest acknowledged write lost
@@ -296,6 +298,7 @@ struct Stats {
   int rewrites = 0;             // journal rewrites finished during the round
   int killed_mid_rewrite = 0;   // shards whose rewrite was running at the kill
   int killed_starts = 0;        // restarts killed before they were ready
+  int power_cuts = 0;
   uint64_t multi_sent = 0, multi_acked = 0, multi_inflight = 0;  // MULTI/EXEC pairs
   uint64_t multi_inflight_done = 0, torn = 0;  // in flight at the kill: done whole; done half
   uint64_t torn_cross_shard = 0;                // ... of which the two keys were on two shards
@@ -316,6 +319,7 @@ struct Stats {
     lost_keys += s.lost_keys;
     lost_ops += s.lost_ops;
     lost_tokens += s.lost_tokens;
+    lost_tokens_prev += s.lost_tokens_prev;
     for (int i = 0; i < 5; i++) lost_by_kind[i] += s.lost_by_kind[i];
     lost_not_allowed += s.lost_not_allowed;
     oldest_loss_ms = std::max(oldest_loss_ms, s.oldest_loss_ms);
@@ -325,6 +329,7 @@ struct Stats {
     rewrites += s.rewrites;
     killed_mid_rewrite += s.killed_mid_rewrite;
     killed_starts += s.killed_starts;
+    power_cuts += s.power_cuts;
     multi_sent += s.multi_sent;
     multi_acked += s.multi_acked;
     multi_inflight += s.multi_inflight;
@@ -367,7 +372,8 @@ struct LoadConn {
 
 class Tester {
  public:
-  explicit Tester(const Options& o) : o_(o) {}
+  explicit Tester(const Options& o) : o_(o), so_(o) {}
+  ~Tester() { UnmountFs(); }
 
   int Run();
 
@@ -401,7 +407,15 @@ class Tester {
   void CheckLoadToken(int key, uint64_t t, int64_t now);
 
   const Options& o_;
+  Options so_;  // what the server is started with (--dir on the FUSE mount with --power-cut)
   std::mt19937_64 rng_;
+  // --power-cut
+  pid_t fs_pid_ = -1;
+  std::string mnt_;
+  std::string MountFs();
+  void UnmountFs();
+  void WaitPortFree();
+  std::string Cut();  // drops every unsynced write; returns the file system's account
   std::string tag_;
   int port_ = 0;
   int threads_at_kill_ = 1;      // the killed server's --threads (to place keys on shards)
@@ -419,6 +433,8 @@ class Tester {
   int64_t round_start_ns_ = 0;
   int64_t kill_ns_ = 0;       // this round's signal
   int64_t prev_kill_ns_ = 0;  // the previous round's (tokens lost at that restart show up now)
+  int64_t drain_end_ns_ = 0;       // this round's last reply from the killed server was read
+  int64_t prev_drain_end_ns_ = 0;  // ... the previous round's
   bool killed_ = false;             // the load loop has seen the signal go
   std::atomic<bool> fired_{false};  // the signal has gone (set by the killer thread)
   bool died_early_ = false;
@@ -612,13 +628,26 @@ void Tester::CheckLoadToken(int key, uint64_t t, int64_t now) {
     // The earliest acknowledged token this one does not exceed.
     auto it = std::find_if(log.acked.begin(), log.acked.end(),
                            [&](const auto& e) { return e.first >= t; });
-    if (it == log.acked.end() || it->second >= prev_kill_ns_) {  // on this server
+    // Acknowledged after the previous server's last reply had been read: by this server.
+    if (it == log.acked.end() || it->second > prev_drain_end_ns_) {
       stats_.violations++;
+      std::string detail;
+      if (o_.verbose) {
+        detail = "; tokens acknowledged (ms after the restart):";
+        for (size_t e = log.acked.size() > 6 ? log.acked.size() - 6 : 0; e < log.acked.size();
+             e++) {
+          const auto& [tok, at] = log.acked[e];
+          detail += Fmt(" %llu@%lld", static_cast<unsigned long long>(tok),
+                        static_cast<long long>((at - prev_kill_ns_) / kMs));
+        }
+        detail += Fmt("; now %lld", static_cast<long long>((now - prev_kill_ns_) / kMs));
+      }
       Problem("VIOLATION token-not-increasing",
               k.name + Fmt(": fencing token %llu, but %llu was acknowledged before on the running "
                            "server",
                            static_cast<unsigned long long>(t),
-                           static_cast<unsigned long long>(k.max_token)));
+                           static_cast<unsigned long long>(k.max_token)) +
+                  detail);
     } else {
       // Acknowledged before the last restart and forgotten by it.
       Judgement j;
@@ -630,6 +659,7 @@ void Tester::CheckLoadToken(int key, uint64_t t, int64_t now) {
       // Judged against the kill that lost it (never a graceful one: that is the last round).
       const bool saved_graceful = graceful_;
       graceful_ = false;
+      stats_.lost_tokens_prev++;
       Loss(key, j, (prev_kill_ns_ - it->second) / kMs, /*token=*/true);
       graceful_ = saved_graceful;
     }
@@ -929,6 +959,7 @@ bool Tester::Load(int sig) {
     killer.join();
   }
   const int64_t end_ns = NowNs();
+  drain_end_ns_ = end_ns;
   for (LoadConn& c : conns_) {
     std::vector<int> left;
     for (const Expect& e : c.q) {
@@ -1175,16 +1206,132 @@ bool Tester::Check() {
   return true;
 }
 
+std::string Tester::MountFs() {
+  const std::string backing = o_.dir + "/backing";
+  mnt_ = o_.dir + "/mnt";
+  mkdir(backing.c_str(), 0755);
+  mkdir(mnt_.c_str(), 0755);
+  std::string fs = o_.powercutfs;
+  if (fs.empty()) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : "lockcrash";
+    fs = dir.substr(0, dir.rfind('/') + 1) + "powercutfs";
+  }
+  std::vector<std::string> args = {fs, backing, mnt_, "-f"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log = o_.dir + "/powercutfs.log";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  int rc = posix_spawn(&fs_pid_, fs.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    fs_pid_ = -1;
+    return "cannot start " + fs + ": " + strerror(rc) + " (build it: it needs libfuse3-dev)";
+  }
+  const int64_t deadline = NowNs() + 5000 * kMs;
+  while (NowNs() < deadline) {
+    struct statfs st {};
+    if (statfs(mnt_.c_str(), &st) == 0 && st.f_type == 0x65735546) {  // FUSE_SUPER_MAGIC
+      so_.dir = mnt_;
+      return {};
+    }
+    int status = 0;
+    if (waitpid(fs_pid_, &status, WNOHANG) == fs_pid_) {
+      fs_pid_ = -1;
+      return fs + " exited (" + ServerProcess::DescribeStatus(status) +
+             "); is /dev/fuse there? log:\n" + Tail(log, 2000);
+    }
+    usleep(10000);
+  }
+  return fs + " did not mount " + mnt_ + " within 5 s";
+}
+
+void Tester::UnmountFs() {
+  if (fs_pid_ <= 0) return;
+  pid_t p = -1;
+  std::vector<std::string> args = {"fusermount3", "-u", mnt_};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (posix_spawnp(&p, "fusermount3", nullptr, nullptr, argv.data(), environ) == 0) {
+    waitpid(p, nullptr, 0);
+  }
+  int status = 0;
+  const int64_t deadline = NowNs() + 5000 * kMs;
+  while (waitpid(fs_pid_, &status, WNOHANG) != fs_pid_) {
+    if (NowNs() > deadline) {
+      kill(fs_pid_, SIGKILL);
+      waitpid(fs_pid_, &status, 0);
+      break;
+    }
+    usleep(10000);
+  }
+  fs_pid_ = -1;
+}
+
+void Tester::WaitPortFree() {
+  const int64_t deadline = NowNs() + 5000 * kMs;
+  while (NowNs() < deadline) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    if (ok) return;
+    usleep(2000);
+  }
+}
+
+std::string Tester::Cut() {
+  // The dead server's io_uring lets go of its files (and its listening socket) only once its
+  // last operations are over: a write landing after the cut would outlive the power cut.
+  WaitPortFree();
+  usleep(20000);
+  int fd = open((mnt_ + "/.powercut").c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, "1", 1) != 1) {
+    std::string err = std::string("power cut failed: ") + strerror(errno);
+    if (fd >= 0) close(fd);
+    return err;
+  }
+  close(fd);
+  stats_.power_cuts++;
+  std::string log = Tail(o_.dir + "/powercutfs.log", 4096);
+  size_t at = log.rfind("power cut ");
+  if (at == std::string::npos) return "power cut";
+  size_t colon = log.find(": ", at);
+  size_t eol = log.find('\n', at);
+  return "power cut: " + log.substr(colon + 2, eol - colon - 2);
+}
+
 int Tester::Run() {
   if (std::string err = Init(); !err.empty()) {
     printf("lockcrash: %s\n", err.c_str());
     return 2;
   }
+  if (o_.power_cut) {
+    if (std::string err = MountFs(); !err.empty()) {
+      printf("lockcrash: --power-cut: %s\n", err.c_str());
+      return 2;
+    }
+    printf("   power cuts: the journal lives on a powercutfs mount (%s), which drops every "
+           "unsynced write after each kill\n",
+           mnt_.c_str());
+  }
   auto threads_of = [&](int start) {
     return o_.threads[static_cast<size_t>(start) % o_.threads.size()];
   };
   auto log_path = [&](int start) { return o_.dir + Fmt("/lockcrash-server-%d.log", start); };
-  if (std::string err = server_.Start(o_, port_, threads_of(0), log_path(0)); !err.empty()) {
+  if (std::string err = server_.Start(so_, port_, threads_of(0), log_path(0)); !err.empty()) {
     printf("lockcrash: %s\n", err.c_str());
     return 2;
   }
@@ -1198,9 +1345,9 @@ int Tester::Run() {
     const int threads_before = threads_of(round_ - 1);
     const int threads_after = threads_of(round_);
     threads_at_kill_ = threads_before;
-    printf("round %d/%d: %d thread%s, load, %s, restart with %d thread%s\n", round_, rounds,
+    printf("round %d/%d: %d thread%s, load, %s%s, restart with %d thread%s\n", round_, rounds,
            threads_before, threads_before == 1 ? "" : "s", graceful_ ? "SIGTERM" : "SIGKILL",
-           threads_after, threads_after == 1 ? "" : "s");
+           o_.power_cut ? " + power cut" : "", threads_after, threads_after == 1 ? "" : "s");
     fflush(stdout);
     if (!Load(sig)) {
       fatal = true;
@@ -1221,13 +1368,14 @@ int Tester::Run() {
     }
     CountRewrites(Tail(log_path(round_ - 1), 16 << 20), &stats_.rewrites,
                   &stats_.killed_mid_rewrite);
+    if (o_.power_cut) printf("   %s\n", Cut().c_str());
     // Sometimes the restart itself is killed, while it replays the journals and writes fresh
     // ones (with another thread count, so files of two layouts may be left behind).
     if (std::uniform_int_distribution<int>(0, 99)(rng_) < o_.kill_start_pct) {
       const int threads_between = threads_after == 1 ? 2 : threads_after - 1;
       const int64_t after_ms = std::uniform_int_distribution<int64_t>(
           0, std::max<int64_t>(1, last_start_ms_ * 3 / 2))(rng_);
-      std::string err = server_.Spawn(o_, port_, threads_between, log_path(round_) + ".killed");
+      std::string err = server_.Spawn(so_, port_, threads_between, log_path(round_) + ".killed");
       if (err.empty()) {
         usleep(static_cast<useconds_t>(after_ms * 1000));
         server_.Signal(SIGKILL);
@@ -1241,10 +1389,11 @@ int Tester::Run() {
                                : "while it loaded the journals";
         printf("   a start with %d thread%s was killed after %lld ms, %s\n", threads_between,
                threads_between == 1 ? "" : "s", static_cast<long long>(after_ms), when);
+        if (o_.power_cut) printf("   %s\n", Cut().c_str());
       }
     }
     const int64_t t0 = NowNs();
-    std::string err = server_.Start(o_, port_, threads_after, log_path(round_));
+    std::string err = server_.Start(so_, port_, threads_after, log_path(round_));
     const double restart_s = static_cast<double>(NowNs() - t0) / 1e9;
     last_start_ms_ = (NowNs() - t0) / kMs;
     if (!err.empty()) {
@@ -1257,6 +1406,7 @@ int Tester::Run() {
       if (!Check()) fatal = true;
     }
     prev_kill_ns_ = kill_ns_;
+    prev_drain_end_ns_ = drain_end_ns_;
     const Stats& s = stats_;
     printf("   load %.2f s: %s operations acknowledged (%s/s): %s acquires, %s releases, %s "
            "extends; %s in flight at the %s\n",
@@ -1288,13 +1438,19 @@ int Tester::Run() {
              Commas(s.torn).c_str(), Commas(s.torn_cross_shard).c_str());
     }
     printf("   lost: %s keys (%s lost acquires, %s resurrected releases, %s lost extends, %s older "
-           "owners), %s tokens, %s operations",
+           "owners), %s tokens%s, %s operations",
            Commas(s.lost_keys).c_str(),
            Commas(s.lost_by_kind[static_cast<int>(LossKind::kLostAcquire)]).c_str(),
            Commas(s.lost_by_kind[static_cast<int>(LossKind::kResurrected)]).c_str(),
            Commas(s.lost_by_kind[static_cast<int>(LossKind::kLostExtend)]).c_str(),
            Commas(s.lost_by_kind[static_cast<int>(LossKind::kOlderOwner)]).c_str(),
-           Commas(s.lost_tokens).c_str(), Commas(s.lost_ops).c_str());
+           Commas(s.lost_tokens).c_str(),
+           s.lost_tokens_prev
+               ? Fmt(" (%s by the previous restart, seen by this round's acquires)",
+                     Commas(s.lost_tokens_prev).c_str())
+                     .c_str()
+               : "",
+           Commas(s.lost_ops).c_str());
     if (s.oldest_loss_ms >= 0) {
       printf(", the oldest acknowledged %.3f s before the kill",
              static_cast<double>(s.oldest_loss_ms) / 1e3);
@@ -1319,6 +1475,7 @@ int Tester::Run() {
              server_.log_path().c_str(), Tail(server_.log_path(), 3000).c_str());
     }
   }
+  UnmountFs();
   const Stats& t = total_;
   const bool pass = !fatal && t.lost_not_allowed == 0 && t.violations == 0 && t.errors == 0;
   printf("lockcrash: %s: appendfsync %s, %d rounds, %s operations acknowledged (%s/s under load), "
@@ -1335,9 +1492,9 @@ int Tester::Run() {
     printf(" (oldest %.3f s before its kill)", static_cast<double>(t.oldest_loss_ms) / 1e3);
   }
   printf("; %s violations (%s torn transactions), %s errors; %d journal rewrites, %d kills "
-         "during one, %d starts killed\n",
+         "during one, %d starts killed, %d power cuts\n",
          Commas(t.violations).c_str(), Commas(t.torn).c_str(), Commas(t.errors).c_str(),
-         t.rewrites, t.killed_mid_rewrite, t.killed_starts);
+         t.rewrites, t.killed_mid_rewrite, t.killed_starts, t.power_cuts);
   if (server_.bind_retries()) {
     printf("lockcrash: the port was still bound by the killed server %d time%s (tried again)\n",
            server_.bind_retries(), server_.bind_retries() == 1 ? "" : "s");

@@ -41,6 +41,8 @@ struct Options {
   std::string rewrite_min_size = "1mb";  // --auto-aof-rewrite-min-size: rewrites during the load
   int kill_start_pct = 25;               // restarts killed while they load (then restarted)
   int rewrite_before_kill_pct = 50;      // rounds that send BGREWRITEAOF 0-8 ms before the kill
+  bool power_cut = false;                // journal on a powercutfs mount, cut after each kill
+  std::string powercutfs;                // its binary; default: beside lockcrash
   Fault fault = Fault::kNone;
   int64_t start_timeout_ms = 60000;      // for the server to answer PING after a start
   int64_t io_timeout_ms = 10000;         // any one reply during the checks
