@@ -105,6 +105,49 @@ class CrashTest(unittest.TestCase):
         self.assertEqual(code, 0, out)
         self.assertEqual((s["lost_keys"], s["violations"], s["errors"]), (0, 0, 0), out)
 
+    def power_cut(self, *args):
+        """Runs lockcrash --power-cut; skips when powercutfs cannot be built or mounted here."""
+        fs = os.path.join(os.path.dirname(self.binary), "powercutfs")
+        if not os.access(fs, os.X_OK):
+            self.skipTest("%s is not built (it needs libfuse3-dev)" % fs)
+        if not os.path.exists("/dev/fuse"):
+            self.skipTest("no /dev/fuse")
+        code, out = self.lockcrash("--power-cut", *args)
+        if code == 2 and "--power-cut:" in out:
+            self.skipTest("powercutfs cannot mount here: " + out[-500:])
+        return code, out
+
+    def test_power_cut_always_loses_nothing(self):
+        # The journal on powercutfs: after each kill every write not fsynced is dropped, so this
+        # tests the fsyncs themselves, not only that replies wait for them.
+        code, out = self.power_cut("--appendfsync", "always", "--rounds", "2")
+        s = self.summary(out)
+        self.assertEqual(code, 0, out)
+        self.assertEqual((s["lost_keys"], s["lost_tokens"], s["violations"], s["errors"]),
+                         (0, 0, 0, 0), out)
+        self.assertRegex(out, r"(?m)^   power cut: \d+ files rolled back", out)
+
+    def test_power_cut_everysec_loses_at_most_the_last_seconds(self):
+        # Without rewrites (whose fsyncs would save more), everysec's own fsync is all there is.
+        code, out = self.power_cut("--appendfsync", "everysec", "--rounds", "2",
+                                   "--rewrite-min-size", "1gb", "--rewrite-before-kill", "0")
+        s = self.summary(out)
+        self.assertEqual(code, 0, out)
+        self.assertEqual((s["not_allowed"], s["violations"], s["errors"]), (0, 0, 0), out)
+
+    def test_power_cut_without_fsync_is_caught(self):
+        # Self-test of the power cut: with appendfsync no and no rewrite (whose fsyncs would save
+        # the file), 3 s of acknowledged writes are dropped, older than the 2 s allowed.
+        code, out = self.power_cut("--appendfsync", "no", "--rounds", "1", "--no-graceful",
+                                   "--kill-min", "3000", "--kill-max", "3000",
+                                   "--rewrite-min-size", "1gb", "--rewrite-before-kill", "0",
+                                   "--kill-start", "0")
+        s = self.summary(out)
+        self.assertEqual(code, 1, out)
+        self.assertGreater(s["lost_keys"], 0, out)
+        self.assertGreater(s["not_allowed"], 0, out)
+        self.assertIn("LOST older than --loss-window-ms", out)
+
     def test_no_journal_is_caught(self):
         # Self-test: without a journal every lock held at the kill comes back free.
         code, out = self.lockcrash("--fault", "no-journal", "--rounds", "1", "--no-graceful")
