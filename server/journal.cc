@@ -630,7 +630,8 @@ void Journal::Shutdown() {
     io_uring_cqe_seen(ring, cqe);
   }
   if (rewrite_) RewriteFail("the server is shutting down");
-  // Everything changed until now (including by commands that ran while we reaped) goes in.
+  // The completions reaped above include reads from clients, whose commands ran (and whose
+  // replies leave after this): their changes go in too.
   Materialize(now_ms_);
   // The rest, written and synced in place.
   File& f = *main_;
