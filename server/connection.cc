@@ -597,12 +597,6 @@ void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardF
     }
   }
   auto* run = new FanOutRun(reactor_, std::move(parts));
-  // The journal tags a cross-shard write so that a crash cannot bring back part of it.
-  if (for_exec) {
-    run->tx.JournalAs(*exec_->tx);
-  } else {
-    run->tx.set_writes(cur_spec_ && (cur_spec_->flags & kWrite));
-  }
   run->shards = shards;
   run->phases = std::move(phases);
   run->finish = std::move(finish);

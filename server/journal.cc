@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <random>
 
 #include "server/log.h"
 #include "server/reactor.h"
@@ -131,71 +130,25 @@ std::optional<std::string> Journal::Open(int64_t now_ms) {
 }
 
 void Journal::NoteChanged(int db, std::string_view key) {
-  std::vector<Dirty>& list = cur_tx_ ? tx_dirty_[cur_tx_] : dirty_;
   // The same key changed twice in a row (one command touching it twice) is written once.
-  if (!list.empty() && !list.back().flush && list.back().db == db && list.back().key == key) {
+  if (!dirty_.empty() && !dirty_.back().flush && dirty_.back().db == db &&
+      dirty_.back().key == key) {
     return;
   }
-  list.push_back(Dirty{db, false, std::string(key)});
+  dirty_.push_back(Dirty{db, false, std::string(key)});
 }
 
-void Journal::NoteFlush(int db) {
-  std::vector<Dirty>& list = cur_tx_ ? tx_dirty_[cur_tx_] : dirty_;
-  list.push_back(Dirty{db, true, {}});
-}
-
-namespace {
-// Names this run's transactions in the journal (with Transaction ids, unique within a run).
-uint64_t RunNonce() {
-  static const uint64_t nonce = [] {
-    std::random_device rd;
-    return (uint64_t{rd()} << 32) ^ rd();
-  }();
-  return nonce;
-}
-}  // namespace
-
-uint64_t Journal::EnterTx(uint64_t id) {
-  // What changed before belongs to earlier commands: it goes in a frame of its own first, with
-  // the state it has now (the transaction's keys are locked, so none of them is in it).
-  Materialize(now_ms_);
-  uint64_t prev = cur_tx_;
-  cur_tx_ = id;
-  return prev;
-}
-
-void Journal::LeaveTx(uint64_t prev) { cur_tx_ = prev; }
-
-void Journal::CommitTx(uint64_t id, int num_shards, bool writes) {
-  auto it = tx_dirty_.find(id);
-  std::vector<Dirty> dirty;
-  if (it != tx_dirty_.end()) {
-    dirty.swap(it->second);
-    tx_dirty_.erase(it);
-  }
-  if (dirty.empty() && !writes) return;
-  Materialize(now_ms_);  // keep the order: what came before the commit, first
-  shard::TxTag tag{RunNonce(), id, static_cast<uint32_t>(num_shards)};
-  WriteFrame(dirty, &tag, /*even_if_empty=*/true, now_ms_);
-}
+void Journal::NoteFlush(int db) { dirty_.push_back(Dirty{db, true, {}}); }
 
 void Journal::Materialize(int64_t now_ms) {
   if (dirty_.empty()) return;
   std::vector<Dirty> dirty;
   dirty.swap(dirty_);
-  WriteFrame(dirty, nullptr, false, now_ms);
-  dirty_.swap(dirty);  // keep the capacity
-  dirty_.clear();
-}
-
-bool Journal::WriteFrame(std::vector<Dirty>& dirty, const shard::TxTag* tag, bool even_if_empty,
-                         int64_t now_ms) {
   // Written straight into the file's pending bytes (and copied to a rewrite's, if one runs).
   std::string& out = main_->pending;
   const size_t start = out.size();
   shard::JournalWriter w(&out);
   w.BeginFrame();
-  if (tag) w.Tx(*tag);
   for (const Dirty& d : dirty) {
     auto db = static_cast<uint32_t>(d.db);
     if (d.flush) {
@@ -208,7 +161,7 @@ bool Journal::WriteFrame(std::vector<Dirty>& dirty, const shard::TxTag* tag, boo
     } else {
       w.Del(db, d.key);
     }
-    if (!tag && w.frame_bytes() > kSplitFrameBytes) {
+    if (w.frame_bytes() > kSplitFrameBytes) {
       // A turn that wrote huge values: more than one frame (each still whole on its own).
       w.EndFrame();
       w.BeginFrame();
@@ -221,11 +174,9 @@ bool Journal::WriteFrame(std::vector<Dirty>& dirty, const shard::TxTag* tag, boo
       journalled_tokens_[d] = t;
     }
   }
-  if (!tag && !even_if_empty && w.records_in_frame() == 0) {
-    w.EndFrame();
-    return false;
-  }
-  if (!w.EndFrame()) return false;
+  dirty_.swap(dirty);  // keep the capacity
+  dirty_.clear();
+  if (!w.EndFrame()) return;
   appended_batch_++;
   stats_.batches++;
   main_->appended_batch = appended_batch_;
@@ -233,7 +184,6 @@ bool Journal::WriteFrame(std::vector<Dirty>& dirty, const shard::TxTag* tag, boo
     rewrite_->pending.append(out, start, std::string::npos);
     rewrite_->appended_batch = appended_batch_;
   }
-  return true;
 }
 
 void Journal::FollowPolicy() {

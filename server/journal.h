@@ -25,7 +25,6 @@
 // While the two files are both written, a batch counts as durable only once it is on disk in
 // both, so a crash at any point finds every acknowledged write under the journal's name.
 
-#include <absl/container/flat_hash_map.h>
 #include <absl/functional/any_invocable.h>
 
 #include <cstdint>
@@ -36,7 +35,6 @@
 
 #include "server/config.h"
 #include "shard/db.h"
-#include "shard/journal_format.h"
 #include "shard/shard.h"
 
 struct io_uring;
@@ -105,16 +103,6 @@ class Journal {
   // needed (whatever the policy).
   void WhenSynced(absl::AnyInvocable<void()> fn);
 
-  // A cross-shard transaction's work on this shard (Transaction::Hop): the changes made
-  // between EnterTx and LeaveTx are kept apart, and CommitTx (when the transaction releases its
-  // locks here) writes them as one frame opened by a kTx record. A replay applies that frame
-  // only if every shard of the transaction has its part on disk. With `writes`, CommitTx writes
-  // the frame even if this shard changed nothing, so the others' parts count as complete.
-  // EnterTx returns what LeaveTx restores (a fan-out inside EXEC enters the same id again).
-  uint64_t EnterTx(uint64_t id);
-  void LeaveTx(uint64_t prev);
-  void CommitTx(uint64_t id, int num_shards, bool writes);
-
   // BGREWRITEAOF. False (with a reason in *why) when one is already running.
   bool StartRewrite(std::string* why);
   JournalStats Stats() const;
@@ -126,20 +114,11 @@ class Journal {
   class Observer;
   friend class Observer;
   enum class RewriteState : uint8_t { kIdle, kOpening, kScanning, kSyncing, kRenaming, kDirSync };
-  struct Dirty {
-    int db;
-    bool flush;  // FLUSHDB of db (key unused)
-    std::string key;
-  };
 
   void FollowPolicy();  // picks up CONFIG SET appendfsync
   void NoteChanged(int db, std::string_view key);
   void NoteFlush(int db);
   void Materialize(int64_t now_ms);
-  // Writes `dirty` (and moved fencing counters) as one frame into the pending bytes, opened by
-  // a kTx record when `tag` is given. False if the frame came out empty.
-  bool WriteFrame(std::vector<Dirty>& dirty, const shard::TxTag* tag, bool even_if_empty,
-                  int64_t now_ms);
   void Pump(File& f);
   bool SubmitWrite(File& f);
   void SubmitFsync(File& f, uint64_t batch);
@@ -165,9 +144,12 @@ class Journal {
   int64_t now_ms_ = 0;
 
   std::vector<std::unique_ptr<Observer>> observers_;  // one per db
+  struct Dirty {
+    int db;
+    bool flush;  // FLUSHDB of db (key unused)
+    std::string key;
+  };
   std::vector<Dirty> dirty_;
-  uint64_t cur_tx_ = 0;  // EnterTx..LeaveTx: changes go to tx_dirty_[cur_tx_]
-  absl::flat_hash_map<uint64_t, std::vector<Dirty>> tx_dirty_;
   std::vector<uint64_t> journalled_tokens_;  // per db: last fencing token written
   std::string frame_;                        // scratch
   shard::KeyView view_;                      // scratch

@@ -10,7 +10,6 @@
 // when every shard has done so are files of other layouts removed. A crash in between leaves
 // files of two layouts holding the same keys, which the next start reads as above.
 
-#include <absl/container/flat_hash_map.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -83,45 +82,16 @@ bool WriteAll(int fd, std::string_view data) {
   return true;
 }
 
-// Cross-shard transactions found in the journals: how many shards' parts are on disk.
-using TxKey = std::pair<uint64_t, uint64_t>;  // (nonce, id)
-struct TxSeen {
-  uint32_t shards = 0;
-  uint32_t parts = 0;
-};
-using TxCounts = absl::flat_hash_map<TxKey, TxSeen>;
-
-void CountTx(std::string_view bytes, TxCounts* counts) {
-  shard::ScanJournal(bytes, [&](const shard::JournalRecord& r) {
-    if (r.kind == shard::RecordKind::kTx) {
-      TxSeen& t = (*counts)[TxKey{r.tx.nonce, r.tx.id}];
-      t.shards = r.tx.shards;
-      t.parts++;
-    }
-    return true;
-  });
-}
-
-// Replays one file into `shard`, keeping only records for keys that `keep` accepts, and
-// skipping each frame that holds part of a cross-shard transaction whose other parts did not
-// all reach the disk.
-std::optional<std::string> Replay(const Config& config, const FoundFile& f,
-                                  const std::string& bytes, const TxCounts& txs,
-                                  shard::Shard& shard,
+// Replays one file into `shard`, keeping only records for keys that `keep` accepts.
+std::optional<std::string> Replay(const Config& config, const FoundFile& f, shard::Shard& shard,
                                   const std::function<bool(std::string_view)>& keep, int64_t now_ms,
-                                  size_t* records, size_t* skipped) {
+                                  size_t* records) {
+  std::string bytes;
+  if (auto err = ReadFile(f.path, &bytes)) return err;
   uint32_t too_high_db = 0;
-  bool skipping = false;
   shard::JournalScan scan = shard::ScanJournal(bytes, [&](const shard::JournalRecord& r) {
-    if (r.first_in_frame) skipping = false;
-    if (r.kind == shard::RecordKind::kTx) {
-      auto it = txs.find(TxKey{r.tx.nonce, r.tx.id});
-      skipping = it == txs.end() || it->second.parts < it->second.shards;
-      if (skipping) (*skipped)++;
-      return true;
-    }
-    if (skipping) return true;
-    if (r.kind != shard::RecordKind::kHeader && r.db >= static_cast<uint32_t>(shard.num_dbs())) {
+    if (r.kind != shard::RecordKind::kHeader &&
+        r.db >= static_cast<uint32_t>(shard.num_dbs())) {
       // Loading without it would drop the key for good (the fresh journal written next).
       too_high_db = r.db;
       return false;
@@ -136,7 +106,8 @@ std::optional<std::string> Replay(const Config& config, const FoundFile& f,
   if (scan.status == shard::JournalScan::Status::kStopped) {
     return "the journal " + f.path + " has keys in database " + std::to_string(too_high_db) +
            " but the server has only " + std::to_string(shard.num_dbs()) +
-           " (--databases): start with --databases " + std::to_string(too_high_db + 1) + " or more";
+           " (--databases): start with --databases " + std::to_string(too_high_db + 1) +
+           " or more";
   }
   const std::string where = f.path + " at offset " + std::to_string(scan.bad_offset);
   switch (scan.status) {
@@ -271,54 +242,19 @@ std::optional<std::string> LoadJournals(const Config& config,
   const int64_t now_ms = RealtimeMs();
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::optional<std::string>> errors(n);
-  std::vector<size_t> records(n), keys(n), skipped(n);
-
-  // First every file is read (in parallel) and its cross-shard transactions counted: a part is
-  // replayed only if all the parts of its transaction are there, whichever files hold them.
-  std::vector<std::string> contents(found.size());
-  std::vector<TxCounts> counts(n);
-  {
-    std::vector<std::thread> readers;
-    for (int s = 0; s < n; s++) {
-      readers.emplace_back([&, s] {
-        for (size_t i = s; i < found.size(); i += n) {
-          if (auto err = ReadFile(found[i].path, &contents[i])) {
-            errors[s] = err;
-            return;
-          }
-          CountTx(contents[i], &counts[s]);
-        }
-      });
-    }
-    for (auto& t : readers) t.join();
-  }
-  for (auto& e : errors) {
-    if (e) return e;
-  }
-  TxCounts txs;
-  for (const TxCounts& c : counts) {
-    for (const auto& [k, v] : c) {
-      TxSeen& t = txs[k];
-      t.shards = v.shards;
-      t.parts += v.parts;
-    }
-  }
-
+  std::vector<size_t> records(n), keys(n);
   std::vector<std::thread> threads;
   for (int s = 0; s < n; s++) {
     threads.emplace_back([&, s] {
       shard::Shard& shard = *shards[s];
       auto owned = [&](std::string_view key) { return Server::SlotOwner(key, n) == s; };
-      for (size_t i = 0; i < found.size(); i++) {
-        const FoundFile& f = found[i];
+      for (const FoundFile& f : found) {
         if (f.num_shards == n && f.shard != s) continue;  // all its keys belong to another shard
         if (same_layout) {
-          errors[s] =
-              Replay(config, f, contents[i], txs, shard, owned, now_ms, &records[s], &skipped[s]);
+          errors[s] = Replay(config, f, shard, owned, now_ms, &records[s]);
         } else {
           shard::Shard scratch(s, shard.num_dbs());
-          errors[s] =
-              Replay(config, f, contents[i], txs, scratch, owned, now_ms, &records[s], &skipped[s]);
+          errors[s] = Replay(config, f, scratch, owned, now_ms, &records[s]);
           if (!errors[s]) Merge(scratch, shard, now_ms);
         }
         if (errors[s]) return;
@@ -343,17 +279,10 @@ std::optional<std::string> LoadJournals(const Config& config,
     fsync(dfd);
     close(dfd);
   }
-  size_t total_records = 0, total_keys = 0, total_skipped = 0;
+  size_t total_records = 0, total_keys = 0;
   for (int s = 0; s < n; s++) {
     total_records += records[s];
     total_keys += keys[s];
-    total_skipped += skipped[s];
-  }
-  if (total_skipped) {
-    LogWarning(
-        "journal: dropped %zu part(s) of cross-shard commands whose other parts never "
-        "reached the disk (with appendfsync always, never acknowledged)",
-        total_skipped);
   }
   long long ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)

@@ -33,30 +33,8 @@ Transaction::Transaction(Reactor* origin, std::vector<Part> parts) : origin_(ori
   plan->id = next_tx_id.fetch_add(1, std::memory_order_relaxed);
   plan->origin = origin->id();
   plan->parts = std::move(merged);
-  plan->journal_id = plan->id;
-  plan->journal_shards = static_cast<uint32_t>(plan->parts.size());
   plan_ = std::move(plan);
 }
-
-uint64_t Transaction::Enter(Reactor& r, const Plan& plan) {
-  if (plan.journal_shards <= 1 || !r.journal()) return 0;
-  return r.journal()->EnterTx(plan.journal_id);
-}
-
-void Transaction::Leave(Reactor& r, const Plan& plan, uint64_t prev) {
-  if (plan.journal_shards <= 1 || !r.journal()) return;
-  r.journal()->LeaveTx(prev);
-}
-
-void Transaction::Commit(Reactor& r, const Plan& plan) {
-  // Only the transaction that owns the journal id commits it (not a fan-out inside EXEC).
-  if (plan.journal_shards <= 1 || plan.journal_id != plan.id || !r.journal()) return;
-  r.journal()->CommitTx(plan.journal_id, static_cast<int>(plan.journal_shards), plan.writes);
-}
-
-uint64_t Transaction::EnterJournal(Reactor& r) const { return Enter(r, *plan_); }
-
-void Transaction::LeaveJournal(Reactor& r, uint64_t prev) const { Leave(r, *plan_, prev); }
 
 std::vector<int> Transaction::Shards() const {
   std::vector<int> s;
@@ -126,19 +104,15 @@ void Transaction::Hop(const std::vector<int>& shards, std::function<void(Reactor
       continue;
     }
     Transaction* t = this;
-    origin_->Send(s, [fn, t, origin, plan = plan_] {
+    origin_->Send(s, [fn, t, origin] {
       Reactor* r = Reactor::Current();
-      uint64_t prev = Enter(*r, *plan);
       fn(*r);
-      Leave(*r, *plan, prev);
       r->Send(origin, [t] { t->HopDone(); });
     });
   }
   // The local part last: if it completes the hop, `then` may end this transaction.
   if (local) {
-    uint64_t prev = Enter(*origin_, *plan_);
     fn(*origin_);
-    Leave(*origin_, *plan_, prev);
     HopDone();
   }
 }
@@ -158,16 +132,11 @@ void Transaction::Release() {
     if (p.shard == origin) continue;
     origin_->Send(p.shard, [plan = plan_, i] {
       const Part& part = plan->parts[i];
-      Reactor* r = Reactor::Current();
-      Commit(*r, *plan);  // its changes here go to the journal before anyone else's
-      r->locks().Unlock(plan->id, part.names, part.whole);
+      Reactor::Current()->locks().Unlock(plan->id, part.names, part.whole);
     });
   }
   for (const Part& p : plan_->parts) {
-    if (p.shard == origin) {
-      Commit(*origin_, *plan_);
-      origin_->locks().Unlock(plan_->id, p.names, p.whole);
-    }
+    if (p.shard == origin) origin_->locks().Unlock(plan_->id, p.names, p.whole);
   }
 }
 

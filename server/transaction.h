@@ -37,22 +37,6 @@ class Transaction {
   Transaction& operator=(const Transaction&) = delete;
 
   uint64_t id() const { return plan_->id; }
-
-  // --- the journal (server/journal.h) ---
-  // Before Lock(): the transaction may write (its parts are written to every shard's journal
-  // at release, even a shard that changed nothing, so a replay can tell a whole one from a
-  // part).
-  void set_writes(bool w) { plan_->writes = w; }
-  // Before Lock(): this transaction runs inside `outer` (a fan-out inside EXEC): its changes
-  // belong to outer's part on each shard.
-  void JournalAs(const Transaction& outer) {
-    plan_->journal_id = outer.plan_->journal_id;
-    plan_->journal_shards = outer.plan_->journal_shards;
-  }
-  // Shard thread: the changes the caller makes until LeaveJournal(prev) belong to this
-  // transaction's part on this reactor's shard (a no-op for work on one shard only).
-  uint64_t EnterJournal(Reactor& r) const;
-  void LeaveJournal(Reactor& r, uint64_t prev) const;
   // The shards this transaction holds locks on, ascending.
   std::vector<int> Shards() const;
 
@@ -71,19 +55,13 @@ class Transaction {
     uint64_t id;
     int origin;
     std::vector<Part> parts;  // ascending shard, one per shard
-    bool writes = false;
-    uint64_t journal_id = 0;      // id, or an enclosing EXEC's
-    uint32_t journal_shards = 0;  // shards of that transaction; <= 1: nothing to tag
   };
-  static uint64_t Enter(Reactor& r, const Plan& plan);
-  static void Leave(Reactor& r, const Plan& plan, uint64_t prev);
-  static void Commit(Reactor& r, const Plan& plan);
   struct LockStep;
   void OnLocked();
   void HopDone();
 
   Reactor* origin_;
-  std::shared_ptr<Plan> plan_;  // shared read-only once Lock() has run
+  std::shared_ptr<const Plan> plan_;
   absl::AnyInvocable<void()> on_locked_;
   size_t hop_remaining_ = 0;
   absl::AnyInvocable<void()> hop_then_;

@@ -181,8 +181,6 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       return in.Db(&r->db) && in.U64(&r->token);
     case RecordKind::kFlushDb:
       return in.Db(&r->db);
-    case RecordKind::kTx:
-      return in.U64(&r->tx.nonce) && in.U64(&r->tx.id) && in.U32(&r->tx.shards);
   }
   return false;
 }
@@ -274,14 +272,6 @@ void JournalWriter::Token(uint32_t db, uint64_t token) {
   records_++;
 }
 
-void JournalWriter::Tx(const TxTag& tag) {
-  out_->push_back(static_cast<char>(RecordKind::kTx));
-  PutU64(out_, tag.nonce);
-  PutU64(out_, tag.id);
-  PutU32(out_, tag.shards);
-  records_++;
-}
-
 void JournalWriter::FlushDb(uint32_t db) {
   out_->push_back(static_cast<char>(RecordKind::kFlushDb));
   PutVarint(out_, db);
@@ -358,7 +348,6 @@ JournalScan ScanJournal(std::string_view bytes,
       }
       frame_records.push_back(std::move(r));
     }
-    if (!frame_records.empty()) frame_records.front().first_in_frame = true;
     for (const JournalRecord& r : frame_records) {
       scan.records++;
       if (!on_record(r)) {
@@ -376,12 +365,11 @@ JournalScan ScanJournal(std::string_view bytes,
 }
 
 bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms) {
-  if (r.kind == RecordKind::kHeader || r.kind == RecordKind::kTx) return true;
+  if (r.kind == RecordKind::kHeader) return true;
   if (r.db >= static_cast<uint32_t>(shard.num_dbs())) return false;
   Db& db = shard.db(static_cast<int>(r.db));
   switch (r.kind) {
     case RecordKind::kHeader:
-    case RecordKind::kTx:
       return true;
     case RecordKind::kPut:
       // Restore replaces the key; a snapshot whose time has passed leaves it deleted.

@@ -40,16 +40,6 @@ enum class RecordKind : uint8_t {
   kDel = 3,      // db, key: gone
   kToken = 4,    // db, the last fencing token handed out (Db::last_fencing_token)
   kFlushDb = 5,  // db: every key of the db is gone
-  // Opens a frame holding one shard's part of a cross-shard transaction: (run nonce, id)
-  // names the transaction, `shards` says how many shards took part. A replay applies the frame
-  // only if every one of those shards' journals has its part (see server/journal_load.cc).
-  kTx = 6,
-};
-
-struct TxTag {
-  uint64_t nonce = 0;  // random per server run
-  uint64_t id = 0;     // unique within the run
-  uint32_t shards = 0;
 };
 
 struct JournalHeader {
@@ -63,13 +53,11 @@ struct JournalHeader {
 // record, KeySnapshot::lock_token / lock_holds); `key` points into the parsed bytes.
 struct JournalRecord {
   RecordKind kind = RecordKind::kHeader;
-  JournalHeader header;         // kHeader
-  uint32_t db = 0;              // kPut, kDel, kToken, kFlushDb
-  std::string_view key;         // kPut, kDel
-  KeySnapshot value;            // kPut
-  uint64_t token = 0;           // kToken
-  TxTag tx;                     // kTx
-  bool first_in_frame = false;  // set by ScanJournal on each frame's first record
+  JournalHeader header;  // kHeader
+  uint32_t db = 0;       // kPut, kDel, kToken, kFlushDb
+  std::string_view key;  // kPut, kDel
+  KeySnapshot value;     // kPut
+  uint64_t token = 0;    // kToken
 };
 
 // Builds frames at the end of a string. Single-threaded; reusable.
@@ -94,7 +82,6 @@ class JournalWriter {
   void Del(uint32_t db, std::string_view key);
   void Token(uint32_t db, uint64_t token);
   void FlushDb(uint32_t db);
-  void Tx(const TxTag& tag);
 
  private:
   static constexpr size_t kNoFrame = ~size_t{0};
