@@ -326,7 +326,8 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   // Where it runs: the one shard owning its keys, or (conn_handler) here.
   int shard = kSpansShards;
   if (spec->shard_handler) {
-    shard = spec->has_keys() ? KeyShard(spec, args) : -1;
+    // With one shard every key is this reactor's (KeyShard would say 0, or -1 for none).
+    shard = spec->has_keys() && !reactor_->server().single_shard() ? KeyShard(spec, args) : -1;
     if (shard == -1) shard = reactor_->id();
     if (shard == kSpansShards && !spec->conn_handler) {
       ReplyError(errors::kCrossShard);

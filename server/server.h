@@ -40,6 +40,8 @@ class Server {
     return single_shard_ ? 0 : slot_owner_[shard::KeySlot(key)];
   }
   int ShardOfSlot(uint16_t slot) const { return slot_owner_[slot]; }
+  // One reactor: every key is on shard 0.
+  bool single_shard() const { return single_shard_; }
   const Config& initial_config() const { return config_; }
 
   uint64_t NextClientId() { return next_client_id_.fetch_add(1, std::memory_order_relaxed); }
