@@ -28,17 +28,6 @@ inline uint32_t FoldedNameHash(std::string_view s) {
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
-// `name` equals `lower` (a lower-case command name) ignoring ASCII case.
-inline bool EqualsLowerName(std::string_view name, const std::string& lower) {
-  if (name.size() != lower.size()) return false;
-  for (size_t i = 0; i < name.size(); i++) {
-    char c = name[i];
-    if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
-    if (c != lower[i]) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 void CommandTable::Index() {
@@ -61,7 +50,7 @@ const CommandSpec* CommandTable::Find(std::string_view name) const {
     if (slot.index == 0) return nullptr;
     if (slot.hash == h) {
       const CommandSpec& spec = all_[slot.index - 1];
-      if (EqualsLowerName(name, spec.name)) return &spec;
+      if (NameMatches(name, spec)) return &spec;
     }
   }
 }

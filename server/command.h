@@ -125,6 +125,18 @@ class CommandTable {
   // it neither copies nor lower-cases the name: it hashes the bytes case-folded and compares
   // them with the (lower-case) name of the one candidate the hash points to.
   const CommandSpec* Find(std::string_view name) const;
+  // True if `name` is spec's name ignoring ASCII case: what Find compares once its hash has
+  // pointed at a candidate. Lets a connection check its previous command first.
+  static bool NameMatches(std::string_view name, const CommandSpec& spec) {
+    const std::string& lower = spec.name;
+    if (name.size() != lower.size()) return false;
+    for (size_t i = 0; i < name.size(); i++) {
+      char c = name[i];
+      if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+      if (c != lower[i]) return false;
+    }
+    return true;
+  }
   // Index of a command in All(), for per-command statistics.
   size_t IndexOf(const CommandSpec* spec) const { return spec - all_.data(); }
   const std::vector<CommandSpec>& All() const { return all_; }

@@ -261,7 +261,12 @@ void Connection::CompleteSlot(uint64_t seq, std::string data) {
 
 void Connection::Dispatch(CmdArgs args) {
   last_interaction_ms_ = reactor_->now_ms();
-  const CommandSpec* spec = CommandTable::Get().Find(args[0]);
+  // A pipeline mostly repeats one command: try the previous one before the table.
+  const CommandSpec* spec = lookup_cache_;
+  if (spec == nullptr || !CommandTable::NameMatches(args[0], *spec)) {
+    spec = CommandTable::Get().Find(args[0]);
+    if (spec) lookup_cache_ = spec;
+  }
   if (!spec) {
     if (in_multi_) multi_error_ = true;
     ReplyError(errors::UnknownCommand(args[0], args.data() + 1, args.size() - 1));
