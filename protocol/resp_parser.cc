@@ -198,24 +198,28 @@ bool RespParser::ParseWholeMultibulk(std::string_view buf, size_t* consumed,
   const size_t size = buf.size();
   int64_t n = 0;
   size_t pos = ParseSimpleHeader(data, size, &n);
-  if (pos == 0 || n <= 0 || n > limits_.max_multibulk_len ||
+  // More than kMaxPreallocArgs arguments: the general path, which sizes nothing up front.
+  if (pos == 0 || n <= 0 || n > static_cast<int64_t>(kMaxPreallocArgs) ||
+      n > limits_.max_multibulk_len ||
       (limits_.unauthenticated && n > ParserLimits::kUnauthMaxArgs)) {
     return false;
   }
-  args->clear();
+  // In locals: the stores to *args below could otherwise alias the limits and force reloads.
+  const int64_t max_bulk = limits_.unauthenticated
+                               ? std::min(limits_.max_bulk_len, ParserLimits::kUnauthMaxBulk)
+                               : limits_.max_bulk_len;
+  args->resize(static_cast<size_t>(n));
+  std::string_view* out = args->data();
   for (int64_t k = 0; k < n; ++k) {
     if (pos >= size || data[pos] != '$') return false;
     int64_t len = 0;
     size_t header = ParseShortBulkHeader(data + pos, size - pos, &len);
     if (header == 0) header = ParseSimpleHeader(data + pos, size - pos, &len);
-    if (header == 0 || len > limits_.max_bulk_len ||
-        (limits_.unauthenticated && len > ParserLimits::kUnauthMaxBulk)) {
-      return false;
-    }
+    if (header == 0 || len > max_bulk) return false;
     pos += header;
     // The bulk and the two bytes after it (skipped unchecked, as in ParseMultibulk).
     if (size - pos < static_cast<size_t>(len) + 2) return false;
-    args->emplace_back(data + pos, static_cast<size_t>(len));
+    out[k] = std::string_view(data + pos, static_cast<size_t>(len));
     pos += static_cast<size_t>(len) + 2;
   }
   *consumed = pos;

@@ -663,6 +663,19 @@ TEST(RespParserStream, BulkLengthsOfEveryWidthMatchWhole) {
   for (size_t k = 0; k <= in.size(); k += 7) ASSERT_EQ(Feed(in, {k}), whole) << "split at " << k;
 }
 
+// Past 1024 arguments a command takes the general path even when it is all there.
+TEST(RespParserStream, ManyArgumentsParseOnEitherPath) {
+  for (size_t n : {1023, 1024, 1025, 3000}) {
+    Args cmd;
+    for (size_t i = 0; i < n; ++i) cmd.push_back(std::to_string(i));
+    const std::string in = Command(cmd) + Command({"GET", "k"});
+    const Outcome whole = FeedWhole(in);
+    ASSERT_EQ(whole.commands.size(), 2u) << n;
+    EXPECT_EQ(whole.commands[0], cmd);
+    EXPECT_EQ(Feed(in, {in.size() / 2}), whole) << n;
+  }
+}
+
 TEST(RespParserStream, ErrorsAreFoundAtEverySplit) {
   struct Case {
     std::string tail;
