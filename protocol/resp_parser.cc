@@ -68,6 +68,23 @@ inline size_t ParseSimpleHeader(const char* p, size_t avail, int64_t* out) {
   return i + 2;
 }
 
+// "$<one or two digits>\r<any byte>", the header of nearly every argument, in straight-line
+// code: ParseSimpleHeader's result for those lines, 0 for any other (which then takes
+// ParseSimpleHeader).
+inline size_t ParseShortBulkHeader(const char* p, size_t avail, int64_t* out) {
+  if (avail < 4) return 0;
+  const unsigned d0 = static_cast<unsigned char>(p[1]) - unsigned{'0'};
+  if (d0 > 9) return 0;
+  if (p[2] == '\r') {
+    *out = d0;
+    return 4;
+  }
+  const unsigned d1 = static_cast<unsigned char>(p[2]) - unsigned{'0'};
+  if (d1 > 9 || d0 == 0 || p[3] != '\r' || avail < 5) return 0;
+  *out = d0 * 10 + d1;
+  return 5;
+}
+
 // C-locale isspace(): blanks skipped between inline arguments, and allowed after a closing quote.
 inline bool IsSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
@@ -163,13 +180,54 @@ ParseStatus RespParser::Parse(std::string_view buf, size_t* consumed,
   } else if (buf.empty()) {
     bytes_wanted_ = 0;
     status = ParseStatus::kIncomplete;
-  } else if (expected_args_ >= 0 || buf[0] == '*') {
+  } else if (expected_args_ >= 0) {
     status = ParseMultibulk(buf, consumed, args);
+  } else if (buf[0] == '*') {
+    status = ParseWholeMultibulk(buf, consumed, args) ? ParseStatus::kOk
+                                                      : ParseMultibulk(buf, consumed, args);
   } else {
     status = ParseInline(buf, consumed, args);
   }
   if (status != ParseStatus::kOk) args->clear();
   return status;
+}
+
+bool RespParser::ParseWholeMultibulk(std::string_view buf, size_t* consumed,
+                                     std::vector<std::string_view>* args) {
+  const char* const data = buf.data();
+  const size_t size = buf.size();
+  int64_t n = 0;
+  size_t pos = ParseSimpleHeader(data, size, &n);
+  // More than kMaxPreallocArgs arguments: the general path, which sizes nothing up front.
+  if (pos == 0 || n <= 0 || n > static_cast<int64_t>(kMaxPreallocArgs) ||
+      n > limits_.max_multibulk_len ||
+      (limits_.unauthenticated && n > ParserLimits::kUnauthMaxArgs)) {
+    return false;
+  }
+  // In locals: the stores to *args below could otherwise alias the limits and force reloads.
+  const int64_t max_bulk = limits_.unauthenticated
+                               ? std::min(limits_.max_bulk_len, ParserLimits::kUnauthMaxBulk)
+                               : limits_.max_bulk_len;
+  args->resize(static_cast<size_t>(n));
+  std::string_view* out = args->data();
+  for (int64_t k = 0; k < n; ++k) {
+    if (pos >= size || data[pos] != '$') return false;
+    int64_t len = 0;
+    size_t header = ParseShortBulkHeader(data + pos, size - pos, &len);
+    if (header == 0) header = ParseSimpleHeader(data + pos, size - pos, &len);
+    if (header == 0 || len > max_bulk) return false;
+    pos += header;
+    // The bulk and the two bytes after it (skipped unchecked, as in ParseMultibulk).
+    if (size - pos < static_cast<size_t>(len) + 2) return false;
+    out[k] = std::string_view(data + pos, static_cast<size_t>(len));
+    pos += static_cast<size_t>(len) + 2;
+  }
+  *consumed = pos;
+  // Nothing of a command was kept, but a "*N" line that was incomplete last time left its
+  // search position behind.
+  scan_pos_ = 0;
+  bytes_wanted_ = 0;
+  return true;
 }
 
 ParseStatus RespParser::ParseMultibulk(std::string_view buf, size_t* consumed,

@@ -74,6 +74,13 @@ class RespParser {
   void Reset();
 
  private:
+  // The common case in one pass, straight into *args: a whole multibulk command of at most
+  // 1024 arguments is in `buf`, within the limits, every header line in the simple form
+  // (ParseSimpleHeader). False when anything is missing or unusual; nothing is kept then (*args
+  // is left unspecified), and ParseMultibulk (the general, resumable path) parses the command
+  // from its start.
+  bool ParseWholeMultibulk(std::string_view buf, size_t* consumed,
+                           std::vector<std::string_view>* args);
   ParseStatus ParseMultibulk(std::string_view buf, size_t* consumed,
                              std::vector<std::string_view>* args);
   ParseStatus ParseInline(std::string_view buf, size_t* consumed,

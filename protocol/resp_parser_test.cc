@@ -638,6 +638,44 @@ TEST(RespParserStream, EveryPairOfSplitPointsMatchesWhole) {
   }
 }
 
+// A "*N" line cut before its '\r' leaves the general path's search position behind; after the
+// command is parsed in one pass, the next line search (here an inline command's) must start
+// afresh.
+TEST(RespParserStream, WholeCommandAfterACutCountLine) {
+  const std::string first =
+      Command({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"});  // "*10\r\n..."
+  const std::string in = first + "a\nPING\r\n";
+  const Outcome whole = FeedWhole(in);
+  ASSERT_EQ(whole.commands.size(), 3u);
+  EXPECT_EQ(whole.commands[1], Args{"a"});
+  EXPECT_EQ(Feed(in, {3}), whole);
+}
+
+// Lengths of every size of header (one, two, three and more digits), split anywhere.
+TEST(RespParserStream, BulkLengthsOfEveryWidthMatchWhole) {
+  std::string in;
+  for (size_t len : {0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12345}) {
+    in += Command({"SET", std::string(len, 'k'), std::string(len % 7, 'v')});
+  }
+  const Outcome whole = FeedWhole(in);
+  ASSERT_EQ(whole.commands.size(), 11u);
+  EXPECT_EQ(whole.commands[5][1], std::string(99, 'k'));
+  for (size_t k = 0; k <= in.size(); k += 7) ASSERT_EQ(Feed(in, {k}), whole) << "split at " << k;
+}
+
+// Past 1024 arguments a command takes the general path even when it is all there.
+TEST(RespParserStream, ManyArgumentsParseOnEitherPath) {
+  for (size_t n : {1023, 1024, 1025, 3000}) {
+    Args cmd;
+    for (size_t i = 0; i < n; ++i) cmd.push_back(std::to_string(i));
+    const std::string in = Command(cmd) + Command({"GET", "k"});
+    const Outcome whole = FeedWhole(in);
+    ASSERT_EQ(whole.commands.size(), 2u) << n;
+    EXPECT_EQ(whole.commands[0], cmd);
+    EXPECT_EQ(Feed(in, {in.size() / 2}), whole) << n;
+  }
+}
+
 TEST(RespParserStream, ErrorsAreFoundAtEverySplit) {
   struct Case {
     std::string tail;
@@ -648,6 +686,8 @@ TEST(RespParserStream, ErrorsAreFoundAtEverySplit) {
       {"*1\r\n$-1\r\n", ParseError::kInvalidBulkLength},
       {"*z\r\n", ParseError::kInvalidMultibulkLength},
       {"*2\r\n$1\r\na\r\n+b\r\n", ParseError::kExpectedDollar},
+      {"*1\r\n$01\r\na\r\n", ParseError::kInvalidBulkLength},
+      {"*2\r\n$1\r\na\r\n$1a\r\nb\r\n", ParseError::kInvalidBulkLength},
       {"SET \"a\r\n", ParseError::kUnbalancedQuotes},
   };
   for (const Case& c : cases) {

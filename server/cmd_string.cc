@@ -172,11 +172,13 @@ void Set(CmdArgs args, ShardCtx& ctx) {
       ctx.rb.Error(errors::kSyntax);
       return;
     }
-    opts.cond = so.cas.cond;
-    opts.cond_value = so.cas.cond_value;
-    if (std::string_view e = SetConditionError(opts); !e.empty()) {
-      ctx.rb.Error(e);
-      return;
+    if (so.cas.cond != SetOptions::Cond::kNone) {
+      opts.cond = so.cas.cond;
+      opts.cond_value = so.cas.cond_value;
+      if (std::string_view e = SetConditionError(opts); !e.empty()) {
+        ctx.rb.Error(e);
+        return;
+      }
     }
     if (so.flags & kFlagNX) opts.cond = SetOptions::Cond::kNX;
     if (so.flags & kFlagXX) opts.cond = SetOptions::Cond::kXX;

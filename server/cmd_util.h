@@ -42,6 +42,15 @@ inline bool StringToInt64(std::string_view s, int64_t* out) {
   if (negative && ++i == n) return false;
   if (s[i] < '1' || s[i] > '9') return false;
   uint64_t v = static_cast<uint64_t>(s[i++] - '0');
+  if (n - i < 18) {  // at most 18 digits: below 10^18, no overflow to check for
+    for (; i < n; i++) {
+      const unsigned d = static_cast<unsigned char>(s[i]) - '0';
+      if (d > 9) return false;
+      v = v * 10 + d;
+    }
+    *out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    return true;
+  }
   for (; i < n; i++) {
     const unsigned d = static_cast<unsigned char>(s[i]) - '0';
     if (d > 9) return false;

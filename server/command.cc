@@ -1,13 +1,8 @@
 #include "server/command.h"
 
-#include <absl/strings/ascii.h>
+#include <cstdint>
 
 namespace deadbolt::server {
-
-const CommandTable& CommandTable::Get() {
-  static const CommandTable* table = new CommandTable();
-  return *table;
-}
 
 CommandTable::CommandTable() {
   RegisterServerCommands(this);
@@ -28,8 +23,30 @@ CommandTable::CommandTable() {
   Index();
 }
 
+namespace {
+
+// A hash of the name with every byte OR 0x20, which maps each upper-case letter to its lower
+// case (and leaves the letters, digits, '.', '|' and '-' of command names as they are). Other
+// bytes may collide once folded; Find's exact comparison sorts those out.
+inline uint32_t FoldedNameHash(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL ^ s.size();
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c | 0x20)) * 0x100000001b3ULL;
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+}  // namespace
+
 void CommandTable::Index() {
-  for (size_t i = 0; i < all_.size(); i++) by_name_[all_[i].name] = i;
+  size_t cap = 16;
+  while (cap < all_.size() * 4) cap *= 2;
+  by_name_.assign(cap, NameSlot{});
+  name_mask_ = cap - 1;
+  for (size_t i = 0; i < all_.size(); i++) {
+    const uint32_t h = FoldedNameHash(all_[i].name);
+    size_t j = h & name_mask_;
+    while (by_name_[j].index != 0) j = (j + 1) & name_mask_;
+    by_name_[j] = NameSlot{h, static_cast<uint32_t>(i + 1)};
+  }
 }
 
 CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler h,
@@ -56,11 +73,15 @@ CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHan
 }
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {
-  char buf[32];
-  if (name.size() > sizeof(buf)) return nullptr;
-  for (size_t i = 0; i < name.size(); i++) buf[i] = absl::ascii_tolower(name[i]);
-  auto it = by_name_.find(absl::string_view(buf, name.size()));
-  return it == by_name_.end() ? nullptr : &all_[it->second];
+  const uint32_t h = FoldedNameHash(name);
+  for (size_t j = h & name_mask_;; j = (j + 1) & name_mask_) {
+    const NameSlot& slot = by_name_[j];
+    if (slot.index == 0) return nullptr;
+    if (slot.hash == h) {
+      const CommandSpec& spec = all_[slot.index - 1];
+      if (NameMatches(name, spec)) return &spec;
+    }
+  }
 }
 
 }  // namespace deadbolt::server

@@ -1,7 +1,6 @@
 #pragma once
 // The command table: name, arity, flags, key positions and handler of every command.
 
-#include <absl/container/flat_hash_map.h>
 #include <absl/types/span.h>
 
 #include <cstdint>
@@ -128,9 +127,27 @@ struct CommandSpec {
 // Built once by the main thread before the reactors start; read-only afterwards, shared by all.
 class CommandTable {
  public:
-  static const CommandTable& Get();
-  // Case-insensitive lookup of a top-level command.
+  // Inline: called for every command, where an out-of-line call and its guard showed up.
+  static const CommandTable& Get() {
+    static const CommandTable* const table = new CommandTable();
+    return *table;
+  }
+  // Case-insensitive lookup of a top-level command. Runs for every command a client sends, so
+  // it neither copies nor lower-cases the name: it hashes the bytes case-folded and compares
+  // them with the (lower-case) name of the one candidate the hash points to.
   const CommandSpec* Find(std::string_view name) const;
+  // True if `name` is spec's name ignoring ASCII case: what Find compares once its hash has
+  // pointed at a candidate. Lets a connection check its previous command first.
+  static bool NameMatches(std::string_view name, const CommandSpec& spec) {
+    const std::string& lower = spec.name;
+    if (name.size() != lower.size()) return false;
+    for (size_t i = 0; i < name.size(); i++) {
+      char c = name[i];
+      if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+      if (c != lower[i]) return false;
+    }
+    return true;
+  }
   // Index of a command in All(), for per-command statistics.
   size_t IndexOf(const CommandSpec* spec) const { return spec - all_.data(); }
   const std::vector<CommandSpec>& All() const { return all_; }
@@ -141,7 +158,13 @@ class CommandTable {
   CommandTable();
   void Index();
   std::vector<CommandSpec> all_;
-  absl::flat_hash_map<std::string, size_t> by_name_;
+  // Open addressing over the names of all_ (linear probing, at most a quarter full).
+  struct NameSlot {
+    uint32_t hash = 0;
+    uint32_t index = 0;  // into all_, plus one; 0: empty
+  };
+  std::vector<NameSlot> by_name_;
+  size_t name_mask_ = 0;
 };
 
 // Table builders for the command families.

@@ -16,6 +16,37 @@ TEST(CommandTableTest, FindIsCaseInsensitive) {
   EXPECT_EQ(t.Find(std::string(100, 'x')), nullptr);
 }
 
+TEST(CommandTableTest, FindsEveryCommandInAnyCase) {
+  const auto& t = CommandTable::Get();
+  for (const auto& s : t.All()) {
+    SCOPED_TRACE(s.name);
+    EXPECT_EQ(t.Find(s.name), &s);
+    std::string upper = s.name, mixed = s.name;
+    for (size_t i = 0; i < upper.size(); i++) {
+      if (upper[i] >= 'a' && upper[i] <= 'z') upper[i] -= 'a' - 'A';
+      if (i % 2 == 0) mixed[i] = upper[i];
+    }
+    EXPECT_EQ(t.Find(upper), &s);
+    EXPECT_EQ(t.Find(mixed), &s);
+    // Shorter, longer, or one byte off: not this command.
+    EXPECT_NE(t.Find(s.name.substr(0, s.name.size() - 1)), &s);
+    EXPECT_NE(t.Find(s.name + "x"), &s);
+    std::string off = s.name;
+    off.back() = off.back() == 'z' ? 'y' : 'z';
+    EXPECT_NE(t.Find(off), &s);
+  }
+}
+
+TEST(CommandTableTest, FindFoldsOnlyLetters) {
+  const auto& t = CommandTable::Get();
+  ASSERT_NE(t.Find("lock.acquire"), nullptr);
+  // Bytes that equal a name's byte once OR-ed with 0x20, without being its upper case.
+  EXPECT_EQ(t.Find(std::string("lock\x0e" "acquire")), nullptr);  // '.' is 0x2e
+  EXPECT_EQ(t.Find("GE\x54"), t.Find("get"));                     // 0x54 is 'T'
+  EXPECT_EQ(t.Find(""), nullptr);
+  EXPECT_EQ(t.Find(std::string("get\0", 4)), nullptr);
+}
+
 TEST(CommandTableTest, EveryCommandIsWellFormed) {
   std::set<std::string> names;
   for (const auto& s : CommandTable::Get().All()) {

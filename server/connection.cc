@@ -268,7 +268,12 @@ void Connection::CompleteSlot(uint64_t seq, std::string data) {
 
 void Connection::Dispatch(CmdArgs args) {
   last_interaction_ms_ = reactor_->now_ms();
-  const CommandSpec* spec = CommandTable::Get().Find(args[0]);
+  // A pipeline mostly repeats one command: try the previous one before the table.
+  const CommandSpec* spec = lookup_cache_;
+  if (spec == nullptr || !CommandTable::NameMatches(args[0], *spec)) {
+    spec = CommandTable::Get().Find(args[0]);
+    if (spec) lookup_cache_ = spec;
+  }
   if (!spec) {
     if (in_multi_) multi_error_ = true;
     ReplyError(errors::UnknownCommand(args[0], args.data() + 1, args.size() - 1));
@@ -344,7 +349,8 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   // Where it runs: the one shard owning its keys, or (conn_handler) here.
   int shard = kSpansShards;
   if (spec->shard_handler) {
-    shard = spec->has_keys() ? KeyShard(spec, args) : -1;
+    // With one shard every key is this reactor's (KeyShard would say 0, or -1 for none).
+    shard = spec->has_keys() && !reactor_->server().single_shard() ? KeyShard(spec, args) : -1;
     if (shard == -1) shard = reactor_->id();
     if (shard == kSpansShards && !spec->conn_handler) {
       ReplyError(errors::kCrossShard);

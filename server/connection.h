@@ -222,6 +222,7 @@ class Connection {
   bool authenticated_ = false;
   std::string name_, lib_name_, lib_ver_;
   const CommandSpec* last_spec_ = nullptr;
+  const CommandSpec* lookup_cache_ = nullptr;  // the last command name Dispatch looked up
   std::string last_sub_;  // lower-case subcommand of a container command
   int64_t created_ms_ = 0;
   int64_t last_interaction_ms_ = 0;

@@ -49,6 +49,8 @@ class Server {
   static int OwnerOfSlot(int slot, int num_shards) {
     return static_cast<int>(int64_t{slot} * num_shards / shard::kNumSlots);
   }
+  // One reactor: every key is on shard 0.
+  bool single_shard() const { return single_shard_; }
   const Config& initial_config() const { return config_; }
 
   uint64_t NextClientId() { return next_client_id_.fetch_add(1, std::memory_order_relaxed); }

@@ -2,6 +2,7 @@
 // One key of a Db: a single allocation holding the chain link, the key, the expire time (only
 // when the key has one) and the value (string bytes inline, or a pointer to a value object).
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -67,7 +68,7 @@ class Entry {
 
   std::string_view key() const { return {key_data(), key_len()}; }
   bool KeyEquals(std::string_view k) const {
-    return k.size() == key_len() && (k.empty() || std::memcmp(k.data(), key_data(), k.size()) == 0);
+    return k.size() == key_len() && BytesEqual(k.data(), key_data(), k.size());
   }
 
   bool has_expire() const { return (flags() & kHasExpire) != 0; }
@@ -76,7 +77,11 @@ class Entry {
     switch (expire_width()) {
       case 6: {
         uint64_t v = 0;  // 48-bit little endian
-        for (int i = 0; i < 6; ++i) v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+        if constexpr (std::endian::native == std::endian::little) {
+          std::memcpy(&v, p, 6);  // two loads, where the byte loop took 40 instructions
+        } else {
+          for (int i = 0; i < 6; ++i) v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+        }
         return static_cast<int64_t>(v);
       }
       case 8: {
@@ -147,6 +152,27 @@ class Entry {
   size_t value_area_len() const {
     const char* p = bytes() + kHeaderOffset;
     return wide_lengths() ? Load32(p + 5) : static_cast<unsigned char>(p[2]);
+  }
+  // memcmp(a, b, n) == 0, inline for the short keys locks use: two overlapping loads of 8 (or 4)
+  // bytes from each side cover 4 to 16 bytes without reading past either.
+  static bool BytesEqual(const char* a, const char* b, size_t n) {
+    if (n >= 8 && n <= 16) {
+      uint64_t a0, a1, b0, b1;
+      std::memcpy(&a0, a, 8);
+      std::memcpy(&b0, b, 8);
+      std::memcpy(&a1, a + n - 8, 8);
+      std::memcpy(&b1, b + n - 8, 8);
+      return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+      uint32_t a0, a1, b0, b1;
+      std::memcpy(&a0, a, 4);
+      std::memcpy(&b0, b, 4);
+      std::memcpy(&a1, a + n - 4, 4);
+      std::memcpy(&b1, b + n - 4, 4);
+      return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    return n == 0 || std::memcmp(a, b, n) == 0;
   }
   static uint32_t Load32(const char* p) {
     uint32_t v;

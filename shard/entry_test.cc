@@ -53,6 +53,27 @@ TEST(EntryTest, RoundTripsEveryLayout) {
   }
 }
 
+// KeyEquals compares short keys with overlapping word loads: every length, a difference at
+// every position.
+TEST(EntryTest, KeyEqualsAtEveryLengthAndPosition) {
+  for (size_t len = 0; len <= 40; ++len) {
+    std::string key;
+    for (size_t i = 0; i < len; ++i) key.push_back(static_cast<char>('a' + (i * 7) % 26));
+    EntryPtr e(Entry::MakeString(key, "v", Entry::kNoExpire));
+    SCOPED_TRACE(len);
+    EXPECT_TRUE(e->KeyEquals(key));
+    for (size_t i = 0; i < len; ++i) {
+      std::string other = key;
+      other[i] ^= 0x01;
+      EXPECT_FALSE(e->KeyEquals(other)) << i;
+      other[i] = static_cast<char>(key[i] ^ 0x80);
+      EXPECT_FALSE(e->KeyEquals(other)) << i;
+    }
+    if (len > 0) EXPECT_FALSE(e->KeyEquals(key.substr(0, len - 1)));
+    EXPECT_FALSE(e->KeyEquals(key + "a"));
+  }
+}
+
 TEST(EntryTest, ExpireInPlaceOnlyWithinTheSameWidth) {
   EntryPtr e(Entry::MakeString("k", "v", 1000));
   EXPECT_TRUE(e->ExpireFitsInPlace(5000));
