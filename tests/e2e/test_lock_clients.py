@@ -64,7 +64,9 @@ class RedisPyLockTest(harness.ServerTestCase):
 
     def test_blocking_acquire_waits_for_the_release(self):
         # Released by another thread: its token must not be thread-local.
-        holder = self.r.lock("lk:b", timeout=10, thread_local=False)
+        # The holder's lease is far longer than the waiter may wait, so the waiter can only get
+        # the lock by the release; the wait itself has no tight bound (a slow machine).
+        holder = self.r.lock("lk:b", timeout=120, thread_local=False)
         self.assertTrue(holder.acquire(blocking=False))
         waiter = self.client().lock("lk:b", timeout=10, sleep=0.02)
         released = threading.Event()
@@ -77,9 +79,9 @@ class RedisPyLockTest(harness.ServerTestCase):
         t = threading.Thread(target=release_later)
         t.start()
         start = time.monotonic()
-        self.assertTrue(waiter.acquire(blocking=True, blocking_timeout=5))
+        self.assertTrue(waiter.acquire(blocking=True, blocking_timeout=60))
         waited = time.monotonic() - start
-        t.join(5)
+        t.join(60)
         self.assertTrue(released.is_set())
         self.assertGreaterEqual(waited, 0.2)
         self.assertTrue(waiter.owned())

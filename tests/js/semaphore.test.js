@@ -54,7 +54,9 @@ test('Mutex: a stolen lock is reported lost by the refresh', async () => {
                                    onLockLost: (err) => { lost = err; } });
   await m.acquire();
   await c.set('mutex:sem3', 'thief', 'PX', 5000);
-  for (let i = 0; i < 50 && !lost; i++) await sleep(20);
+  // The refresh runs every 100 ms; waiting up to 60 s only guards against a hang (a slow
+  // machine may delay the timer).
+  for (let i = 0; i < 3000 && !lost; i++) await sleep(20);
   assert.ok(lost, 'onLockLost was not called');
   assert.equal(await c.get('mutex:sem3'), 'thief');
   m.stopRefresh();
