@@ -702,9 +702,14 @@ void Shutdown(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }
 
 void Wait(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  // As Redis: the replica count first, then the timeout with its own error texts.
   int64_t n, timeout;
-  if (!ParseNumber(args[1], &n) || !ParseNumber(args[2], &timeout)) {
+  if (!ParseNumber(args[1], &n)) {
     rb.Error(errors::kNotInteger);
+    return;
+  }
+  if (!ParseNumber(args[2], &timeout)) {
+    rb.Error(errors::kTimeoutNotInteger);
     return;
   }
   if (timeout < 0) {

@@ -65,6 +65,17 @@ class PingEchoTest(ConnTestCase):
         self.assertReply(wrong_args("echo"), "ECHO", "a", "b")
 
 
+class WaitTest(ConnTestCase):
+    def test_wait_without_replicas_and_its_errors(self):
+        # No replicas: WAIT 0 answers 0 at once. Errors in Redis's order and wording: the
+        # replica count first, then the timeout.
+        self.assertReply(b":0\r\n", "WAIT", "0", "0")
+        self.assertReply(NOT_INTEGER, "WAIT", "abc", "abc")
+        self.assertReply(NOT_INTEGER, "WAIT", "abc", "0")
+        self.assertReply(b"-ERR timeout is not an integer or out of range\r\n", "WAIT", "0", "abc")
+        self.assertReply(b"-ERR timeout is negative\r\n", "WAIT", "0", "-1")
+
+
 class HelloTest(ConnTestCase):
     def check_hello(self, raw, proto, cid):
         value = decode(raw)
