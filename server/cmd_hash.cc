@@ -235,20 +235,6 @@ void HScan(CmdArgs args, ShardCtx& ctx) {
   }
 }
 
-CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
-                 std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = 1;
-  s.last_key = 1;
-  s.key_step = 1;
-  s.shard_handler = h;
-  s.acl_categories = std::move(acl);
-  return s;
-}
-
 }  // namespace
 
 void RegisterHashCommands(CommandTable* t) {

@@ -445,20 +445,6 @@ void FlushAll(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       [](ReplyBuilder& rb) { rb.Ok(); });
 }
 
-CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
-                 std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = 1;
-  s.last_key = 1;
-  s.key_step = 1;
-  s.shard_handler = h;
-  s.acl_categories = std::move(acl);
-  return s;
-}
-
 CommandSpec MultiKey(std::string name, int arity, uint32_t flags, ConnHandler h,
                      ShardHandler one_shard, std::vector<std::string> acl) {
   return MultiKeyCommand(std::move(name), arity, flags, h, one_shard, std::move(acl), 1, -1, 1);

@@ -113,20 +113,6 @@ void Digest(CmdArgs args, ShardCtx& ctx) {
   ctx.rb.Bulk(std::string_view(text, kDigestLen));
 }
 
-CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
-                 std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = 1;
-  s.last_key = 1;
-  s.key_step = 1;
-  s.shard_handler = h;
-  s.acl_categories = std::move(acl);
-  return s;
-}
-
 }  // namespace
 
 bool ParseSetCondition(std::string_view opt, std::string_view val, shard::SetOptions* opts) {

@@ -191,20 +191,6 @@ void Info(CmdArgs args, ShardCtx& ctx) {
       static_cast<int64_t>(Reactor::Current()->lock_waiters().Waiters(ctx.db_index, args[1])));
 }
 
-CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
-                 std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = 1;
-  s.last_key = 1;
-  s.key_step = 1;
-  s.shard_handler = h;
-  s.acl_categories = std::move(acl);
-  return s;
-}
-
 }  // namespace
 
 void RegisterNativeLockCommands(CommandTable* t) {

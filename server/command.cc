@@ -63,6 +63,20 @@ CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler
   return s;
 }
 
+CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
+                 std::vector<std::string> acl) {
+  CommandSpec s;
+  s.name = std::move(name);
+  s.arity = arity;
+  s.flags = flags;
+  s.first_key = 1;
+  s.last_key = 1;
+  s.key_step = 1;
+  s.shard_handler = h;
+  s.acl_categories = std::move(acl);
+  return s;
+}
+
 CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHandler across,
                             ShardHandler one_shard, std::vector<std::string> acl, int first_key,
                             int last_key, int key_step) {

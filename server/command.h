@@ -173,6 +173,9 @@ class CommandTable {
 CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler h,
                         std::vector<std::string> acl, int first_key = 0, int last_key = 0,
                         int key_step = 0);
+// A command with one key, args[1], run by a ShardHandler on the shard that owns it.
+CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
+                 std::vector<std::string> acl);
 // A command whose keys may span shards: `across` coordinates them, `one_shard` runs when every
 // key sits on one shard (kMultiKey is added to the flags).
 CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHandler across,
