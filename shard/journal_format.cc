@@ -181,6 +181,24 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       return in.Db(&r->db) && in.U64(&r->token);
     case RecordKind::kFlushDb:
       return in.Db(&r->db);
+    case RecordKind::kTx:
+    {
+      uint64_t t = 0;
+      uint32_t n = 0;
+      uint8_t flags = 0;
+      if (!in.U64(&r->tx.nonce) || !in.U64(&r->tx.id) || !in.U64(&t) || !in.U8(&flags) ||
+          !in.U32(&n)) {
+        return false;
+      }
+      r->tx.carried = (flags & 1) != 0;
+      if (n > 65536) return false;
+      r->tx.commit_ms = static_cast<int64_t>(t);
+      r->tx.participants.resize(n);
+      for (uint32_t& p : r->tx.participants) {
+        if (!in.U32(&p)) return false;
+      }
+      return true;
+    }
   }
   return false;
 }
@@ -272,6 +290,17 @@ void JournalWriter::Token(uint32_t db, uint64_t token) {
   records_++;
 }
 
+void JournalWriter::Tx(const TxTag& tag) {
+  out_->push_back(static_cast<char>(RecordKind::kTx));
+  PutU64(out_, tag.nonce);
+  PutU64(out_, tag.id);
+  PutU64(out_, static_cast<uint64_t>(tag.commit_ms));
+  out_->push_back(static_cast<char>(tag.carried ? 1 : 0));
+  PutU32(out_, static_cast<uint32_t>(tag.participants.size()));
+  for (uint32_t p : tag.participants) PutU32(out_, p);
+  records_++;
+}
+
 void JournalWriter::FlushDb(uint32_t db) {
   out_->push_back(static_cast<char>(RecordKind::kFlushDb));
   PutVarint(out_, db);
@@ -348,6 +377,7 @@ JournalScan ScanJournal(std::string_view bytes,
       }
       frame_records.push_back(std::move(r));
     }
+    if (!frame_records.empty()) frame_records.front().first_in_frame = true;
     for (const JournalRecord& r : frame_records) {
       scan.records++;
       if (!on_record(r)) {
@@ -365,11 +395,12 @@ JournalScan ScanJournal(std::string_view bytes,
 }
 
 bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms) {
-  if (r.kind == RecordKind::kHeader) return true;
+  if (r.kind == RecordKind::kHeader || r.kind == RecordKind::kTx) return true;
   if (r.db >= static_cast<uint32_t>(shard.num_dbs())) return false;
   Db& db = shard.db(static_cast<int>(r.db));
   switch (r.kind) {
     case RecordKind::kHeader:
+    case RecordKind::kTx:
       return true;
     case RecordKind::kPut:
       // Restore replaces the key; a snapshot whose time has passed leaves it deleted.
