@@ -613,9 +613,6 @@ class JournalDatabasesTest(JournalCase):
         self.stop()
 
 
-@unittest.skipUnless(KNOWN_BUGS, "known bug, run with DEADBOLT_E2E_KNOWN_BUGS=1: each shard "
-                                 "journals its part of a cross-shard command separately, so a "
-                                 "crash can bring back half of one")
 class JournalCrossShardCrashTest(JournalCase):
     """A command whose keys sit on two shards is atomic while the server runs; after a SIGKILL
     (--appendfsync always) it must come back whole or not at all: an MSET over both shards
