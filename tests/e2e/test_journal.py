@@ -683,6 +683,24 @@ class JournalCrossShardCrashTest(JournalCase):
         self.stop()
         self.assertEqual(broken, [])
 
+    def test_part_absorbed_by_a_rewrite_of_one_shard_still_counts(self):
+        # An MSET over both shards, then a rewrite of shard 1 only: its new file holds b's value
+        # from the scan but not the MSET's tagged frame, which shard 0's file still has. After a
+        # SIGKILL the MSET must come back whole (the reverted first version dropped shard 0's
+        # part, although the MSET had been acknowledged).
+        c = self.start(threads=2, fsync="always",
+                       extra=["--auto-aof-rewrite-min-size", "1mb",
+                              "--auto-aof-rewrite-percentage", "100"])
+        a, b, big = on_shard(0, "abs:a"), on_shard(1, "abs:b"), on_shard(1, "abs:big")
+        self.assertEqual(c.cmd("MSET", a, "new", b, "new"), OK)
+        self.assertEqual(c.cmd("SET", big, "x" * (3 << 20)), OK)
+        i = self.wait_rewrites(c, 1)
+        self.assertEqual(i["aof_rewrites"], "1")  # shard 1's only
+        self.kill()
+        c = self.start(threads=2, fsync="always")
+        self.assertEqual(decode(c.cmd("MGET", a, b)), [b"new", b"new"])
+        self.stop()
+
 
 # ---------------------------------------------------------------------------------------------
 # 3. A torn last frame
