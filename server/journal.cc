@@ -29,10 +29,10 @@ constexpr size_t kSplitFrameBytes = 256u << 20;
 // After a failed write, try again this much later (Redis retries once a second too).
 constexpr int64_t kRetryMs = 1000;
 
-int64_t RealtimeMs() {
+int64_t RealtimeNs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
 int64_t MonotonicMs() {
@@ -172,7 +172,7 @@ uint64_t Journal::EnterTx(uint64_t id) {
 
 void Journal::LeaveTx(uint64_t prev) { cur_tx_ = prev; }
 
-void Journal::CommitTx(uint64_t id, const std::vector<uint32_t>& participants, int64_t commit_ms,
+void Journal::CommitTx(uint64_t id, const std::vector<uint32_t>& participants, int64_t commit_ns,
                        bool writes) {
   auto it = tx_dirty_.find(id);
   std::vector<Dirty> none;
@@ -186,7 +186,7 @@ void Journal::CommitTx(uint64_t id, const std::vector<uint32_t>& participants, i
     WriteFrame(dirty, nullptr, /*even_if_empty=*/false, now_ms_);
     return;
   }
-  shard::TxTag tag{RunNonce(), id, commit_ms, participants};
+  shard::TxTag tag{RunNonce(), id, commit_ns, participants};
   WriteFrame(dirty, &tag, /*even_if_empty=*/true, now_ms_);
 }
 
@@ -357,9 +357,9 @@ void Journal::OnCompletion(Op* op, int res) {
         h.num_shards = static_cast<uint32_t>(num_shards_);
         // Every part committed before this moment is missing here as a frame but copied by
         // the scan, which starts now: start-up counts it present (journal_load.cc). A fresh
-        // reading, not the turn's cached time, so that it is not earlier than a commit made
-        // this turn.
-        h.created_ms = RealtimeMs();
+        // reading in ns, not the turn's cached ms, so that it is later than a commit made
+        // before and earlier than one made after (Transaction::Release reads the clock too).
+        h.created_ns = RealtimeNs();
         w.Header(h);
         w.EndFrame();
         w.BeginFrame();

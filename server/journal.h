@@ -27,7 +27,7 @@
 // on disk it is renamed over the old file, the directory is fsynced, and the new file takes over.
 // While the two files are both written, a batch counts as durable only once it is on disk in
 // both, so a crash at any point finds every acknowledged write under the journal's name. The new
-// file's header says when it started receiving frames (created_ms, a fresh clock reading when
+// file's header says when it started receiving frames (created_ns, a fresh clock reading when
 // the open completes): a transaction part committed before then is not in it as a frame, but
 // the scan, which starts after, copies its effects; start-up counts such a part as present.
 
@@ -114,7 +114,7 @@ class Journal {
   // A transaction's work on this shard (Transaction::Hop, EXEC's local commands): the changes
   // made between EnterTx and LeaveTx are kept apart, and CommitTx (Transaction::Release) writes
   // them as one frame opened by a kTx record naming the transaction, its participants and
-  // commit_ms. A replay applies that frame only if every participant's part is on disk or was
+  // commit_ns. A replay applies that frame only if every participant's part is on disk or was
   // absorbed by a rewrite of that participant's file (journal_load.cc). With `writes`, CommitTx
   // writes the frame even if this shard changed nothing, so the others' parts count as
   // complete. EnterTx returns what LeaveTx restores (a fan-out inside EXEC enters the same id
@@ -124,7 +124,7 @@ class Journal {
   uint64_t EnterTx(uint64_t id);
   void LeaveTx(uint64_t prev);
   uint64_t current_tx() const { return cur_tx_; }
-  void CommitTx(uint64_t id, const std::vector<uint32_t>& participants, int64_t commit_ms,
+  void CommitTx(uint64_t id, const std::vector<uint32_t>& participants, int64_t commit_ns,
                 bool writes);
   void SettleTx(uint64_t id);
 

@@ -89,13 +89,13 @@ bool WriteAll(int fd, std::string_view data) {
 using TxKey = std::pair<uint64_t, uint64_t>;  // (nonce, id)
 using TxParts = absl::flat_hash_map<TxKey, std::vector<uint32_t>>;
 
-// The header's created_ms (-1 without one) and the transaction parts of one file; `real` gets
+// The header's created_ns (-1 without one) and the transaction parts of one file; `real` gets
 // the transactions with a part written at run time (not carried).
 int64_t CountTx(std::string_view bytes, uint32_t shard, TxParts* parts,
                 absl::flat_hash_set<TxKey>* real) {
   int64_t created = -1;
   shard::ScanJournal(bytes, [&](const shard::JournalRecord& r) {
-    if (r.kind == shard::RecordKind::kHeader && created < 0) created = r.header.created_ms;
+    if (r.kind == shard::RecordKind::kHeader && created < 0) created = r.header.created_ns;
     if (r.kind == shard::RecordKind::kTx) {
       (*parts)[TxKey{r.tx.nonce, r.tx.id}].push_back(shard);
       if (!r.tx.carried) real->insert(TxKey{r.tx.nonce, r.tx.id});
@@ -109,11 +109,11 @@ int64_t CountTx(std::string_view bytes, uint32_t shard, TxParts* parts,
 struct TxIndex {
   TxParts parts;  // per layout below: nonce is per run
   absl::flat_hash_set<TxKey> real;  // a part written at run time is still on disk
-  absl::flat_hash_map<std::pair<int, int>, int64_t> created;  // (num_shards, shard) -> created_ms
+  absl::flat_hash_map<std::pair<int, int>, int64_t> created;  // (num_shards, shard) -> created_ns
 
   // A part is replayed when every participant's part is on disk, or was absorbed by a rewrite
   // of that participant's file: the rewrite file lacks the frames committed before it started
-  // receiving frames (its created_ms) but its scan copied their effects (the scan never copies
+  // receiving frames (its created_ns) but its scan copied their effects (the scan never copies
   // the keys of a transaction still in flight, Journal::ScanBlockedByTx).
   bool Complete(const shard::TxTag& tag, int num_shards) const {
     auto it = parts.find(TxKey{tag.nonce, tag.id});
@@ -123,7 +123,7 @@ struct TxIndex {
         continue;
       }
       auto c = created.find({num_shards, static_cast<int>(p)});
-      if (c != created.end() && c->second >= tag.commit_ms) continue;
+      if (c != created.end() && c->second >= tag.commit_ns) continue;
       return false;
     }
     return true;
@@ -221,9 +221,9 @@ void Merge(shard::Shard& from, shard::Shard& to, int64_t now_ms) {
 }
 
 // Writes the shard's keys into a fresh journal at `path` (through a temporary name).
-// `created_ms` goes in the header (see LoadJournals), `carry` as carried kTx records.
+// `created_ns` goes in the header (see LoadJournals), `carry` as carried kTx records.
 std::optional<std::string> WriteFresh(shard::Shard& shard, int index, int num_shards,
-                                      const std::string& path, int64_t now_ms, int64_t created_ms,
+                                      const std::string& path, int64_t now_ms, int64_t created_ns,
                                       const std::vector<shard::TxTag>& carry, size_t* keys) {
   const std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -234,7 +234,7 @@ std::optional<std::string> WriteFresh(shard::Shard& shard, int index, int num_sh
   shard::JournalHeader h;
   h.shard = static_cast<uint32_t>(index);
   h.num_shards = static_cast<uint32_t>(num_shards);
-  h.created_ms = created_ms;
+  h.created_ns = created_ns;
   w.Header(h);
   w.EndFrame();
   w.BeginFrame();
@@ -311,6 +311,7 @@ std::optional<std::string> LoadJournals(const Config& config,
   closedir(dir);
 
   const int64_t now_ms = RealtimeMs();
+  const int64_t now_ns = now_ms * 1000000;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::optional<std::string>> errors(n);
   std::vector<size_t> records(n), keys(n), skipped(n);
@@ -420,17 +421,17 @@ std::optional<std::string> LoadJournals(const Config& config,
         if (errors[s]) return;
       }
       // The fresh file stands for the old one: with the same layout it keeps the old file's
-      // created_ms (what a rewrite absorbed stays absorbed; a part dropped now must not look
+      // created_ns (what a rewrite absorbed stays absorbed; a part dropped now must not look
       // absorbed to a sibling part in a file not yet replaced if this start is cut short) and
       // carries the parts replayed from it. A new layout starts afresh: the old set stays
       // complete, and is what is read, until every new file is in place.
-      int64_t created_ms = now_ms;
+      int64_t created_ns = now_ns;
       if (same_layout) {
         for (size_t i = 0; i < found.size(); i++) {
-          if (found[i].shard == s) created_ms = created[i];
+          if (found[i].shard == s) created_ns = created[i];
         }
       }
-      errors[s] = WriteFresh(shard, s, n, JournalPath(config.dir, s, n), now_ms, created_ms,
+      errors[s] = WriteFresh(shard, s, n, JournalPath(config.dir, s, n), now_ms, created_ns,
                              same_layout ? carry[s] : std::vector<shard::TxTag>{}, &keys[s]);
     });
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <ctime>
 
 #include "server/journal.h"
 #include "server/lock_table.h"
@@ -61,7 +62,7 @@ void Transaction::Leave(Reactor& r, const Plan&, uint64_t prev) {
 void Transaction::Commit(Reactor& r, const Plan& plan) {
   // Only the transaction that owns the journal id commits it (not a fan-out inside EXEC).
   if (plan.participants.empty() || plan.journal_id != plan.id || !r.journal()) return;
-  r.journal()->CommitTx(plan.journal_id, plan.participants, plan.commit_ms, plan.writes);
+  r.journal()->CommitTx(plan.journal_id, plan.participants, plan.commit_ns, plan.writes);
 }
 
 void Transaction::Settle(Reactor& r, const Plan& plan) {
@@ -171,7 +172,11 @@ void Transaction::Release(absl::AnyInvocable<void()> then) {
   }
   released_ = true;
   release_then_ = std::move(then);
-  plan_->commit_ms = origin_->now_ms();  // before any part is written (read by the messages below)
+  // Before any part is written (read by the messages below); a fresh reading in ns, so that a
+  // rewrite started on a participant after its hops there is seen as started before the commit.
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  plan_->commit_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
   int origin = origin_->id();
   commit_remaining_ = 1;  // the coordinator's own step, last
   for (size_t i = 0; i < plan_->parts.size(); i++) {

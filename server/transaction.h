@@ -78,7 +78,7 @@ class Transaction {
     bool writes = false;
     uint64_t journal_id = 0;                // id, or an enclosing EXEC's
     std::vector<uint32_t> participants;     // that transaction's shards; empty: nothing to tag
-    int64_t commit_ms = 0;                  // set by Release before any part is committed
+    int64_t commit_ns = 0;                  // set by Release before any part is committed
   };
   static uint64_t Enter(Reactor& r, const Plan& plan);
   static void Leave(Reactor& r, const Plan& plan, uint64_t prev);

@@ -2,7 +2,7 @@
 //
 // Record layouts (after the one-byte kind; "varint" is LEB128, "str" a varint length and the
 // bytes, fixed-width numbers little endian):
-//   kHeader:  u32 version, u32 shard, u32 num_shards, i64 created_ms
+//   kHeader:  u32 version, u32 shard, u32 num_shards, i64 created_ns
 //   kPut:     varint db, str key, u8 type (1 string, 2 hash), i64 expire_at_ms (-1: none),
 //             u64 lock_token, varint lock_holds, then a string's str value or a hash's varint
 //             count and that many (str field, str value)
@@ -142,7 +142,7 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
           !in.U32(&r->header.num_shards) || !in.U64(&created)) {
         return false;
       }
-      r->header.created_ms = static_cast<int64_t>(created);
+      r->header.created_ns = static_cast<int64_t>(created);
       return true;
     }
     case RecordKind::kPut: {
@@ -192,7 +192,7 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       }
       r->tx.carried = (flags & 1) != 0;
       if (n > 65536) return false;
-      r->tx.commit_ms = static_cast<int64_t>(t);
+      r->tx.commit_ns = static_cast<int64_t>(t);
       r->tx.participants.resize(n);
       for (uint32_t& p : r->tx.participants) {
         if (!in.U32(&p)) return false;
@@ -233,7 +233,7 @@ void JournalWriter::Header(const JournalHeader& h) {
   PutU32(out_, h.version);
   PutU32(out_, h.shard);
   PutU32(out_, h.num_shards);
-  PutU64(out_, static_cast<uint64_t>(h.created_ms));
+  PutU64(out_, static_cast<uint64_t>(h.created_ns));
   records_++;
 }
 
@@ -294,7 +294,7 @@ void JournalWriter::Tx(const TxTag& tag) {
   out_->push_back(static_cast<char>(RecordKind::kTx));
   PutU64(out_, tag.nonce);
   PutU64(out_, tag.id);
-  PutU64(out_, static_cast<uint64_t>(tag.commit_ms));
+  PutU64(out_, static_cast<uint64_t>(tag.commit_ns));
   out_->push_back(static_cast<char>(tag.carried ? 1 : 0));
   PutU32(out_, static_cast<uint32_t>(tag.participants.size()));
   for (uint32_t p : tag.participants) PutU32(out_, p);

@@ -68,7 +68,7 @@ void ExpectSame(const Rec& want, const Rec& got, const std::string& where) {
       EXPECT_EQ(got.header.version, want.header.version);
       EXPECT_EQ(got.header.shard, want.header.shard);
       EXPECT_EQ(got.header.num_shards, want.header.num_shards);
-      EXPECT_EQ(got.header.created_ms, want.header.created_ms);
+      EXPECT_EQ(got.header.created_ns, want.header.created_ns);
       break;
     case RecordKind::kPut:
       EXPECT_EQ(got.db, want.db);
@@ -135,7 +135,7 @@ Rec HeaderRec(uint32_t shard, uint32_t num_shards, int64_t created) {
   r.kind = RecordKind::kHeader;
   r.header.shard = shard;
   r.header.num_shards = num_shards;
-  r.header.created_ms = created;
+  r.header.created_ns = created;
   return r;
 }
 
@@ -1105,7 +1105,7 @@ TEST(JournalFormatTxTest, TxRecordOpensItsFrame) {
   EXPECT_TRUE(got[1].first_in_frame);
   EXPECT_EQ(got[1].tx.nonce, 0x1234567890abcdefULL);
   EXPECT_EQ(got[1].tx.id, 42u);
-  EXPECT_EQ(got[1].tx.commit_ms, 1700000000123);
+  EXPECT_EQ(got[1].tx.commit_ns, 1700000000123);
   EXPECT_EQ(got[1].tx.participants, (std::vector<uint32_t>{0, 2, 5}));
   EXPECT_FALSE(got[2].first_in_frame);
   EXPECT_FALSE(got[3].first_in_frame);
