@@ -549,26 +549,8 @@ struct Connection::FanOutRun {
 
   void NextPhase() {
     if (next == phases.size()) {
-      tx.Release();
-      std::string data;
-      protocol::ReplyBuilder rb(&data, resp);
-      finish(rb);
-      Connection* c = conn;
-      if (for_exec) {
-        delete this;
-        c->exec_->replies += data;
-        c->ExecNext();
-      } else {
-        uint64_t s = seq;
-        bool paused = pauses;
-        delete this;
-        c->CompleteSlot(s, std::move(data));
-        if (paused) {
-          c->paused_ = false;
-          if (!c->closing_) c->ProcessInput();  // commands that arrived meanwhile
-        }
-        c->Unref();
-      }
+      // The reply waits until every shard's part is in its journal (Transaction::Release).
+      tx.Release([this] { Finish(); });
       return;
     }
     ShardFn phase = phases[next++];
@@ -582,6 +564,28 @@ struct Connection::FanOutRun {
           NullSink.clear();
         },
         [this] { NextPhase(); });
+  }
+
+  void Finish() {
+    std::string data;
+    protocol::ReplyBuilder rb(&data, resp);
+    finish(rb);
+    Connection* c = conn;
+    if (for_exec) {
+      delete this;
+      c->exec_->replies += data;
+      c->ExecNext();
+    } else {
+      uint64_t s = seq;
+      bool paused = pauses;
+      delete this;
+      c->CompleteSlot(s, std::move(data));
+      if (paused) {
+        c->paused_ = false;
+        if (!c->closing_) c->ProcessInput();  // commands that arrived meanwhile
+      }
+      c->Unref();
+    }
   }
 };
 
@@ -603,6 +607,12 @@ void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardF
     }
   }
   auto* run = new FanOutRun(reactor_, std::move(parts));
+  // The journal tags a cross-shard write so that a crash cannot bring back part of it.
+  if (for_exec) {
+    run->tx.JournalAs(*exec_->tx);
+  } else {
+    run->tx.set_writes(cur_spec_ && (cur_spec_->flags & kWrite));
+  }
   run->shards = shards;
   run->phases = std::move(phases);
   run->finish = std::move(finish);

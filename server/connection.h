@@ -188,6 +188,7 @@ class Connection {
   void ExecCheckWatches();
   void ExecNext();
   void ExecFinish(bool aborted);
+  void ExecReply(ExecState& st, bool aborted);  // ExecFinish's second half, once released
   uint64_t ReserveSlot();
   void CompleteSlot(uint64_t seq, std::string data);
   std::string* ReplyTarget();  // out_ when nothing is pending, else a fresh slot

@@ -167,6 +167,9 @@ void Connection::Exec(protocol::ReplyBuilder& rb) {
   queued_.clear();
   st->resp = resp_;
   st->tx = std::make_unique<Transaction>(reactor_, std::move(parts));
+  bool writes = false;
+  for (const QueuedCommand& q : st->cmds) writes = writes || (q.spec->flags & kWrite);
+  st->tx->set_writes(writes);
   st->seq = ReserveSlot();
   Ref();
   exec_ = std::move(st);
@@ -230,7 +233,9 @@ void Connection::ExecNext() {
           protocol::ReplyBuilder rb(&st.replies, st.resp);
           ShardCtx ctx{reactor_->shard(), reactor_->shard().db(q.db), q.db, reactor_->now_ms(),
                        reactor_->config(), rb};
+          uint64_t prev = st.tx->EnterJournal(*reactor_);
           q.spec->shard_handler(a, ctx);
+          st.tx->LeaveJournal(*reactor_, prev);
           continue;
         }
         // On another shard: one hop, under EXEC's locks (no lock check there).
@@ -262,7 +267,9 @@ void Connection::ExecNext() {
     std::string out;
     protocol::ReplyBuilder rb(&out, st.resp);
     exec_in_handler_ = true;
+    uint64_t prev = st.tx->EnterJournal(*reactor_);
     RunConnHandler(q.spec, a, rb);
+    st.tx->LeaveJournal(*reactor_, prev);
     exec_in_handler_ = false;
     st.replies += out;
     if (st.async && !st.resumed) {
@@ -275,8 +282,15 @@ void Connection::ExecNext() {
 }
 
 void Connection::ExecFinish(bool aborted) {
-  std::unique_ptr<ExecState> st = std::move(exec_);
-  st->tx->Release();
+  // The reply waits until every shard's part is in its journal (Transaction::Release); the
+  // state lives until then.
+  std::shared_ptr<ExecState> st(std::move(exec_));
+  Transaction* tx = st->tx.get();
+  tx->Release([this, st, aborted] { ExecReply(*st, aborted); });
+}
+
+void Connection::ExecReply(ExecState& s, bool aborted) {
+  ExecState* st = &s;
   std::string data;
   protocol::ReplyBuilder rb(&data, st->resp);
   if (aborted) {

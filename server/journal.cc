@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <random>
 
 #include "server/log.h"
 #include "server/reactor.h"
@@ -27,6 +28,12 @@ constexpr size_t kRewriteBacklog = 4 << 20;
 constexpr size_t kSplitFrameBytes = 256u << 20;
 // After a failed write, try again this much later (Redis retries once a second too).
 constexpr int64_t kRetryMs = 1000;
+
+int64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
 
 int64_t MonotonicMs() {
   timespec ts;
@@ -130,25 +137,89 @@ std::optional<std::string> Journal::Open(int64_t now_ms) {
 }
 
 void Journal::NoteChanged(int db, std::string_view key) {
+  std::vector<Dirty>& list = cur_tx_ ? tx_dirty_[cur_tx_] : dirty_;
   // The same key changed twice in a row (one command touching it twice) is written once.
-  if (!dirty_.empty() && !dirty_.back().flush && dirty_.back().db == db &&
-      dirty_.back().key == key) {
+  if (!list.empty() && !list.back().flush && list.back().db == db && list.back().key == key) {
     return;
   }
-  dirty_.push_back(Dirty{db, false, std::string(key)});
+  list.push_back(Dirty{db, false, std::string(key)});
 }
 
-void Journal::NoteFlush(int db) { dirty_.push_back(Dirty{db, true, {}}); }
+void Journal::NoteFlush(int db) {
+  std::vector<Dirty>& list = cur_tx_ ? tx_dirty_[cur_tx_] : dirty_;
+  list.push_back(Dirty{db, true, {}});
+}
+
+namespace {
+// Names this run's transactions in the journal (with Transaction ids, unique within a run).
+uint64_t RunNonce() {
+  static const uint64_t nonce = [] {
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ rd();
+  }();
+  return nonce;
+}
+}  // namespace
+
+uint64_t Journal::EnterTx(uint64_t id) {
+  // What changed before belongs to earlier commands: it goes in a frame of its own first, with
+  // the state it has now (the transaction's keys are locked, so none of them is in it).
+  Materialize(now_ms_);
+  uint64_t prev = cur_tx_;
+  cur_tx_ = id;
+  return prev;
+}
+
+void Journal::LeaveTx(uint64_t prev) { cur_tx_ = prev; }
+
+void Journal::CommitTx(uint64_t id, const std::vector<uint32_t>& participants, int64_t commit_ns,
+                       bool writes) {
+  auto it = tx_dirty_.find(id);
+  std::vector<Dirty> none;
+  // The list stays until SettleTx: the rewrite's scan waits for those keys.
+  std::vector<Dirty>& dirty = it != tx_dirty_.end() ? it->second : none;
+  if (dirty.empty() && !writes) return;
+  Materialize(now_ms_);  // keep the order: what came before the commit, first
+  if (!writes) {
+    // A transaction not expected to write changed something here (the other shards, expecting
+    // nothing, write no part): journalled untagged, as it would be outside a transaction.
+    WriteFrame(dirty, nullptr, /*even_if_empty=*/false, now_ms_);
+    return;
+  }
+  shard::TxTag tag{RunNonce(), id, commit_ns, participants};
+  WriteFrame(dirty, &tag, /*even_if_empty=*/true, now_ms_);
+}
+
+void Journal::SettleTx(uint64_t id) { tx_dirty_.erase(id); }
+
+bool Journal::ScanBlockedByTx(int db, const std::vector<std::string>& keys) const {
+  for (const auto& [id, list] : tx_dirty_) {
+    for (const Dirty& d : list) {
+      if (d.db != db) continue;
+      if (d.flush) return true;
+      if (std::find(keys.begin(), keys.end(), d.key) != keys.end()) return true;
+    }
+  }
+  return false;
+}
 
 void Journal::Materialize(int64_t now_ms) {
   if (dirty_.empty()) return;
   std::vector<Dirty> dirty;
   dirty.swap(dirty_);
+  WriteFrame(dirty, nullptr, false, now_ms);
+  dirty_.swap(dirty);  // keep the capacity
+  dirty_.clear();
+}
+
+bool Journal::WriteFrame(std::vector<Dirty>& dirty, const shard::TxTag* tag, bool even_if_empty,
+                         int64_t now_ms) {
   // Written straight into the file's pending bytes (and copied to a rewrite's, if one runs).
   std::string& out = main_->pending;
   const size_t start = out.size();
   shard::JournalWriter w(&out);
   w.BeginFrame();
+  if (tag) w.Tx(*tag);
   for (const Dirty& d : dirty) {
     auto db = static_cast<uint32_t>(d.db);
     if (d.flush) {
@@ -161,7 +232,7 @@ void Journal::Materialize(int64_t now_ms) {
     } else {
       w.Del(db, d.key);
     }
-    if (w.frame_bytes() > kSplitFrameBytes) {
+    if (!tag && w.frame_bytes() > kSplitFrameBytes) {
       // A turn that wrote huge values: more than one frame (each still whole on its own).
       w.EndFrame();
       w.BeginFrame();
@@ -174,9 +245,11 @@ void Journal::Materialize(int64_t now_ms) {
       journalled_tokens_[d] = t;
     }
   }
-  dirty_.swap(dirty);  // keep the capacity
-  dirty_.clear();
-  if (!w.EndFrame()) return;
+  if (!tag && !even_if_empty && w.records_in_frame() == 0) {
+    w.EndFrame();
+    return false;
+  }
+  if (!w.EndFrame()) return false;
   appended_batch_++;
   stats_.batches++;
   main_->appended_batch = appended_batch_;
@@ -184,6 +257,7 @@ void Journal::Materialize(int64_t now_ms) {
     rewrite_->pending.append(out, start, std::string::npos);
     rewrite_->appended_batch = appended_batch_;
   }
+  return true;
 }
 
 void Journal::FollowPolicy() {
@@ -281,7 +355,11 @@ void Journal::OnCompletion(Op* op, int res) {
         shard::JournalHeader h;
         h.shard = static_cast<uint32_t>(shard_index_);
         h.num_shards = static_cast<uint32_t>(num_shards_);
-        h.created_ms = now_ms_;
+        // Every part committed before this moment is missing here as a frame but copied by
+        // the scan, which starts now: start-up counts it present (journal_load.cc). A fresh
+        // reading in ns, not the turn's cached ms, so that it is later than a commit made
+        // before and earlier than one made after (Transaction::Release reads the clock too).
+        h.created_ns = RealtimeNs();
         w.Header(h);
         w.EndFrame();
         w.BeginFrame();
@@ -478,6 +556,9 @@ void Journal::RewriteStep(int64_t now_ms) {
     w.BeginFrame();
     shard::ScanResult r =
         shard_->db(scan_db_).Scan(scan_cursor_, "*", kScanStep, shard::ValueType::kNone, now_ms);
+    // A transaction still in flight holds some of these keys: their state may yet be dropped at
+    // start-up with the transaction, so it must not be copied untagged. Try again next turn.
+    if (!tx_dirty_.empty() && ScanBlockedByTx(scan_db_, r.keys)) return;
     for (const std::string& key : r.keys) {
       if (auto snap = shard_->db(scan_db_).Snapshot(key, now_ms)) {
         w.Put(static_cast<uint32_t>(scan_db_), key, *snap);

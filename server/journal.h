@@ -16,6 +16,9 @@
 //     a write, or anything that read it, before it is on disk. `everysec` fsyncs once a second,
 //     `no` leaves it to the kernel; neither holds output.
 //
+// A transaction (Transaction) writes its changes on each shard as one frame opened by a kTx
+// record, so that a crash cannot bring back part of it (see EnterTx and journal_load.cc).
+//
 // Rewrite (BGREWRITEAOF, or when the file has grown past auto-aof-rewrite-min-size and by
 // auto-aof-rewrite-percentage since the last one): a new file is written beside the old one from
 // a SCAN of the live keyspace, a few hundred keys per turn, while every new frame goes to both
@@ -23,8 +26,12 @@
 // they happen, the new file ends up with the latest state of every key. Once the scan's bytes are
 // on disk it is renamed over the old file, the directory is fsynced, and the new file takes over.
 // While the two files are both written, a batch counts as durable only once it is on disk in
-// both, so a crash at any point finds every acknowledged write under the journal's name.
+// both, so a crash at any point finds every acknowledged write under the journal's name. The new
+// file's header says when it started receiving frames (created_ns, a fresh clock reading when
+// the open completes): a transaction part committed before then is not in it as a frame, but
+// the scan, which starts after, copies its effects; start-up counts such a part as present.
 
+#include <absl/container/flat_hash_map.h>
 #include <absl/functional/any_invocable.h>
 
 #include <cstdint>
@@ -35,6 +42,7 @@
 
 #include "server/config.h"
 #include "shard/db.h"
+#include "shard/journal_format.h"
 #include "shard/shard.h"
 
 struct io_uring;
@@ -103,6 +111,23 @@ class Journal {
   // needed (whatever the policy).
   void WhenSynced(absl::AnyInvocable<void()> fn);
 
+  // A transaction's work on this shard (Transaction::Hop, EXEC's local commands): the changes
+  // made between EnterTx and LeaveTx are kept apart, and CommitTx (Transaction::Release) writes
+  // them as one frame opened by a kTx record naming the transaction, its participants and
+  // commit_ns. A replay applies that frame only if every participant's part is on disk or was
+  // absorbed by a rewrite of that participant's file (journal_load.cc). With `writes`, CommitTx
+  // writes the frame even if this shard changed nothing, so the others' parts count as
+  // complete. EnterTx returns what LeaveTx restores (a fan-out inside EXEC enters the same id
+  // again). Until SettleTx (every part on disk, the locks released) a rewrite's scan does not
+  // pass the transaction's keys: it must not copy, untagged, a state that a replay may still
+  // drop.
+  uint64_t EnterTx(uint64_t id);
+  void LeaveTx(uint64_t prev);
+  uint64_t current_tx() const { return cur_tx_; }
+  void CommitTx(uint64_t id, const std::vector<uint32_t>& participants, int64_t commit_ns,
+                bool writes);
+  void SettleTx(uint64_t id);
+
   // BGREWRITEAOF. False (with a reason in *why) when one is already running.
   bool StartRewrite(std::string* why);
   JournalStats Stats() const;
@@ -114,11 +139,20 @@ class Journal {
   class Observer;
   friend class Observer;
   enum class RewriteState : uint8_t { kIdle, kOpening, kScanning, kSyncing, kRenaming, kDirSync };
+  struct Dirty {
+    int db;
+    bool flush;  // FLUSHDB of db (key unused)
+    std::string key;
+  };
 
   void FollowPolicy();  // picks up CONFIG SET appendfsync
   void NoteChanged(int db, std::string_view key);
   void NoteFlush(int db);
   void Materialize(int64_t now_ms);
+  // Writes `dirty` (and moved fencing counters) as one frame into the pending bytes, opened by
+  // a kTx record when `tag` is given. False if the frame came out empty.
+  bool WriteFrame(std::vector<Dirty>& dirty, const shard::TxTag* tag, bool even_if_empty,
+                  int64_t now_ms);
   void Pump(File& f);
   bool SubmitWrite(File& f);
   void SubmitFsync(File& f, uint64_t batch);
@@ -144,12 +178,10 @@ class Journal {
   int64_t now_ms_ = 0;
 
   std::vector<std::unique_ptr<Observer>> observers_;  // one per db
-  struct Dirty {
-    int db;
-    bool flush;  // FLUSHDB of db (key unused)
-    std::string key;
-  };
   std::vector<Dirty> dirty_;
+  uint64_t cur_tx_ = 0;  // EnterTx..LeaveTx: changes go to tx_dirty_[cur_tx_]
+  absl::flat_hash_map<uint64_t, std::vector<Dirty>> tx_dirty_;  // until SettleTx
+  bool ScanBlockedByTx(int db, const std::vector<std::string>& keys) const;
   std::vector<uint64_t> journalled_tokens_;  // per db: last fencing token written
   std::string frame_;                        // scratch
   shard::KeyView view_;                      // scratch

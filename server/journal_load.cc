@@ -10,11 +10,14 @@
 // when every shard has done so are files of other layouts removed. A crash in between leaves
 // files of two layouts holding the same keys, which the next start reads as above.
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -82,16 +85,78 @@ bool WriteAll(int fd, std::string_view data) {
   return true;
 }
 
-// Replays one file into `shard`, keeping only records for keys that `keep` accepts.
-std::optional<std::string> Replay(const Config& config, const FoundFile& f, shard::Shard& shard,
+// Transactions found in the journals: which shards' parts are on disk.
+using TxKey = std::pair<uint64_t, uint64_t>;  // (nonce, id)
+using TxParts = absl::flat_hash_map<TxKey, std::vector<uint32_t>>;
+
+// The header's created_ns (-1 without one) and the transaction parts of one file; `real` gets
+// the transactions with a part written at run time (not carried).
+int64_t CountTx(std::string_view bytes, uint32_t shard, TxParts* parts,
+                absl::flat_hash_set<TxKey>* real) {
+  int64_t created = -1;
+  shard::ScanJournal(bytes, [&](const shard::JournalRecord& r) {
+    if (r.kind == shard::RecordKind::kHeader && created < 0) created = r.header.created_ns;
+    if (r.kind == shard::RecordKind::kTx) {
+      (*parts)[TxKey{r.tx.nonce, r.tx.id}].push_back(shard);
+      if (!r.tx.carried) real->insert(TxKey{r.tx.nonce, r.tx.id});
+    }
+    return true;
+  });
+  return created;
+}
+
+// What start-up knows to decide whether a transaction's part may be replayed.
+struct TxIndex {
+  TxParts parts;  // per layout below: nonce is per run
+  absl::flat_hash_set<TxKey> real;  // a part written at run time is still on disk
+  absl::flat_hash_map<std::pair<int, int>, int64_t> created;  // (num_shards, shard) -> created_ns
+
+  // A part is replayed when every participant's part is on disk, or was absorbed by a rewrite
+  // of that participant's file: the rewrite file lacks the frames committed before it started
+  // receiving frames (its created_ns) but its scan copied their effects (the scan never copies
+  // the keys of a transaction still in flight, Journal::ScanBlockedByTx).
+  bool Complete(const shard::TxTag& tag, int num_shards) const {
+    auto it = parts.find(TxKey{tag.nonce, tag.id});
+    for (uint32_t p : tag.participants) {
+      if (it != parts.end() &&
+          std::find(it->second.begin(), it->second.end(), p) != it->second.end()) {
+        continue;
+      }
+      auto c = created.find({num_shards, static_cast<int>(p)});
+      if (c != created.end() && c->second >= tag.commit_ns) continue;
+      return false;
+    }
+    return true;
+  }
+};
+
+// Replays one file into `shard`, keeping only records for keys that `keep` accepts, and
+// skipping each frame that holds part of a cross-shard transaction whose other parts did not
+// all reach the disk.
+std::optional<std::string> Replay(const Config& config, const FoundFile& f,
+                                  const std::string& bytes, const TxIndex& txs,
+                                  shard::Shard& shard,
                                   const std::function<bool(std::string_view)>& keep, int64_t now_ms,
-                                  size_t* records) {
-  std::string bytes;
-  if (auto err = ReadFile(f.path, &bytes)) return err;
+                                  size_t* records, size_t* skipped,
+                                  std::vector<shard::TxTag>* carry) {
   uint32_t too_high_db = 0;
+  bool skipping = false;
   shard::JournalScan scan = shard::ScanJournal(bytes, [&](const shard::JournalRecord& r) {
-    if (r.kind != shard::RecordKind::kHeader &&
-        r.db >= static_cast<uint32_t>(shard.num_dbs())) {
+    if (r.first_in_frame) skipping = false;
+    if (r.kind == shard::RecordKind::kTx) {
+      skipping = !txs.Complete(r.tx, f.num_shards);
+      if (skipping) {
+        if (!r.tx.carried) (*skipped)++;
+      } else if (carry && txs.real.contains(TxKey{r.tx.nonce, r.tx.id})) {
+        // Another shard's part may outlive this file (a crash before every fresh file is in
+        // place): the fresh file says that this part is in its keys.
+        carry->push_back(r.tx);
+        carry->back().carried = true;
+      }
+      return true;
+    }
+    if (skipping) return true;
+    if (r.kind != shard::RecordKind::kHeader && r.db >= static_cast<uint32_t>(shard.num_dbs())) {
       // Loading without it would drop the key for good (the fresh journal written next).
       too_high_db = r.db;
       return false;
@@ -106,8 +171,7 @@ std::optional<std::string> Replay(const Config& config, const FoundFile& f, shar
   if (scan.status == shard::JournalScan::Status::kStopped) {
     return "the journal " + f.path + " has keys in database " + std::to_string(too_high_db) +
            " but the server has only " + std::to_string(shard.num_dbs()) +
-           " (--databases): start with --databases " + std::to_string(too_high_db + 1) +
-           " or more";
+           " (--databases): start with --databases " + std::to_string(too_high_db + 1) + " or more";
   }
   const std::string where = f.path + " at offset " + std::to_string(scan.bad_offset);
   switch (scan.status) {
@@ -157,8 +221,10 @@ void Merge(shard::Shard& from, shard::Shard& to, int64_t now_ms) {
 }
 
 // Writes the shard's keys into a fresh journal at `path` (through a temporary name).
+// `created_ns` goes in the header (see LoadJournals), `carry` as carried kTx records.
 std::optional<std::string> WriteFresh(shard::Shard& shard, int index, int num_shards,
-                                      const std::string& path, int64_t now_ms, size_t* keys) {
+                                      const std::string& path, int64_t now_ms, int64_t created_ns,
+                                      const std::vector<shard::TxTag>& carry, size_t* keys) {
   const std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot create " + tmp + ": " + strerror(errno);
@@ -168,7 +234,7 @@ std::optional<std::string> WriteFresh(shard::Shard& shard, int index, int num_sh
   shard::JournalHeader h;
   h.shard = static_cast<uint32_t>(index);
   h.num_shards = static_cast<uint32_t>(num_shards);
-  h.created_ms = now_ms;
+  h.created_ns = created_ns;
   w.Header(h);
   w.EndFrame();
   w.BeginFrame();
@@ -176,6 +242,11 @@ std::optional<std::string> WriteFresh(shard::Shard& shard, int index, int num_sh
     if (uint64_t t = shard.db(d).last_fencing_token()) w.Token(static_cast<uint32_t>(d), t);
   }
   w.EndFrame();
+  for (const shard::TxTag& tag : carry) {
+    w.BeginFrame();
+    w.Tx(tag);
+    w.EndFrame();
+  }
   bool ok = true;
   for (int d = 0; d < shard.num_dbs() && ok; d++) {
     shard::Db& db = shard.db(d);
@@ -240,26 +311,128 @@ std::optional<std::string> LoadJournals(const Config& config,
   closedir(dir);
 
   const int64_t now_ms = RealtimeMs();
+  const int64_t now_ns = now_ms * 1000000;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::optional<std::string>> errors(n);
-  std::vector<size_t> records(n), keys(n);
+  std::vector<size_t> records(n), keys(n), skipped(n);
+  std::vector<std::vector<shard::TxTag>> carry(n);
+  std::vector<FoundFile> ignored;  // files of an older layout set aside (below)
+
+  // First every file is read (in parallel) and its cross-shard transactions counted: a part is
+  // replayed only if all the parts of its transaction are there, whichever files hold them.
+  std::vector<std::string> contents(found.size());
+  std::vector<TxParts> counts(n);
+  std::vector<absl::flat_hash_set<TxKey>> reals(n);
+  std::vector<int64_t> created(found.size(), -1);
+  {
+    std::vector<std::thread> readers;
+    for (int s = 0; s < n; s++) {
+      readers.emplace_back([&, s] {
+        for (size_t i = s; i < found.size(); i += n) {
+          if (auto err = ReadFile(found[i].path, &contents[i])) {
+            errors[s] = err;
+            return;
+          }
+          created[i] = CountTx(contents[i], static_cast<uint32_t>(found[i].shard), &counts[s],
+                               &reals[s]);
+        }
+      });
+    }
+    for (auto& t : readers) t.join();
+  }
+  for (auto& e : errors) {
+    if (e) return e;
+  }
+  if (!same_layout) {
+    // Files of several layouts: a start-up that changed the layout crashed before removing the
+    // old files (or before writing every new one). The newest complete set has every key (a
+    // complete set of new files was written from the old set); reading only it keeps each
+    // transaction's fate what it was when that set was written.
+    absl::flat_hash_map<int, std::vector<size_t>> sets;
+    for (size_t i = 0; i < found.size(); i++) sets[found[i].num_shards].push_back(i);
+    int best = 0;
+    int64_t best_created = 0;
+    for (const auto& [layout, files] : sets) {
+      std::vector<bool> have(static_cast<size_t>(layout));
+      int64_t oldest = INT64_MAX;
+      for (size_t i : files) {
+        have[static_cast<size_t>(found[i].shard)] = true;
+        oldest = std::min(oldest, created[i]);
+      }
+      if (std::find(have.begin(), have.end(), false) != have.end()) continue;
+      if (best == 0 || oldest > best_created) {
+        best = layout;
+        best_created = oldest;
+      }
+    }
+    if (best != 0) {
+      std::vector<FoundFile> kept_found;
+      std::vector<std::string> kept_contents;
+      std::vector<int64_t> kept_created;
+      for (size_t i = 0; i < found.size(); i++) {
+        if (found[i].num_shards != best) continue;
+        kept_found.push_back(found[i]);
+        kept_contents.push_back(std::move(contents[i]));
+        kept_created.push_back(created[i]);
+      }
+      // Those left out are removed with the other layouts' below, or overwritten.
+      for (const FoundFile& f : found) {
+        if (f.num_shards != best) ignored.push_back(f);
+      }
+      found.swap(kept_found);
+      contents.swap(kept_contents);
+      created.swap(kept_created);
+      same_layout = best == n;
+      // (parts counted in an ignored file name transactions of their own run, which no kept
+      // file names: they change no decision.)
+    }
+  }
+  TxIndex txs;
+  for (auto& r : reals) txs.real.insert(r.begin(), r.end());
+  for (const TxParts& c : counts) {
+    for (const auto& [k, v] : c) {
+      auto& all = txs.parts[k];
+      all.insert(all.end(), v.begin(), v.end());
+    }
+  }
+  for (size_t i = 0; i < found.size(); i++) {
+    txs.created[{found[i].num_shards, found[i].shard}] = created[i];
+  }
+
   std::vector<std::thread> threads;
   for (int s = 0; s < n; s++) {
     threads.emplace_back([&, s] {
       shard::Shard& shard = *shards[s];
       auto owned = [&](std::string_view key) { return Server::SlotOwner(key, n) == s; };
-      for (const FoundFile& f : found) {
+      for (size_t i = 0; i < found.size(); i++) {
+        const FoundFile& f = found[i];
         if (f.num_shards == n && f.shard != s) continue;  // all its keys belong to another shard
         if (same_layout) {
-          errors[s] = Replay(config, f, shard, owned, now_ms, &records[s]);
+          errors[s] =
+              Replay(config, f, contents[i], txs, shard, owned, now_ms, &records[s], &skipped[s],
+                     &carry[s]);
         } else {
           shard::Shard scratch(s, shard.num_dbs());
-          errors[s] = Replay(config, f, scratch, owned, now_ms, &records[s]);
+          errors[s] =
+              Replay(config, f, contents[i], txs, scratch, owned, now_ms, &records[s], &skipped[s],
+                     nullptr);
           if (!errors[s]) Merge(scratch, shard, now_ms);
         }
         if (errors[s]) return;
       }
-      errors[s] = WriteFresh(shard, s, n, JournalPath(config.dir, s, n), now_ms, &keys[s]);
+      // The fresh file stands for the old one: with the same layout it keeps the old file's
+      // created_ns (what a rewrite absorbed stays absorbed; a part dropped now must not look
+      // absorbed to a sibling part in a file not yet replaced if this start is cut short) and
+      // carries the parts replayed from it. A new layout starts afresh: the old set stays
+      // complete, and is what is read, until every new file is in place.
+      int64_t created_ns = now_ns;
+      if (same_layout) {
+        for (size_t i = 0; i < found.size(); i++) {
+          if (found[i].shard == s) created_ns = created[i];
+        }
+      }
+      errors[s] = WriteFresh(shard, s, n, JournalPath(config.dir, s, n), now_ms, created_ns,
+                             same_layout ? carry[s] : std::vector<shard::TxTag>{}, &keys[s]);
     });
   }
   for (auto& t : threads) t.join();
@@ -267,6 +440,7 @@ std::optional<std::string> LoadJournals(const Config& config,
     if (e) return e;
   }
   // Every shard has its fresh file: files of another layout are redundant now.
+  found.insert(found.end(), ignored.begin(), ignored.end());
   for (const FoundFile& f : found) {
     if (f.num_shards != n) {
       if (unlink(f.path.c_str()) != 0) {
@@ -279,10 +453,17 @@ std::optional<std::string> LoadJournals(const Config& config,
     fsync(dfd);
     close(dfd);
   }
-  size_t total_records = 0, total_keys = 0;
+  size_t total_records = 0, total_keys = 0, total_skipped = 0;
   for (int s = 0; s < n; s++) {
     total_records += records[s];
     total_keys += keys[s];
+    total_skipped += skipped[s];
+  }
+  if (total_skipped) {
+    LogWarning(
+        "journal: dropped %zu part(s) of cross-shard commands whose other parts never "
+        "reached the disk (with appendfsync always, never acknowledged)",
+        total_skipped);
   }
   long long ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)

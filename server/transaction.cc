@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <ctime>
 
+#include "server/journal.h"
 #include "server/lock_table.h"
 #include "server/reactor.h"
 
@@ -33,8 +35,44 @@ Transaction::Transaction(Reactor* origin, std::vector<Part> parts) : origin_(ori
   plan->id = next_tx_id.fetch_add(1, std::memory_order_relaxed);
   plan->origin = origin->id();
   plan->parts = std::move(merged);
+  plan->journal_id = plan->id;
+  for (const Part& p : plan->parts) plan->participants.push_back(static_cast<uint32_t>(p.shard));
   plan_ = std::move(plan);
 }
+
+// Every transaction with locks is tagged, even on one shard: an EXEC whose keys sit on one
+// other shard runs there one hop (one turn) per command, and its part must still be one frame.
+// Only on a participant: that is where the part is committed (a hop elsewhere, which takes no
+// lock, is journalled as usual).
+uint64_t Transaction::Enter(Reactor& r, const Plan& plan) {
+  Journal* j = r.journal();
+  if (!j) return 0;
+  auto me = static_cast<uint32_t>(r.id());
+  if (std::find(plan.participants.begin(), plan.participants.end(), me) ==
+      plan.participants.end()) {
+    return j->current_tx();
+  }
+  return j->EnterTx(plan.journal_id);
+}
+
+void Transaction::Leave(Reactor& r, const Plan&, uint64_t prev) {
+  if (Journal* j = r.journal()) j->LeaveTx(prev);
+}
+
+void Transaction::Commit(Reactor& r, const Plan& plan) {
+  // Only the transaction that owns the journal id commits it (not a fan-out inside EXEC).
+  if (plan.participants.empty() || plan.journal_id != plan.id || !r.journal()) return;
+  r.journal()->CommitTx(plan.journal_id, plan.participants, plan.commit_ns, plan.writes);
+}
+
+void Transaction::Settle(Reactor& r, const Plan& plan) {
+  if (plan.participants.empty() || plan.journal_id != plan.id || !r.journal()) return;
+  r.journal()->SettleTx(plan.journal_id);
+}
+
+uint64_t Transaction::EnterJournal(Reactor& r) const { return Enter(r, *plan_); }
+
+void Transaction::LeaveJournal(Reactor& r, uint64_t prev) const { Leave(r, *plan_, prev); }
 
 std::vector<int> Transaction::Shards() const {
   std::vector<int> s;
@@ -104,15 +142,19 @@ void Transaction::Hop(const std::vector<int>& shards, std::function<void(Reactor
       continue;
     }
     Transaction* t = this;
-    origin_->Send(s, [fn, t, origin] {
+    origin_->Send(s, [fn, t, origin, plan = plan_] {
       Reactor* r = Reactor::Current();
+      uint64_t prev = Enter(*r, *plan);
       fn(*r);
+      Leave(*r, *plan, prev);
       r->Send(origin, [t] { t->HopDone(); });
     });
   }
   // The local part last: if it completes the hop, `then` may end this transaction.
   if (local) {
+    uint64_t prev = Enter(*origin_, *plan_);
     fn(*origin_);
+    Leave(*origin_, *plan_, prev);
     HopDone();
   }
 }
@@ -123,20 +165,62 @@ void Transaction::HopDone() {
   f();
 }
 
-void Transaction::Release() {
-  if (released_) return;
+void Transaction::Release(absl::AnyInvocable<void()> then) {
+  if (released_) {
+    if (then) then();
+    return;
+  }
   released_ = true;
+  release_then_ = std::move(then);
+  // Before any part is written (read by the messages below); a fresh reading in ns, so that a
+  // rewrite started on a participant after its hops there is seen as started before the commit.
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  plan_->commit_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  int origin = origin_->id();
+  commit_remaining_ = 1;  // the coordinator's own step, last
+  for (size_t i = 0; i < plan_->parts.size(); i++) {
+    const Part& p = plan_->parts[i];
+    if (p.shard == origin) continue;
+    commit_remaining_++;
+    Transaction* t = this;
+    origin_->Send(p.shard, [plan = std::shared_ptr<const Plan>(plan_), t] {
+      Reactor* r = Reactor::Current();
+      Commit(*r, *plan);
+      // With `always` this answer waits until the part is on disk (Reactor::FlushOutboxes).
+      r->Send(plan->origin, [t] { t->CommitAck(); });
+    });
+  }
+  for (const Part& p : plan_->parts) {
+    if (p.shard == origin) Commit(*origin_, *plan_);
+  }
+  CommitAck();
+}
+
+void Transaction::CommitAck() {
+  if (--commit_remaining_ > 0) return;
+  Unlock();
+  auto f = std::move(release_then_);
+  if (f) f();  // may destroy this transaction
+}
+
+void Transaction::Unlock() {
   int origin = origin_->id();
   for (size_t i = 0; i < plan_->parts.size(); i++) {
     const Part& p = plan_->parts[i];
     if (p.shard == origin) continue;
-    origin_->Send(p.shard, [plan = plan_, i] {
+    origin_->Send(p.shard, [plan = std::shared_ptr<const Plan>(plan_), i] {
       const Part& part = plan->parts[i];
-      Reactor::Current()->locks().Unlock(plan->id, part.names, part.whole);
+      Reactor* r = Reactor::Current();
+      Settle(*r, *plan);
+      r->locks().Unlock(plan->id, part.names, part.whole);
     });
   }
   for (const Part& p : plan_->parts) {
-    if (p.shard == origin) origin_->locks().Unlock(plan_->id, p.names, p.whole);
+    if (p.shard == origin) {
+      Settle(*origin_, *plan_);
+      origin_->locks().Unlock(plan_->id, p.names, p.whole);
+    }
   }
 }
 

@@ -37,6 +37,21 @@ class Transaction {
   Transaction& operator=(const Transaction&) = delete;
 
   uint64_t id() const { return plan_->id; }
+
+  // --- the journal (server/journal.h) ---
+  // Before Lock(): the transaction may write (its part is written to every shard's journal at
+  // release, even a shard that changed nothing, so a replay can tell a whole one from a part).
+  void set_writes(bool w) { plan_->writes = w; }
+  // Before Lock(): this transaction runs inside `outer` (a fan-out inside EXEC): its changes
+  // belong to outer's part on each shard.
+  void JournalAs(const Transaction& outer) {
+    plan_->journal_id = outer.plan_->journal_id;
+    plan_->participants = outer.plan_->participants;
+  }
+  // Shard thread: the changes the caller makes until LeaveJournal(prev) belong to this
+  // transaction's part on this reactor's shard.
+  uint64_t EnterJournal(Reactor& r) const;
+  void LeaveJournal(Reactor& r, uint64_t prev) const;
   // The shards this transaction holds locks on, ascending.
   std::vector<int> Shards() const;
 
@@ -46,26 +61,43 @@ class Transaction {
   // coordinator once all are done. fn may write only to state set aside for its shard.
   void Hop(const std::vector<int>& shards, std::function<void(Reactor&)> fn,
            absl::AnyInvocable<void()> then);
-  // Releases every lock (inline on the coordinator's shard, by message elsewhere). Messages the
-  // coordinator sends to a shard after this run after the release there.
-  void Release();
+  // Ends the transaction in two steps. First every shard writes its part to its journal (one
+  // frame tagged with the transaction, see Journal::CommitTx) and answers; with appendfsync
+  // always the answer waits until that part is on disk. Then, on the coordinator, every lock
+  // is released (inline on its own shard, by message elsewhere: those messages wait for the
+  // coordinator's journal too) and `then` runs: a reply written there leaves only once every
+  // shard's part is durable, and nobody sees the transaction's keys before that either.
+  // Messages the coordinator sends to a shard after `then` run after the release there.
+  void Release(absl::AnyInvocable<void()> then);
 
  private:
   struct Plan {
     uint64_t id;
     int origin;
     std::vector<Part> parts;  // ascending shard, one per shard
+    bool writes = false;
+    uint64_t journal_id = 0;                // id, or an enclosing EXEC's
+    std::vector<uint32_t> participants;     // that transaction's shards; empty: nothing to tag
+    int64_t commit_ns = 0;                  // set by Release before any part is committed
   };
+  static uint64_t Enter(Reactor& r, const Plan& plan);
+  static void Leave(Reactor& r, const Plan& plan, uint64_t prev);
+  static void Commit(Reactor& r, const Plan& plan);
+  static void Settle(Reactor& r, const Plan& plan);
+  void CommitAck();
+  void Unlock();
   struct LockStep;
   void OnLocked();
   void HopDone();
 
   Reactor* origin_;
-  std::shared_ptr<const Plan> plan_;
+  std::shared_ptr<Plan> plan_;  // shared read-only once Lock() has run
   absl::AnyInvocable<void()> on_locked_;
   size_t hop_remaining_ = 0;
   absl::AnyInvocable<void()> hop_then_;
   bool released_ = false;
+  size_t commit_remaining_ = 0;
+  absl::AnyInvocable<void()> release_then_;
 };
 
 }  // namespace deadbolt::server

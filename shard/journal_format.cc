@@ -2,7 +2,7 @@
 //
 // Record layouts (after the one-byte kind; "varint" is LEB128, "str" a varint length and the
 // bytes, fixed-width numbers little endian):
-//   kHeader:  u32 version, u32 shard, u32 num_shards, i64 created_ms
+//   kHeader:  u32 version, u32 shard, u32 num_shards, i64 created_ns
 //   kPut:     varint db, str key, u8 type (1 string, 2 hash), i64 expire_at_ms (-1: none),
 //             u64 lock_token, varint lock_holds, then a string's str value or a hash's varint
 //             count and that many (str field, str value)
@@ -142,7 +142,7 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
           !in.U32(&r->header.num_shards) || !in.U64(&created)) {
         return false;
       }
-      r->header.created_ms = static_cast<int64_t>(created);
+      r->header.created_ns = static_cast<int64_t>(created);
       return true;
     }
     case RecordKind::kPut: {
@@ -181,6 +181,24 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       return in.Db(&r->db) && in.U64(&r->token);
     case RecordKind::kFlushDb:
       return in.Db(&r->db);
+    case RecordKind::kTx:
+    {
+      uint64_t t = 0;
+      uint32_t n = 0;
+      uint8_t flags = 0;
+      if (!in.U64(&r->tx.nonce) || !in.U64(&r->tx.id) || !in.U64(&t) || !in.U8(&flags) ||
+          !in.U32(&n)) {
+        return false;
+      }
+      r->tx.carried = (flags & 1) != 0;
+      if (n > 65536) return false;
+      r->tx.commit_ns = static_cast<int64_t>(t);
+      r->tx.participants.resize(n);
+      for (uint32_t& p : r->tx.participants) {
+        if (!in.U32(&p)) return false;
+      }
+      return true;
+    }
   }
   return false;
 }
@@ -215,7 +233,7 @@ void JournalWriter::Header(const JournalHeader& h) {
   PutU32(out_, h.version);
   PutU32(out_, h.shard);
   PutU32(out_, h.num_shards);
-  PutU64(out_, static_cast<uint64_t>(h.created_ms));
+  PutU64(out_, static_cast<uint64_t>(h.created_ns));
   records_++;
 }
 
@@ -269,6 +287,17 @@ void JournalWriter::Token(uint32_t db, uint64_t token) {
   out_->push_back(static_cast<char>(RecordKind::kToken));
   PutVarint(out_, db);
   PutU64(out_, token);
+  records_++;
+}
+
+void JournalWriter::Tx(const TxTag& tag) {
+  out_->push_back(static_cast<char>(RecordKind::kTx));
+  PutU64(out_, tag.nonce);
+  PutU64(out_, tag.id);
+  PutU64(out_, static_cast<uint64_t>(tag.commit_ns));
+  out_->push_back(static_cast<char>(tag.carried ? 1 : 0));
+  PutU32(out_, static_cast<uint32_t>(tag.participants.size()));
+  for (uint32_t p : tag.participants) PutU32(out_, p);
   records_++;
 }
 
@@ -348,6 +377,7 @@ JournalScan ScanJournal(std::string_view bytes,
       }
       frame_records.push_back(std::move(r));
     }
+    if (!frame_records.empty()) frame_records.front().first_in_frame = true;
     for (const JournalRecord& r : frame_records) {
       scan.records++;
       if (!on_record(r)) {
@@ -365,11 +395,12 @@ JournalScan ScanJournal(std::string_view bytes,
 }
 
 bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms) {
-  if (r.kind == RecordKind::kHeader) return true;
+  if (r.kind == RecordKind::kHeader || r.kind == RecordKind::kTx) return true;
   if (r.db >= static_cast<uint32_t>(shard.num_dbs())) return false;
   Db& db = shard.db(static_cast<int>(r.db));
   switch (r.kind) {
     case RecordKind::kHeader:
+    case RecordKind::kTx:
       return true;
     case RecordKind::kPut:
       // Restore replaces the key; a snapshot whose time has passed leaves it deleted.

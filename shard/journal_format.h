@@ -21,6 +21,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "shard/db.h"
 #include "shard/shard.h"
@@ -40,24 +41,43 @@ enum class RecordKind : uint8_t {
   kDel = 3,      // db, key: gone
   kToken = 4,    // db, the last fencing token handed out (Db::last_fencing_token)
   kFlushDb = 5,  // db: every key of the db is gone
+  // Opens a frame holding one shard's part of a transaction: (run nonce, id) names it,
+  // `participants` are the shards (of the writing layout) that took part, `commit_ns` is when
+  // the coordinator started committing it (unix ns, before any part was written). A replay
+  // applies the frame only if every participant's part is on disk, or was absorbed by a rewrite
+  // of that participant's file that began receiving frames at or after commit_ns (see
+  // server/journal_load.cc). A `carried` record (written at start-up into a shard's fresh
+  // journal, alone in its frame) says that the shard's part of that transaction was replayed
+  // and is in the file's keys: it counts as the part for the others, and changes nothing.
+  kTx = 6,
+};
+
+struct TxTag {
+  uint64_t nonce = 0;  // random per server run
+  uint64_t id = 0;     // unique within the run
+  int64_t commit_ns = 0;
+  std::vector<uint32_t> participants;  // shard indexes, ascending
+  bool carried = false;
 };
 
 struct JournalHeader {
   uint32_t version = kJournalVersion;
   uint32_t shard = 0;
   uint32_t num_shards = 1;
-  int64_t created_ms = 0;
+  int64_t created_ns = 0;  // unix ns (ms in files written before kTx existed: smaller)
 };
 
 // One decoded record. For kPut, `value` owns a copy of the key's state (including the lock
 // record, KeySnapshot::lock_token / lock_holds); `key` points into the parsed bytes.
 struct JournalRecord {
   RecordKind kind = RecordKind::kHeader;
-  JournalHeader header;  // kHeader
-  uint32_t db = 0;       // kPut, kDel, kToken, kFlushDb
-  std::string_view key;  // kPut, kDel
-  KeySnapshot value;     // kPut
-  uint64_t token = 0;    // kToken
+  JournalHeader header;         // kHeader
+  uint32_t db = 0;              // kPut, kDel, kToken, kFlushDb
+  std::string_view key;         // kPut, kDel
+  KeySnapshot value;            // kPut
+  uint64_t token = 0;           // kToken
+  TxTag tx;                     // kTx
+  bool first_in_frame = false;  // set by ScanJournal on each frame's first record
 };
 
 // Builds frames at the end of a string. Single-threaded; reusable.
@@ -82,6 +102,7 @@ class JournalWriter {
   void Del(uint32_t db, std::string_view key);
   void Token(uint32_t db, uint64_t token);
   void FlushDb(uint32_t db);
+  void Tx(const TxTag& tag);
 
  private:
   static constexpr size_t kNoFrame = ~size_t{0};

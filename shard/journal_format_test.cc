@@ -68,7 +68,7 @@ void ExpectSame(const Rec& want, const Rec& got, const std::string& where) {
       EXPECT_EQ(got.header.version, want.header.version);
       EXPECT_EQ(got.header.shard, want.header.shard);
       EXPECT_EQ(got.header.num_shards, want.header.num_shards);
-      EXPECT_EQ(got.header.created_ms, want.header.created_ms);
+      EXPECT_EQ(got.header.created_ns, want.header.created_ns);
       break;
     case RecordKind::kPut:
       EXPECT_EQ(got.db, want.db);
@@ -95,6 +95,8 @@ void ExpectSame(const Rec& want, const Rec& got, const std::string& where) {
       break;
     case RecordKind::kFlushDb:
       EXPECT_EQ(got.db, want.db);
+      break;
+    case RecordKind::kTx:  // JournalFormatTxTest
       break;
   }
 }
@@ -123,6 +125,8 @@ void Write(JournalWriter& w, const Rec& r) {
     case RecordKind::kFlushDb:
       w.FlushDb(r.db);
       break;
+    case RecordKind::kTx:  // not generated here
+      break;
   }
 }
 
@@ -131,7 +135,7 @@ Rec HeaderRec(uint32_t shard, uint32_t num_shards, int64_t created) {
   r.kind = RecordKind::kHeader;
   r.header.shard = shard;
   r.header.num_shards = num_shards;
-  r.header.created_ms = created;
+  r.header.created_ns = created;
   return r;
 }
 
@@ -1069,6 +1073,46 @@ TEST_F(JournalApplyTest, SnapshotsWrittenAndReplayedRebuildTheShard) {
   EXPECT_EQ(info->holds, 2);
   EXPECT_EQ(dst.db(3).last_fencing_token(), src.db(3).last_fencing_token());
   for (int i = 0; i < 4; i++) EXPECT_EQ(dst.db(i).Size(), src.db(i).Size()) << "db " << i;
+}
+
+}  // namespace
+}  // namespace deadbolt::shard
+
+namespace deadbolt::shard {
+namespace {
+
+TEST(JournalFormatTxTest, TxRecordOpensItsFrame) {
+  std::string buf;
+  JournalWriter w(&buf);
+  w.BeginFrame();
+  w.Del(0, "before");
+  ASSERT_TRUE(w.EndFrame());
+  w.BeginFrame();
+  w.Tx(TxTag{0x1234567890abcdefULL, 42, 1700000000123, {0, 2, 5}});
+  w.Del(0, "a");
+  w.Del(0, "b");
+  ASSERT_TRUE(w.EndFrame());
+  std::vector<JournalRecord> got;
+  JournalScan scan = ScanJournal(buf, [&](const JournalRecord& r) {
+    got.push_back(r);
+    return true;
+  });
+  ASSERT_EQ(scan.status, JournalScan::Status::kOk);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_FALSE(got[1].tx.carried);
+  EXPECT_TRUE(got[0].first_in_frame);
+  EXPECT_EQ(got[1].kind, RecordKind::kTx);
+  EXPECT_TRUE(got[1].first_in_frame);
+  EXPECT_EQ(got[1].tx.nonce, 0x1234567890abcdefULL);
+  EXPECT_EQ(got[1].tx.id, 42u);
+  EXPECT_EQ(got[1].tx.commit_ns, 1700000000123);
+  EXPECT_EQ(got[1].tx.participants, (std::vector<uint32_t>{0, 2, 5}));
+  EXPECT_FALSE(got[2].first_in_frame);
+  EXPECT_FALSE(got[3].first_in_frame);
+  // Replaying a kTx record changes nothing.
+  Shard shard(0, 1);
+  EXPECT_TRUE(ApplyJournalRecord(got[1], shard, 0));
+  EXPECT_EQ(shard.db(0).Size(), 0u);
 }
 
 }  // namespace

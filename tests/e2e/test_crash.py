@@ -93,9 +93,6 @@ class CrashTest(unittest.TestCase):
         self.assertEqual(code, 0, out)
         self.assertEqual((s["not_allowed"], s["violations"], s["errors"]), (0, 0, 0), out)
 
-    @unittest.skip("known bug: an EXEC whose keys are on another reactor's shard runs one hop "
-                   "per command, each journalled (and fsynced) on its own, so a crash between two "
-                   "hops leaves it half done after the restart")
     def test_multi_exec_is_all_or_nothing(self):
         # Every 2nd connection takes and releases its plain keys two at a time in MULTI/EXEC; a
         # transaction in flight at the kill must come back whole or not at all.

@@ -613,9 +613,6 @@ class JournalDatabasesTest(JournalCase):
         self.stop()
 
 
-@unittest.skipUnless(KNOWN_BUGS, "known bug, run with DEADBOLT_E2E_KNOWN_BUGS=1: each shard "
-                                 "journals its part of a cross-shard command separately, so a "
-                                 "crash can bring back half of one")
 class JournalCrossShardCrashTest(JournalCase):
     """A command whose keys sit on two shards is atomic while the server runs; after a SIGKILL
     (--appendfsync always) it must come back whole or not at all: an MSET over both shards
@@ -685,6 +682,24 @@ class JournalCrossShardCrashTest(JournalCase):
                 t.join(SLACK)
         self.stop()
         self.assertEqual(broken, [])
+
+    def test_part_absorbed_by_a_rewrite_of_one_shard_still_counts(self):
+        # An MSET over both shards, then a rewrite of shard 1 only: its new file holds b's value
+        # from the scan but not the MSET's tagged frame, which shard 0's file still has. After a
+        # SIGKILL the MSET must come back whole (the reverted first version dropped shard 0's
+        # part, although the MSET had been acknowledged).
+        c = self.start(threads=2, fsync="always",
+                       extra=["--auto-aof-rewrite-min-size", "1mb",
+                              "--auto-aof-rewrite-percentage", "100"])
+        a, b, big = on_shard(0, "abs:a"), on_shard(1, "abs:b"), on_shard(1, "abs:big")
+        self.assertEqual(c.cmd("MSET", a, "new", b, "new"), OK)
+        self.assertEqual(c.cmd("SET", big, "x" * (3 << 20)), OK)
+        i = self.wait_rewrites(c, 1)
+        self.assertEqual(i["aof_rewrites"], "1")  # shard 1's only
+        self.kill()
+        c = self.start(threads=2, fsync="always")
+        self.assertEqual(decode(c.cmd("MGET", a, b)), [b"new", b"new"])
+        self.stop()
 
 
 # ---------------------------------------------------------------------------------------------
