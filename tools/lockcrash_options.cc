@@ -4,6 +4,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "tools/cli_arg.h"
 #include "tools/lockcrash_run.h"
 
 namespace deadbolt::lockcrash {
@@ -99,27 +100,11 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
       for (++i; i < argc; ++i) o->server_args.emplace_back(argv[i]);
       break;
     }
-    std::string_view name = arg;
-    std::string_view value;
-    bool has_value = false;
-    if (arg.starts_with("--")) {
-      size_t eq = arg.find('=');
-      if (eq != std::string_view::npos) {
-        name = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-        has_value = true;
-      }
-    }
+    const tools::CliArg a = tools::SplitCliArg(arg, /*short_inline=*/false);
+    const std::string_view name = a.name;
+    const bool has_value = a.has_value;
     std::string_view v;
-    auto need = [&]() -> bool {
-      if (has_value) {
-        v = value;
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      v = argv[++i];
-      return true;
-    };
+    auto need = [&]() -> bool { return tools::CliValue(a, argc, argv, &i, &v); };
     auto int_opt = [&](int64_t lo, int64_t hi, auto* field) -> std::string {
       if (!need()) return "missing value for " + std::string(name);
       int64_t n = 0;

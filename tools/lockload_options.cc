@@ -1,5 +1,7 @@
 #include "tools/lockload_options.h"
 
+#include "tools/cli_arg.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -133,21 +135,9 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
   *help = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    std::string_view name = arg;
-    std::string_view value;
-    bool has_value = false;
-    if (arg.starts_with("--")) {
-      size_t eq = arg.find('=');
-      if (eq != std::string_view::npos) {
-        name = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-        has_value = true;
-      }
-    } else if (arg.size() > 2 && arg[0] == '-') {  // -c50
-      name = arg.substr(0, 2);
-      value = arg.substr(2);
-      has_value = true;
-    }
+    const tools::CliArg a = tools::SplitCliArg(arg, /*short_inline=*/true);  // -c50 too
+    const std::string_view name = a.name;
+    const bool has_value = a.has_value;
     // Flags without a value.
     struct Flag {
       const char* name;
@@ -185,10 +175,8 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
     if (name.size() < 2 || kTakesValue.find(" " + std::string(name) + " ") == std::string::npos) {
       return "unknown option " + std::string(arg) + " (see --help)";
     }
-    if (!has_value) {
-      if (i + 1 >= argc) return std::string(name) + " needs a value";
-      value = argv[++i];
-    }
+    std::string_view value;
+    if (!tools::CliValue(a, argc, argv, &i, &value)) return std::string(name) + " needs a value";
     auto bad = [&]() { return "bad value for " + std::string(name) + ": " + std::string(value); };
     int64_t n = 0;
     double d = 0;

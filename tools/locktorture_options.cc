@@ -1,5 +1,7 @@
 #include "tools/locktorture_options.h"
 
+#include "tools/cli_arg.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -107,26 +109,10 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
   *help = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    std::string_view name = arg;
-    std::string_view value;
-    bool has_value = false;
-    if (arg.starts_with("--")) {
-      size_t eq = arg.find('=');
-      if (eq != std::string_view::npos) {
-        name = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-        has_value = true;
-      }
-    }
-    auto need = [&](std::string_view* v) -> bool {
-      if (has_value) {
-        *v = value;
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      *v = argv[++i];
-      return true;
-    };
+    const tools::CliArg a = tools::SplitCliArg(arg, /*short_inline=*/false);
+    const std::string_view name = a.name;
+    const bool has_value = a.has_value;
+    auto need = [&](std::string_view* v) -> bool { return tools::CliValue(a, argc, argv, &i, v); };
     auto bad = [&](std::string_view what) {
       return std::string("bad value for ") + std::string(name) + ": " + std::string(what);
     };
