@@ -175,7 +175,10 @@ void Connection::set_authenticated(bool v) {
   parser_.set_limits(limits);
 }
 
-Connection::~Connection() { PubSubTeardown(); }  // pub/sub: leave the registry
+Connection::~Connection() {
+  PubSubTeardown();  // pub/sub: leave the registry
+  DropFanOuts();
+}
 
 void Connection::Unref() {
   refs_--;
@@ -571,6 +574,7 @@ struct Connection::FanOutRun {
     protocol::ReplyBuilder rb(&data, resp);
     finish(rb);
     Connection* c = conn;
+    std::erase(c->fan_outs_, this);
     if (for_exec) {
       delete this;
       c->exec_->replies += data;
@@ -588,6 +592,11 @@ struct Connection::FanOutRun {
     }
   }
 };
+
+void Connection::DropFanOuts() {
+  for (FanOutRun* run : fan_outs_) delete run;
+  fan_outs_.clear();
+}
 
 void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
                               absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
@@ -619,6 +628,7 @@ void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardF
   run->db = db_index_;
   run->resp = resp_;
   run->conn = this;
+  fan_outs_.push_back(run);
   run->for_exec = for_exec;
   if (for_exec) {
     exec_->async = true;

@@ -162,6 +162,10 @@ class Connection {
     bool resumed = false;
   };
   struct FanOutRun;
+  // Fan-outs in flight: each deletes itself when it finishes; those still here when the
+  // connection goes (a reactor destroyed at shutdown mid-transaction) are deleted with it.
+  std::vector<FanOutRun*> fan_outs_;
+  void DropFanOuts();
   void Dispatch(CmdArgs args);
   void Execute(const CommandSpec* spec, CmdArgs args);
   // `block`: set for a blocking command (ForwardBlocking).
@@ -256,6 +260,7 @@ class Connection {
   size_t queued_bytes_ = 0;
   std::vector<QueuedCommand> queued_;
   std::unique_ptr<ExecState> exec_;
+  std::unique_ptr<ExecState> exec_releasing_;  // EXEC done, its reply waits for the release
   bool exec_in_handler_ = false;
   struct Watched {
     int shard;

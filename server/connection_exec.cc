@@ -284,9 +284,13 @@ void Connection::ExecNext() {
 void Connection::ExecFinish(bool aborted) {
   // The reply waits until every shard's part is in its journal (Transaction::Release); the
   // state lives until then.
-  std::shared_ptr<ExecState> st(std::move(exec_));
-  Transaction* tx = st->tx.get();
-  tx->Release([this, st, aborted] { ExecReply(*st, aborted); });
+  // The connection keeps owning it (a closure owning it would be a cycle through the
+  // transaction, leaked if the server stops before the release completes).
+  exec_releasing_ = std::move(exec_);
+  exec_releasing_->tx->Release([this, aborted] {
+    std::unique_ptr<ExecState> st = std::move(exec_releasing_);
+    ExecReply(*st, aborted);
+  });
 }
 
 void Connection::ExecReply(ExecState& s, bool aborted) {

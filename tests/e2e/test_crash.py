@@ -96,11 +96,8 @@ class CrashTest(unittest.TestCase):
     def test_multi_exec_is_all_or_nothing(self):
         # Every 2nd connection takes and releases its plain keys two at a time in MULTI/EXEC; a
         # transaction in flight at the kill must come back whole or not at all.
-        # --no-graceful: no SIGTERM round. A SIGTERM with cross-shard transactions in flight
-        # makes LeakSanitizer report their plans (a known shutdown leak, not the journal's; see
-        # the session notes), which would fail the ASan run for a reason this test is not about.
         code, out = self.lockcrash("--appendfsync", "always", "--rounds", ROUNDS,
-                                   "--multi-every", "2", "--no-graceful")
+                                   "--multi-every", "2")
         s = self.summary(out)
         self.assertEqual(code, 0, out)
         self.assertEqual((s["lost_keys"], s["violations"], s["errors"]), (0, 0, 0), out)
