@@ -32,6 +32,7 @@ constexpr unsigned kBufSize = 16 * 1024;
 constexpr int kBufGroup = 0;
 // Bounds how long one active-expiry tick may run, so lock traffic never stalls behind it.
 constexpr int64_t kExpireBudgetUs = 1000;
+constexpr size_t kExpireStep = 256;  // buckets visited per active-expiry step
 
 enum OpKind : uint64_t {
   kOpAccept = 1,
@@ -582,13 +583,16 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
 void Reactor::Tick() {
   int64_t start = MonotonicUs();
   size_t removed = 0;
-  // Keep going while a good share of what is visited has expired, within the time budget.
+  // A small step, repeated while at least an eighth of what it visits has expired, within the
+  // time budget. Each tick delays whatever arrives meanwhile: with nothing to expire it costs a
+  // few microseconds (a 1,024-bucket step cost about 30 us, 0.3% of the time at hz 100).
   for (;;) {
-    size_t n = shard_.ActiveExpire(now_ms_, 1024);
+    size_t n = shard_.ActiveExpire(now_ms_, kExpireStep);
     removed += n;
-    if (n < 256 || MonotonicUs() - start > kExpireBudgetUs) break;
+    if (n < kExpireStep / 8 || MonotonicUs() - start > kExpireBudgetUs) break;
   }
   stats_.expired_keys += removed;
+  stats_.expire_cycle_us += static_cast<uint64_t>(MonotonicUs() - start);
   if (journal_) journal_->Tick(now_ms_);
   next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
   if (config_.timeout > 0 && now_ms_ >= next_idle_check_ms_) CloseIdleClients();

@@ -21,6 +21,7 @@ struct ReactorStats {
   uint64_t net_input_bytes = 0;
   uint64_t net_output_bytes = 0;
   uint64_t expired_keys = 0;
+  uint64_t expire_cycle_us = 0;  // time spent in active expiry
   uint64_t keyspace_hits = 0;
   uint64_t keyspace_misses = 0;
   uint64_t messages_sent = 0;
@@ -34,6 +35,7 @@ struct ReactorStats {
     net_input_bytes += o.net_input_bytes;
     net_output_bytes += o.net_output_bytes;
     expired_keys += o.expired_keys;
+    expire_cycle_us += o.expire_cycle_us;
     keyspace_hits += o.keyspace_hits;
     keyspace_misses += o.keyspace_misses;
     messages_sent += o.messages_sent;

@@ -472,7 +472,7 @@ class InfoTest(ConnTestCase):
         text, f = self.info("stats")
         self.assertTrue(text.startswith("# Stats\r\n"))
         for name in ("total_connections_received", "total_commands_processed", "expired_keys",
-                     "keyspace_hits", "keyspace_misses"):
+                     "expire_cycle_cpu_milliseconds", "keyspace_hits", "keyspace_misses"):
             self.assertRegex(f[name], r"^\d+$", name)
 
     def test_keyspace_section(self):
