@@ -23,26 +23,21 @@ import hashlib
 import json
 import os
 import platform
-import re
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_report import DEADBOLT_EVALSHA, REPO, SERVERS, log, report  # noqa: E402
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 SERVER_CORE = "1"
 LOAD_CORE = "0"
-SERVERS = ("deadbolt", "redis")
-# A third kind in the cycle runs: deadbolt releasing with the same EVALSHA as Redis gets (it runs
-# the catalogued compare-and-delete script natively), beside its built-in DELIFEQ.
-DEADBOLT_EVALSHA = "deadbolt evalsha"
 
 # Every process we start, so that nothing outlives us whatever way we leave.
 _children = []
@@ -106,10 +101,6 @@ def stop(p, grace=2.0):
             p.wait()
     if p in _children:
         _children.remove(p)
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -553,11 +544,6 @@ def supports(cfg, command_args):
     return not isinstance(r, Exception), r
 
 
-def median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--deadbolt", default="build/release/server/deadbolt-server")
@@ -722,23 +708,6 @@ def main():
     report(data, cfg)
 
 
-def report(data, cfg):
-    """Medians to stdout; RESULTS.md and the plot from `data` (fresh, or --from-json)."""
-    meta = data["meta"]
-    depths, rates = meta["depths"], meta["rates"]
-    summary = summarize(data)
-    print(render_text(summary))
-    notes = list(data["notes"])
-    if cfg.png != "-" and any(f"acquire P{d}" in data["runs"] for d in depths):
-        png_note = plot(data, depths, cfg.png)
-        if png_note:
-            notes.append(png_note)
-    if cfg.out != "-":
-        with open(cfg.out, "w") as f:
-            f.write(render_markdown(summary, data, cfg.png, notes))
-        log(f"wrote {cfg.out}")
-
-
 def collect_meta(cfg, release, elapsed, depths, rates):
     def sh(*argv):
         try:
@@ -780,385 +749,6 @@ def collect_meta(cfg, release, elapsed, depths, rates):
 
 # ---------------------------------------------------------------------------------------------
 # Summaries.
-
-
-def summarize(data):
-    s = {"runs": {}, "memory": {}, "reactors": {}}
-    for name, by in data["runs"].items():
-        s["runs"][name] = {}
-        for kind, rs in by.items():
-            if not rs:
-                continue
-            s["runs"][name][kind] = {k: median([r[k] for r in rs]) for k in (
-                "ops_per_sec", "p50_us", "p99_us", "p999_us", "server_cpu_us_per_op",
-                "server_cpu_util", "lockload_cpu_util", "background_cores", "acquired_share")}
-            s["runs"][name][kind]["errors"] = sum(r["errors"] for r in rs)
-            s["runs"][name][kind]["ops_range"] = (min(r["ops_per_sec"] for r in rs),
-                                                  max(r["ops_per_sec"] for r in rs))
-    for kind, ms in data["memory"].items():
-        if ms:
-            s["memory"][kind] = {k: median([m[k] for m in ms]) for k in (
-                "rss_bytes_per_key", "used_memory_bytes_per_key", "rss_bytes_per_key_warm",
-                "used_memory_bytes_per_key_warm", "rss_empty", "rss_warm")}
-    for mode, rs in data["reactors"].items():
-        s["reactors"][mode] = {k: median([r[k] for r in rs]) for k in rs[0]}
-    return s
-
-
-def ratio(a, b):
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
-def fmt_ops(v):
-    if v is None:
-        return "–"
-    return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.0f}k"
-
-
-def fmt(v, d=2):
-    return "–" if v is None else f"{v:.{d}f}"
-
-
-def fmt_ratio(v):
-    return "–" if v is None else f"{v:.2f}×"
-
-
-def round_ratios(pairs):
-    """(median, 'median (lo–hi)') of the per-round ratios deadbolt ÷ redis: each round ran the
-    two back to back, so a run disturbed by other load on one side spoils one round's ratio,
-    not the comparison."""
-    rs = [ratio(a, b) for a, b in pairs if a is not None and b]
-    if not rs:
-        return None, ""
-    med = statistics.median(rs)
-    if len(rs) == 1:
-        return med, f"{med:.3f}×"
-    return med, f"{med:.3f}× ({min(rs):.2f}–{max(rs):.2f})"
-
-
-def target_rows(s, data, rates):
-    """(metric, deadbolt, redis, ratio, per-round ratios, target, verdict) rows."""
-    rows = []
-    R = s["runs"]
-
-    def get(name, kind, key):
-        return R.get(name, {}).get(kind, {}).get(key)
-
-    def row(metric, name, key, fmt_v, target=None, check=None, unit=""):
-        a, b = get(name, "deadbolt", key), get(name, "redis", key)
-        rt = ratio(a, b)
-        raw = data["runs"].get(name, {})
-        med, per_round = round_ratios(zip([r[key] for r in raw.get("deadbolt", [])],
-                                          [r[key] for r in raw.get("redis", [])]))
-        verdict = ""
-        if check is not None and med is not None:
-            verdict = check(a, b, med)
-            if isinstance(verdict, bool):
-                verdict = "met" if verdict else "**missed**"
-        rows.append((metric, fmt_v(a) + unit, fmt_v(b) + unit, fmt_ratio(rt), per_round,
-                     target or "", verdict))
-
-    def p64_check(a, b, rt):
-        parts = [("met" if a >= 3e6 else "**missed**") + " ≥ 3M",
-                 ("met" if rt >= 3 else "**missed**") + " ≥ 3×"]
-        return ", ".join(parts)
-
-    for name, cpu_target, lim in (("acquire P1", "≤ 0.85×", 0.85), ("acquire P16", "≤ 0.4×", 0.4),
-                                  ("acquire P16 free", "≤ 0.4×", 0.4),
-                                  ("cycle P16", "≤ 0.3×", 0.3)):
-        if name not in R:
-            continue
-        row(f"{name}: throughput", name, "ops_per_sec", fmt_ops, unit=" ops/s")
-        row(f"{name}: p99 latency", name, "p99_us", lambda v: fmt(v, 0), unit=" µs")
-        row(f"{name}: server CPU per op", name, "server_cpu_us_per_op", lambda v: fmt(v, 3),
-            cpu_target, lambda a, b, rt, lim=lim: rt <= lim, unit=" µs")
-    for name in ("acquire P64", "acquire P64 free"):
-        if name not in R:
-            continue
-        row(f"{name}: throughput", name, "ops_per_sec", fmt_ops,
-            "≥ 3M ops/s and ≥ 3×", p64_check, unit=" ops/s")
-        row(f"{name}: p99 latency", name, "p99_us", lambda v: fmt(v, 0), unit=" µs")
-        row(f"{name}: server CPU per op", name, "server_cpu_us_per_op",
-            lambda v: fmt(v, 3), unit=" µs")
-    m = s["memory"]
-    if m.get("deadbolt") and m.get("redis"):
-        for key, label, tgt in (("rss_bytes_per_key", "memory per lock key (RSS)", "≤ 0.6×"),
-                                ("used_memory_bytes_per_key", "memory per lock key (INFO used_memory)", "")):
-            a, b = m["deadbolt"][key], m["redis"][key]
-            rt = ratio(a, b)
-            med, per_round = round_ratios(zip([r[key] for r in data["memory"]["deadbolt"]],
-                                              [r[key] for r in data["memory"]["redis"]]))
-            verdict = ("met" if med <= 0.6 else "**missed**") if tgt and med is not None else ""
-            rows.append((label, f"{a:.1f} B", f"{b:.1f} B", fmt_ratio(rt), per_round, tgt,
-                         verdict))
-    for r_ in rates:
-        name = f"open {r_:g}/s"
-        if name not in R:
-            continue
-        row(f"acquire, open loop {fmt_ops(r_)}/s offered: p99", name, "p99_us",
-            lambda v: fmt(v, 0), "no worse (≤ 1×)", lambda a, b, rt: rt <= 1.0, unit=" µs")
-        row(f"acquire, open loop {fmt_ops(r_)}/s offered: server CPU per op", name,
-            "server_cpu_us_per_op", lambda v: fmt(v, 3), unit=" µs")
-    return rows
-
-
-def render_text(s):
-    lines = ["", "medians (deadbolt / redis, ratio deadbolt÷redis):"]
-    for name, by in s["runs"].items():
-        a, b = by.get("deadbolt"), by.get("redis")
-        if not a or not b:
-            continue
-        lines.append(
-            f"  {name:14s} ops/s {fmt_ops(a['ops_per_sec']):>7} / {fmt_ops(b['ops_per_sec']):>7} "
-            f"= {fmt_ratio(ratio(a['ops_per_sec'], b['ops_per_sec'])):>6}   "
-            f"p99 {a['p99_us']:8.0f} / {b['p99_us']:8.0f} µs = "
-            f"{fmt_ratio(ratio(a['p99_us'], b['p99_us'])):>6}   "
-            f"cpu/op {a['server_cpu_us_per_op']:6.3f} / {b['server_cpu_us_per_op']:6.3f} µs = "
-            f"{fmt_ratio(ratio(a['server_cpu_us_per_op'], b['server_cpu_us_per_op'])):>6}")
-        e = by.get(DEADBOLT_EVALSHA)
-        if e:
-            lines.append(
-                f"  {name + ' EVALSHA':14s} ops/s {fmt_ops(e['ops_per_sec']):>7} / "
-                f"{fmt_ops(b['ops_per_sec']):>7} = "
-                f"{fmt_ratio(ratio(e['ops_per_sec'], b['ops_per_sec'])):>6}   "
-                f"p99 {e['p99_us']:8.0f} / {b['p99_us']:8.0f} µs = "
-                f"{fmt_ratio(ratio(e['p99_us'], b['p99_us'])):>6}   "
-                f"cpu/op {e['server_cpu_us_per_op']:6.3f} / {b['server_cpu_us_per_op']:6.3f} µs = "
-                f"{fmt_ratio(ratio(e['server_cpu_us_per_op'], b['server_cpu_us_per_op'])):>6}")
-    m = s["memory"]
-    if m.get("deadbolt") and m.get("redis"):
-        for key in ("rss_bytes_per_key", "used_memory_bytes_per_key"):
-            a, b = m["deadbolt"][key], m["redis"][key]
-            lines.append(f"  memory {key:26s} {a:7.1f} / {b:7.1f} B = {fmt_ratio(ratio(a, b))}")
-    for mode, r in s["reactors"].items():
-        lines.append(f"  deadbolt 2 reactors, {mode:6s}: {fmt_ops(r['ops_per_sec'])} ops/s, "
-                     f"{r['cross_shard_messages_per_op']:.2f} cross-shard msgs/op, "
-                     f"{r['server_cpu_us_per_op']:.3f} µs CPU/op")
-    return "\n".join(lines)
-
-
-def render_markdown(s, data, png, notes):
-    meta = data["meta"]
-    depths, rates = meta["depths"], meta["rates"]
-    out = []
-    w = out.append
-    w("# deadbolt vs redis-server\n")
-    w("Generated by `bench/compare.py`"
-      + (" **--quick** (smoke test, not a result)" if meta["quick"] else "")
-      + ". How it measures and how to read this: [README.md](README.md); where deadbolt's time "
-      "goes where a target is missed: [PROFILE.md](PROFILE.md). Raw numbers of every run: "
-      "`results.json`.\n")
-    dirty = (" (uncommitted changes in: " + ", ".join(f"`{d}`" for d in meta["dirty"]) + ")"
-             if meta["dirty"] else "")
-    w("| | |\n|---|---|")
-    w(f"| date | {meta['date']} |")
-    w(f"| commit | `{meta['commit']}`{dirty}; binary `{meta['deadbolt_binary']}` built "
-      f"{meta['deadbolt_mtime']} (sha256 `{meta['deadbolt_sha256']}`) |")
-    w(f"| machine | {meta['nproc']} × {meta['cpu']}, kernel {meta['kernel']} |")
-    w(f"| redis | {meta['redis']} |")
-    w(f"| method | {meta['rounds']} rounds, deadbolt and redis alternating (order flipped each "
-      f"round); each run a fresh server (deadbolt `--threads 1 --no-pin`, redis `--save '' "
-      f"--appendonly no`, both `taskset -c 1`), lockload `taskset -c 0`, {meta['connections']} "
-      f"connections, {meta['warmup']:g} s warm-up + {meta['duration']:g} s measured; "
-      + (f"servers and lockload at `nice -n {meta['nice']}`; " if meta['nice'] else "")
-      + "the table shows medians |")
-    w(f"| keys | `acquire`: `SET lock:<n> <36-char token> NX PX 30000`, n uniform over "
-      f"{meta['keyspace']:,} keys (lockload's default): after the first {meta['keyspace']:,} "
-      f"nearly every acquire finds its lock held and gets `nil` — the contended path, a steady "
-      f"state. `acquire … free`: n over {meta['free_keyspace']:,} keys, so nearly every "
-      f"acquire takes a free lock and the table grows all through the run. `cycle`: acquire, "
-      f"then release each lock taken — deadbolt `{meta['release'].upper()}`, redis `EVALSHA` "
-      f"of the compare-and-delete script"
-      + (" (deadbolt with that `EVALSHA` too: *Releasing a lock* below)"
-         if any(DEADBOLT_EVALSHA in by for by in data["runs"].values()) else "")
-      + ". The *acquired* column says what share of acquires got `OK` |")
-    bg = [r["background_cores"] for by in data["runs"].values() for rs in by.values()
-          for r in rs]
-    if bg:
-        w(f"| other load | CPU used by other processes during the measured windows: median "
-          f"{statistics.median(bg):.2f}, max {max(bg):.2f} cores (of {meta['nproc']}); load "
-          f"average at the end {' '.join(meta['loadavg'])} |")
-    w(f"| took | {meta['elapsed_s']:.0f} s |\n")
-
-    w("## Against the issue's targets\n")
-    w("Ratio = deadbolt ÷ redis (for CPU, memory and latency lower is better; for throughput "
-      "higher is). CPU per op is the server process's own user+system time (`/proc/<pid>/stat`) "
-      "over the measured window divided by the requests lockload counted in it. Each round ran "
-      "the two servers back to back, so the verdict goes by the **median of the rounds' own "
-      "ratios** (a run that other load disturbed spoils one round, not the comparison); its "
-      "range shows how far the verdict can be trusted — one that straddles the target is within "
-      "the noise.\n")
-    w("| metric | deadbolt | redis | ratio of medians | per-round ratio: median (range) "
-      "| target | |")
-    w("|---|---:|---:|---:|---:|---|---|")
-    for r in target_rows(s, data, rates):
-        w("| " + " | ".join(r) + " |")
-    w("")
-
-    w("## Every closed- and open-loop run (medians)\n")
-    w("| run | deadbolt ops/s (min–max) | redis ops/s (min–max) | ratio | p50 µs d / r | "
-      "p99 µs d / r | p99.9 µs d / r | server CPU µs/op d / r | ratio | server core busy d / r "
-      "| lockload core busy d / r | acquired d / r |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, by in s["runs"].items():
-        a, b = by.get("deadbolt"), by.get("redis")
-        if not a or not b:
-            continue
-        w(f"| {name} | {fmt_ops(a['ops_per_sec'])} ({fmt_ops(a['ops_range'][0])}–"
-          f"{fmt_ops(a['ops_range'][1])}) | {fmt_ops(b['ops_per_sec'])} "
-          f"({fmt_ops(b['ops_range'][0])}–{fmt_ops(b['ops_range'][1])}) | "
-          f"{fmt_ratio(ratio(a['ops_per_sec'], b['ops_per_sec']))} | "
-          f"{a['p50_us']:.0f} / {b['p50_us']:.0f} | {a['p99_us']:.0f} / {b['p99_us']:.0f} | "
-          f"{a['p999_us']:.0f} / {b['p999_us']:.0f} | "
-          f"{a['server_cpu_us_per_op']:.3f} / {b['server_cpu_us_per_op']:.3f} | "
-          f"{fmt_ratio(ratio(a['server_cpu_us_per_op'], b['server_cpu_us_per_op']))} | "
-          f"{a['server_cpu_util'] * 100:.0f}% / {b['server_cpu_util'] * 100:.0f}% | "
-          f"{a['lockload_cpu_util'] * 100:.0f}% / {b['lockload_cpu_util'] * 100:.0f}% | "
-          f"{a['acquired_share'] * 100:.0f}% / {b['acquired_share'] * 100:.0f}% |")
-    errs = sum(by[k]["errors"] for by in s["runs"].values() for k in by)
-    w(f"\nError replies over all runs: {errs}.")
-    for name, by in data["runs"].items():
-        for kind, rs in by.items():
-            for r in rs:
-                if r.get("errors"):
-                    w(f"* {name}, {kind}: {r['errors']} errors, first: `{r.get('first_error')}`")
-                    break
-    w("")
-
-    cycles = [(name, by) for name, by in s["runs"].items()
-              if by.get(DEADBOLT_EVALSHA) and by.get("deadbolt") and by.get("redis")]
-    if cycles:
-        rel = meta["release"].upper()
-        w("## Releasing a lock: built-in command vs the script\n")
-        w(f"The `cycle` runs (acquire with `SET NX PX`, then release each lock taken) with three "
-          f"releases: deadbolt's built-in `{rel} key token`; on deadbolt, `EVALSHA` of the classic "
-          f"compare-and-delete script (`if redis.call(\"get\",KEYS[1]) == ARGV[1] then return "
-          f"redis.call(\"del\",KEYS[1]) else return 0 end`, loaded with `SCRIPT LOAD`), which "
-          f"deadbolt knows by its SHA1 and runs natively; and that same `EVALSHA` on redis-server, "
-          f"which runs it in Lua. The three alternate within each round like the other runs. "
-          f"Ratios are of the medians, ÷ redis.\n")
-        w(f"| run | deadbolt `{rel}` ops/s | deadbolt `EVALSHA` ops/s | redis `EVALSHA` ops/s "
-          f"| `{rel}` ÷ redis | `EVALSHA` ÷ redis | server CPU µs/op `{rel}` / `EVALSHA` / redis "
-          f"| CPU ÷ redis `{rel}` / `EVALSHA` | p99 µs `{rel}` / `EVALSHA` / redis |")
-        w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for name, by in cycles:
-            a, e, b = by["deadbolt"], by[DEADBOLT_EVALSHA], by["redis"]
-            cpu = "server_cpu_us_per_op"
-            w(f"| {name} | {fmt_ops(a['ops_per_sec'])} | {fmt_ops(e['ops_per_sec'])} | "
-              f"{fmt_ops(b['ops_per_sec'])} | "
-              f"{fmt_ratio(ratio(a['ops_per_sec'], b['ops_per_sec']))} | "
-              f"{fmt_ratio(ratio(e['ops_per_sec'], b['ops_per_sec']))} | "
-              f"{a[cpu]:.3f} / {e[cpu]:.3f} / {b[cpu]:.3f} | "
-              f"{fmt_ratio(ratio(a[cpu], b[cpu]))} / {fmt_ratio(ratio(e[cpu], b[cpu]))} | "
-              f"{a['p99_us']:.0f} / {e['p99_us']:.0f} / {b['p99_us']:.0f} |")
-        w("")
-
-    if s["memory"]:
-        w("## Memory per lock key\n")
-        w(f"{meta['memory_keys']:,} keys `lock:<n>`, each `SET` (`NX PX 600000`) to its own "
-          "36-character uuid4, loaded with pipelined SETs (10,000 per batch) into a fresh "
-          "server; (after − empty) ÷ keys. The issue's measure is the first row (RSS against the "
-          "fresh server). The *warmed-up* rows take the empty server's memory after it has "
-          "served 100,000 such SETs on one key (then deleted), so that I/O buffers the load "
-          "touches once are not charged to the keys: "
-          + ", ".join(f"{k} {s['memory'][k]['rss_empty'] / 1e6:.1f} MB fresh → "
-                      f"{s['memory'][k]['rss_warm'] / 1e6:.1f} MB warmed up"
-                      for k in SERVERS if k in s["memory"]) + " (RSS).\n")
-        w("| | deadbolt | redis | ratio |\n|---|---:|---:|---:|")
-        for key, label in (("rss_bytes_per_key", "RSS (`/proc/<pid>/statm`) − fresh server's"),
-                           ("used_memory_bytes_per_key", "`INFO memory` used_memory − fresh server's"),
-                           ("rss_bytes_per_key_warm", "RSS − warmed-up empty server's"),
-                           ("used_memory_bytes_per_key_warm", "used_memory − warmed-up empty server's")):
-            a = s["memory"].get("deadbolt", {}).get(key)
-            b = s["memory"].get("redis", {}).get(key)
-            w(f"| {label} | {fmt(a, 1)} B | {fmt(b, 1)} B | {fmt_ratio(ratio(a, b))} |")
-        w("")
-
-    if s["reactors"]:
-        w("## deadbolt with two reactors: keys local to the connection's reactor vs remote\n")
-        w(f"deadbolt `--threads 2` (reactor i pinned to core i by deadbolt), "
-          f"{meta['two_reactor_procs']} single-connection lockloads (`acquire -P 16`, "
-          f"{meta['keyspace']:,} keys each, unpinned, so they share both cores with the server). "
-          "deadbolt gives accepted connections to reactors round-robin, so the harness starts "
-          "the lockloads one at a time (padding with an idle connection when needed) so that "
-          "connection j sits on reactor j mod 2, and gives each keys with one hash tag "
-          "`{tag}lock:<n>` whose slot is on that reactor's shard (*local*) or on the other one "
-          "(*remote*); *split*: half of the connections local, half remote; *mixed*: untagged "
-          "keys, so every connection's pipeline interleaves local and remote keys. Throughput "
-          "and CPU come from the server's own counters (`total_commands_processed`, "
-          "`cross_shard_messages`, `/proc`).\n")
-        w("| keys | ops/s | cross-shard messages per op | server CPU µs/op | server cores busy |")
-        w("|---|---:|---:|---:|---:|")
-        for mode, r in s["reactors"].items():
-            w(f"| {mode} | {fmt_ops(r['ops_per_sec'])} | {r['cross_shard_messages_per_op']:.2f} "
-              f"| {r['server_cpu_us_per_op']:.3f} | {r['server_cpu_util']:.2f} |")
-        if "local" in s["reactors"] and "remote" in s["reactors"]:
-            rt = ratio(s["reactors"]["remote"]["ops_per_sec"],
-                       s["reactors"]["local"]["ops_per_sec"])
-            w(f"\nremote ÷ local throughput: {fmt_ratio(rt)}.")
-        w("")
-
-    if "acquire P1" in s["runs"] and png != "-":
-        w("## Pipeline depth\n")
-        w(f"![throughput and p99 vs pipeline depth]({os.path.basename(png)})\n")
-        w("| depth | deadbolt ops/s | redis ops/s | ratio | deadbolt p99 µs | redis p99 µs |")
-        w("|---:|---:|---:|---:|---:|---:|")
-        for d in depths:
-            by = s["runs"].get(f"acquire P{d}")
-            if not by:
-                continue
-            a, b = by["deadbolt"], by["redis"]
-            w(f"| {d} | {fmt_ops(a['ops_per_sec'])} | {fmt_ops(b['ops_per_sec'])} | "
-              f"{fmt_ratio(ratio(a['ops_per_sec'], b['ops_per_sec']))} | {a['p99_us']:.0f} | "
-              f"{b['p99_us']:.0f} |")
-        w("")
-
-    w("## Notes\n")
-    if data["memtier"]:
-        for kind, r in data["memtier"].items():
-            w(f"* memtier_benchmark SET -c 50 --pipeline=16, {kind}: {r['ops_per_sec']} ops/s, "
-              f"p99 {r['p99_ms']} ms.")
-    for n in notes:
-        w(f"* {n}")
-    return "\n".join(out) + "\n"
-
-
-# ---------------------------------------------------------------------------------------------
-# Plot.
-
-
-def plot(data, depths, png):
-    rows = []
-    for d in depths:
-        by = data["runs"].get(f"acquire P{d}")
-        if not by or not by["deadbolt"] or not by["redis"]:
-            continue
-        rows.append((d, median([r["ops_per_sec"] for r in by["deadbolt"]]),
-                     median([r["ops_per_sec"] for r in by["redis"]]),
-                     median([r["p99_us"] for r in by["deadbolt"]]),
-                     median([r["p99_us"] for r in by["redis"]])))
-    dat = os.path.splitext(png)[0] + ".dat"
-    with open(dat, "w") as f:
-        f.write("# depth deadbolt_ops_per_sec redis_ops_per_sec deadbolt_p99_us redis_p99_us\n")
-        for r in rows:
-            f.write("%d %.1f %.1f %.1f %.1f\n" % r)
-    gp = shutil.which("gnuplot")
-    if gp is None:
-        return f"gnuplot is not installed: wrote {dat} but no {png}."
-    script = os.path.join(REPO, "bench", "pipeline.gnuplot")
-    meta = data.get("meta", {})
-    title = (f"{meta.get('connections', 50)} connections, each server on one core, medians of "
-             f"{meta.get('rounds', 1)} round(s); {meta.get('date', '')}, commit "
-             f"{meta.get('commit', '')}")
-    keys = f"{meta.get('keyspace', 10000):,}"
-    p = subprocess.run([gp, "-e", f"datafile='{dat}'; outfile='{png}'; subtitle='{title}'; "
-                        f"keys='{keys}'", script], capture_output=True, text=True)
-    if p.returncode != 0:
-        return f"gnuplot failed: {p.stderr.strip()[-300:]}"
-    log(f"wrote {png}")
-    return None
 
 
 if __name__ == "__main__":
