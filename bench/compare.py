@@ -33,7 +33,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_report import DEADBOLT_EVALSHA, REPO, SERVERS, log, report  # noqa: E402
+from compare_report import (DEADBOLT_EVALSHA, NULL, REPO, SERVERS, log,  # noqa: E402
+                            report)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 SERVER_CORE = "1"
@@ -234,7 +235,9 @@ class Server:
         self.port = None
 
     def argv(self, port):
-        if self.kind == "redis":
+        if self.kind == "null":
+            cmd = ["taskset", "-c", SERVER_CORE, self.cfg.null_responder, "--port", str(port)]
+        elif self.kind == "redis":
             cmd = ["taskset", "-c", SERVER_CORE, self.cfg.redis, "--port", str(port),
                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                    "--daemonize", "no", "--loglevel", "warning"]
@@ -549,6 +552,9 @@ def main():
     ap.add_argument("--deadbolt", default="build/release/server/deadbolt-server")
     ap.add_argument("--lockload", default="build/release/tools/lockload")
     ap.add_argument("--redis", default="redis-server")
+    ap.add_argument("--null-responder", default="build/release/bench/null_responder",
+                    help="the do-nothing responder run beside both servers at P1/P16/P64, the "
+                         "floor under any server's CPU per op here ('' to leave it out)")
     ap.add_argument("--quick", action="store_true", help="one short round (smoke test)")
     ap.add_argument("--rounds", type=int, help="rounds (3; 1 with --quick)")
     ap.add_argument("--duration", type=float, help="seconds measured per run (3; 1 with --quick)")
@@ -564,6 +570,9 @@ def main():
                     help="pipeline depths of the 'free locks' runs ('' for none)")
     ap.add_argument("--rates", default="20000,100000",
                     help="open-loop offered loads, requests/s, comma-separated")
+    ap.add_argument("--open-rounds", type=int,
+                    help="rounds of the open-loop runs (7; 1 with --quick): their p99 moves "
+                         "with every hiccup of the machine, so they get more rounds than the rest")
     ap.add_argument("--depths", default="1,4,16,64,256", help="pipeline depths of the sweep")
     ap.add_argument("--memory-keys", type=int, default=1_000_000,
                     help="keys loaded for memory per key (1000000)")
@@ -594,6 +603,7 @@ def main():
         return
     q = cfg.quick
     cfg.rounds = cfg.rounds or (1 if q else 3)
+    cfg.open_rounds = cfg.open_rounds or (1 if q else max(7, cfg.rounds))
     cfg.duration = cfg.duration or (1.0 if q else 3.0)
     cfg.warmup = cfg.warmup if cfg.warmup is not None else (0.3 if q else 1.0)
     cfg.memory_keys = cfg.memory_keys or 1_000_000
@@ -607,6 +617,7 @@ def main():
     if shutil.which(cfg.redis) is None:
         sys.exit(f"compare.py: {cfg.redis} not found (apt-get install redis-server)")
     cfg.redis = shutil.which(cfg.redis)
+    notes = []
     # Others may rebuild the binaries while this runs: use private copies for the whole run.
     tmp = tempfile.mkdtemp(prefix="deadbolt-compare-")
     atexit.register(shutil.rmtree, tmp, True)
@@ -617,9 +628,14 @@ def main():
         cfg.deadbolt_sha = hashlib.sha256(f.read()).hexdigest()[:12]
     cfg.deadbolt = shutil.copy2(cfg.deadbolt, os.path.join(tmp, "deadbolt-server"))
     cfg.lockload = shutil.copy2(cfg.lockload, os.path.join(tmp, "lockload"))
+    if cfg.null_responder and os.access(cfg.null_responder, os.X_OK):
+        cfg.null_responder = shutil.copy2(cfg.null_responder, os.path.join(tmp, "null_responder"))
+    else:
+        if cfg.null_responder:
+            notes.append(f"{cfg.null_responder} is not built: no floor measured.")
+        cfg.null_responder = None
     os.sched_setaffinity(0, {int(LOAD_CORE)})  # keep this script off the server's core
 
-    notes = []
     has_delifeq, r = supports(cfg, ("DELIFEQ", "compare:probe", "x"))
     release = "delifeq" if has_delifeq else "evalsha"
     if not has_delifeq:
@@ -629,14 +645,11 @@ def main():
 
     common = ["-c", str(cfg.connections), "--keyspace", str(cfg.keyspace)]
     runs = []  # (name, lockload args per server)
-    if "sweep" not in skip:
-        for d in depths:
-            runs.append((f"acquire P{d}", {k: ["-w", "acquire", "-P", str(d)] + common
-                                           for k in SERVERS}))
-    else:
-        for d in (1, 16, 64):
-            runs.append((f"acquire P{d}", {k: ["-w", "acquire", "-P", str(d)] + common
-                                           for k in SERVERS}))
+    for d in depths if "sweep" not in skip else (1, 16, 64):
+        # The floor beside the targets' depths: the null responder under the same load.
+        kinds = SERVERS + ((NULL,) if cfg.null_responder and d in (1, 16, 64) else ())
+        runs.append((f"acquire P{d}", {k: ["-w", "acquire", "-P", str(d)] + common
+                                       for k in kinds}))
     for d in [int(x) for x in cfg.free_depths.split(",") if x]:
         runs.append((f"acquire P{d} free", {
             k: ["-w", "acquire", "-P", str(d), "-c", str(cfg.connections), "--keyspace",
@@ -659,28 +672,33 @@ def main():
         data["runs"][name] = {k: [] for k in args}
     values = make_values(cfg.memory_keys) if "memory" not in skip else None
     started = time.monotonic()
-    for rnd in range(cfg.rounds):
+    open_runs = {name for name, _ in runs if name.startswith("open ")}
+    for rnd in range(max(cfg.rounds, cfg.open_rounds if open_runs else 0)):
         order = SERVERS if rnd % 2 == 0 else tuple(reversed(SERVERS))
+        extra = rnd >= cfg.rounds  # a round of the open-loop runs only
         for name, args in runs:
+            if (name in open_runs and rnd >= cfg.open_rounds) or (extra and name not in open_runs):
+                continue
             for kind in (tuple(args) if rnd % 2 == 0 else tuple(reversed(args))):
                 if cfg.quiet_wait > 0:
                     wait_quiet(cfg.quiet_wait)
                 with Server(kind.split()[0], cfg) as s:
                     res = run_lockload(cfg, s, args[kind], cfg.warmup, cfg.duration)
                 data["runs"][name][kind].append(res)
-                log(f"round {rnd + 1}/{cfg.rounds} {name:14s} {kind:16s} "
+                log(f"round {rnd + 1}/{cfg.rounds if not extra else cfg.open_rounds} "
+                    f"{name:14s} {kind:16s} "
                     f"{res['ops_per_sec']:>11,.0f} ops/s  p99 {res['p99_us']:>9.1f} us  "
                     f"cpu {res['server_cpu_us_per_op']:6.3f} us/op "
                     f"({res['server_cpu_util'] * 100:3.0f}% of a core)  "
                     f"bg {res['background_cores']:.2f} cores  err {res['errors']}")
-        if "memory" not in skip:
+        if "memory" not in skip and not extra:
             for kind in order:
                 m = measure_memory(cfg, kind, values)
                 data["memory"][kind].append(m)
                 log(f"round {rnd + 1}/{cfg.rounds} memory {kind:8s} "
                     f"rss {m['rss_bytes_per_key']:.1f} B/key  used_memory "
                     f"{m['used_memory_bytes_per_key']:.1f} B/key  (loaded in {m['load_seconds']:.1f} s)")
-        if "reactors" not in skip:
+        if "reactors" not in skip and not extra:
             for mode in ("local", "remote", "split", "mixed"):
                 if cfg.quiet_wait > 0:
                     wait_quiet(cfg.quiet_wait)
@@ -738,7 +756,8 @@ def collect_meta(cfg, release, elapsed, depths, rates):
         "deadbolt_mtime": cfg.deadbolt_mtime,
         "deadbolt_sha256": cfg.deadbolt_sha,
         "release": release,
-        "rounds": cfg.rounds, "duration": cfg.duration, "warmup": cfg.warmup,
+        "rounds": cfg.rounds, "open_rounds": cfg.open_rounds, "duration": cfg.duration,
+        "warmup": cfg.warmup,
         "connections": cfg.connections, "keyspace": cfg.keyspace, "nice": cfg.nice,
         "free_keyspace": cfg.free_keyspace,
         "memory_keys": cfg.memory_keys, "elapsed_s": elapsed, "quick": cfg.quick,

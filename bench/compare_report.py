@@ -15,6 +15,9 @@ SERVERS = ("deadbolt", "redis")
 # A third kind in the cycle runs: deadbolt releasing with the same EVALSHA as Redis gets (it runs
 # the catalogued compare-and-delete script natively), beside its built-in DELIFEQ.
 DEADBOLT_EVALSHA = "deadbolt evalsha"
+# A third kind in the acquire runs at P1/P16/P64: bench/null_responder, which answers every
+# request without doing anything, so its CPU per op is the floor under any server here.
+NULL = "null responder"
 
 
 def log(msg):
@@ -107,11 +110,13 @@ def target_rows(s, data, rates):
     def get(name, kind, key):
         return R.get(name, {}).get(kind, {}).get(key)
 
-    def row(metric, name, key, fmt_v, target=None, check=None, unit=""):
-        a, b = get(name, "deadbolt", key), get(name, "redis", key)
+    def row(metric, name, key, fmt_v, target=None, check=None, unit="", kind="deadbolt"):
+        a, b = get(name, kind, key), get(name, "redis", key)
+        if a is None or b is None:
+            return
         rt = ratio(a, b)
         raw = data["runs"].get(name, {})
-        med, per_round = round_ratios(zip([r[key] for r in raw.get("deadbolt", [])],
+        med, per_round = round_ratios(zip([r[key] for r in raw.get(kind, [])],
                                           [r[key] for r in raw.get("redis", [])]))
         verdict = ""
         if check is not None and med is not None:
@@ -135,6 +140,10 @@ def target_rows(s, data, rates):
         row(f"{name}: p99 latency", name, "p99_us", lambda v: fmt(v, 0), unit=" µs")
         row(f"{name}: server CPU per op", name, "server_cpu_us_per_op", lambda v: fmt(v, 3),
             cpu_target, lambda a, b, rt, lim=lim: rt <= lim, unit=" µs")
+        row(f"{name}: *floor* — the null responder's CPU per op (in the deadbolt column)", name,
+            "server_cpu_us_per_op", lambda v: fmt(v, 3), f"(for {cpu_target})",
+            lambda a, b, rt, lim=lim: "" if rt <= lim else "the target is below the floor",
+            unit=" µs", kind=NULL)
     for name in ("acquire P64", "acquire P64 free"):
         if name not in R:
             continue
@@ -171,6 +180,11 @@ def render_text(s):
         a, b = by.get("deadbolt"), by.get("redis")
         if not a or not b:
             continue
+        n = by.get(NULL)
+        if n:
+            lines.append(f"  {name + ' floor':14s} cpu/op null responder {n['server_cpu_us_per_op']:6.3f}"
+                         f" µs = {fmt_ratio(ratio(n['server_cpu_us_per_op'], b['server_cpu_us_per_op']))}"
+                         " of redis")
         lines.append(
             f"  {name:14s} ops/s {fmt_ops(a['ops_per_sec']):>7} / {fmt_ops(b['ops_per_sec']):>7} "
             f"= {fmt_ratio(ratio(a['ops_per_sec'], b['ops_per_sec'])):>6}   "
@@ -224,7 +238,10 @@ def render_markdown(s, data, png, notes):
       f"--appendonly no`, both `taskset -c 1`), lockload `taskset -c 0`, {meta['connections']} "
       f"connections, {meta['warmup']:g} s warm-up + {meta['duration']:g} s measured; "
       + (f"servers and lockload at `nice -n {meta['nice']}`; " if meta['nice'] else "")
-      + "the table shows medians |")
+      + "the table shows medians"
+      + (f"; the open-loop runs, whose p99 moves with every hiccup of the machine, ran "
+         f"{meta['open_rounds']} rounds" if meta.get("open_rounds", meta["rounds"]) != meta["rounds"]
+         else "") + " |")
     w(f"| keys | `acquire`: `SET lock:<n> <36-char token> NX PX 30000`, n uniform over "
       f"{meta['keyspace']:,} keys (lockload's default): after the first {meta['keyspace']:,} "
       f"nearly every acquire finds its lock held and gets `nil` — the contended path, a steady "
@@ -287,6 +304,28 @@ def render_markdown(s, data, png, notes):
                     w(f"* {name}, {kind}: {r['errors']} errors, first: `{r.get('first_error')}`")
                     break
     w("")
+
+    floors = [(name, by) for name, by in s["runs"].items()
+              if by.get(NULL) and by.get("deadbolt") and by.get("redis")]
+    if floors:
+        w("## The floor: a responder that does nothing\n")
+        w("`bench/null_responder` does with the network what deadbolt's reactor does (one "
+          "thread, io_uring with SINGLE_ISSUER + DEFER_TASKRUN, multishot receive into provided "
+          "buffers, one send per connection per loop turn) and nothing else: it splits the input "
+          "into commands and answers each `$-1`, the reply a contended acquire gets. It ran in "
+          "every round beside the two servers, pinned and loaded the same way. Its CPU per op is "
+          "what the kernel's loopback TCP path and io_uring cost here; deadbolt − floor is "
+          "deadbolt's own work per request (parse, lookup, `SET`, reply).\n")
+        w("| run | floor µs/op | deadbolt µs/op | redis µs/op | floor ÷ redis | deadbolt ÷ redis "
+          "| deadbolt − floor µs/op | floor ops/s |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|")
+        cpu = "server_cpu_us_per_op"
+        for name, by in floors:
+            n, a, b = by[NULL], by["deadbolt"], by["redis"]
+            w(f"| {name} | {n[cpu]:.3f} | {a[cpu]:.3f} | {b[cpu]:.3f} | "
+              f"{fmt_ratio(ratio(n[cpu], b[cpu]))} | {fmt_ratio(ratio(a[cpu], b[cpu]))} | "
+              f"{a[cpu] - n[cpu]:.3f} | {fmt_ops(n['ops_per_sec'])} |")
+        w("")
 
     cycles = [(name, by) for name, by in s["runs"].items()
               if by.get(DEADBOLT_EVALSHA) and by.get("deadbolt") and by.get("redis")]
