@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "tools/locktorture_conn.h"
@@ -31,6 +32,22 @@ using locktorture::NowNs;
 using locktorture::Printable;
 
 constexpr int64_t kMs = 1'000'000;
+
+// Starts args[0] with stdin from /dev/null and stdout and stderr appended to `log`. Returns
+// posix_spawn's error number (0: started, *pid set).
+int SpawnLogged(std::vector<std::string> args, const std::string& log, pid_t* pid) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  int rc = posix_spawn(pid, args[0].c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc;
+}
 
 // Waits (up to 5 s) until `port` can be bound on the loopback address again.
 void WaitPortFree(int port) {
@@ -95,17 +112,8 @@ std::string ServerProcess::Spawn(const Options& o, int port, int threads,
                                    "--auto-aof-rewrite-min-size",
                                    o.rewrite_min_size};
   for (const std::string& a : o.server_args) args.push_back(a);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   log_path_ = log_path;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  int rc = posix_spawn(&pid_, o.server.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
+  int rc = SpawnLogged(std::move(args), log_path, &pid_);
   if (rc != 0) {
     pid_ = -1;
     return "cannot start " + o.server + ": " + strerror(rc);
@@ -189,18 +197,8 @@ std::string PowerCutFs::Mount(const std::string& binary, const std::string& dir)
     std::string exe_dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : "lockcrash";
     fs = exe_dir.substr(0, exe_dir.rfind('/') + 1) + "powercutfs";
   }
-  std::vector<std::string> args = {fs, backing, mnt_, "-f"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   const std::string log = dir_ + "/powercutfs.log";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  int rc = posix_spawn(&pid_, fs.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
+  int rc = SpawnLogged({fs, backing, mnt_, "-f"}, log, &pid_);
   if (rc != 0) {
     pid_ = -1;
     return "cannot start " + fs + ": " + strerror(rc) + " (build it: it needs libfuse3-dev)";
