@@ -23,38 +23,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-
-def crc16(data):
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
-
-
-def slot(key):
-    b = key.encode()
-    s = b.find(b"{")
-    if s >= 0:
-        e = b.find(b"}", s + 1)
-        if e > s + 1:
-            b = b[s + 1:e]
-    return crc16(b) % 16384
-
-
-def on_shard(shard, name):
-    for n in range(10000):
-        k = "%s:%d" % (name, n)
-        if (0 if slot(k) < 8192 else 1) == shard:
-            return k
-    raise RuntimeError("no key")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The end-to-end tests' helpers: a free port, and which shard of a --threads 2 server a key is on.
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+from harness import free_port  # noqa: E402
+from test_atomicity import on_shard, shard_of  # noqa: E402
 
 
 def wait_port(port, timeout=10):
@@ -83,8 +55,8 @@ def measure(port, n, label):
     tag = "{t}"
     same = ["%s:%d" % (tag, i) for i in range(4)]
     spread = [on_shard(i % 2, "s%d" % i) for i in range(4)]
-    assert len({0 if slot(k) < 8192 else 1 for k in same}) == 1
-    assert len({0 if slot(k) < 8192 else 1 for k in spread}) == 2
+    assert len({shard_of(k) for k in same}) == 1
+    assert len({shard_of(k) for k in spread}) == 2
     r = {}
     for name, keys in (("one shard", same), ("two shards", spread)):
         mset = ["MSET"] + [x for k in keys for x in (k, "v")]

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <thread>
 
 #include "server/command.h"
 #include "server/connection.h"
@@ -222,9 +223,20 @@ std::optional<std::string> Reactor::Init() {
       }
       len = sizeof(*a);
     }
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) < 0) {
-      return "could not bind to " + config_.bind + ":" + std::to_string(config_.port) + ": " +
-             strerror(errno);
+    // A server SIGKILLed a moment ago still holds its port for 5-10 ms after it has been reaped:
+    // the kernel tears its io_uring down (and with it the multishot accept that keeps the
+    // listening socket open) asynchronously. So a restart at once, by a supervisor or a test,
+    // would fail; EADDRINUSE is tried again for up to a second before it is reported.
+    constexpr auto kBindRetryFor = std::chrono::seconds(1);
+    constexpr auto kBindRetryEvery = std::chrono::milliseconds(5);
+    const auto give_up = std::chrono::steady_clock::now() + kBindRetryFor;
+    while (bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) < 0) {
+      const int bind_errno = errno;
+      if (bind_errno != EADDRINUSE || std::chrono::steady_clock::now() >= give_up) {
+        return "could not bind to " + config_.bind + ":" + std::to_string(config_.port) + ": " +
+               strerror(bind_errno);
+      }
+      std::this_thread::sleep_for(kBindRetryEvery);
     }
     if (listen(listen_fd_, 511) < 0) return std::string("listen failed: ") + strerror(errno);
   }

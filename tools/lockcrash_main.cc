@@ -9,20 +9,15 @@
 #include <filesystem>
 #include <string>
 
+#include "tools/cli_main.h"
 #include "tools/lockcrash_run.h"
 
 int main(int argc, char** argv) {
   using namespace deadbolt::lockcrash;
   Options o;
-  bool help = false;
-  std::string err = ParseOptions(argc, argv, &o, &help);
-  if (help) {
-    fputs(Usage(), stdout);
-    return 0;
-  }
-  if (!err.empty()) {
-    fprintf(stderr, "lockcrash: %s\n", err.c_str());
-    return 2;
+  if (auto rc =
+          deadbolt::tools::ParseCommandLine("lockcrash", argc, argv, ParseOptions, Usage, &o)) {
+    return *rc;
   }
   bool temp_dir = false;
   if (o.dir.empty()) {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tools/cli_main.h"
 #include "tools/lockload_histogram.h"
 #include "tools/lockload_options.h"
 #include "tools/lockload_request.h"
@@ -185,22 +186,15 @@ void PrintProgress(const std::vector<std::unique_ptr<Worker>>& workers, LatencyH
 
 int Main(int argc, char** argv) {
   Options opts;
-  bool help = false;
-  std::string err = ParseOptions(argc, argv, &opts, &help);
-  if (help) {
-    fputs(Usage(), stdout);
-    return 0;
-  }
-  if (!err.empty()) {
-    fprintf(stderr, "lockload: %s\n", err.c_str());
-    return 2;
+  if (auto rc = tools::ParseCommandLine("lockload", argc, argv, ParseOptions, Usage, &opts)) {
+    return *rc;
   }
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
 
   Setup setup(opts);
-  err = setup.Open();
+  std::string err = setup.Open();
   std::string sha;
   if (err.empty() && opts.workload == Workload::kCycle && opts.release == ReleaseMode::kEvalSha) {
     err = setup.LoadReleaseScript(&sha);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli_main.h"
 #include "tools/locktorture_conn.h"
 #include "tools/locktorture_options.h"
 #include "tools/locktorture_run.h"
@@ -24,15 +25,8 @@ void OnSignal(int) { g_stop.store(true, std::memory_order_relaxed); }
 
 int Main(int argc, char** argv) {
   Options opts;
-  bool help = false;
-  std::string err = ParseOptions(argc, argv, &opts, &help);
-  if (help) {
-    fputs(Usage(), stdout);
-    return 0;
-  }
-  if (!err.empty()) {
-    fprintf(stderr, "locktorture: %s\n", err.c_str());
-    return 2;
+  if (auto rc = tools::ParseCommandLine("locktorture", argc, argv, ParseOptions, Usage, &opts)) {
+    return *rc;
   }
   uint64_t seed = opts.seed;
   if (seed == 0) seed = std::random_device{}() ^ static_cast<uint64_t>(NowNs());
@@ -46,7 +40,8 @@ int Main(int argc, char** argv) {
 
   {
     Conn c;
-    err = c.Connect(opts.host, opts.port, NowNs() + opts.connect_timeout_ms * 1'000'000);
+    std::string err =
+        c.Connect(opts.host, opts.port, NowNs() + opts.connect_timeout_ms * 1'000'000);
     std::string reply;
     if (err.empty()) {
       err = c.Call({"PING"}, &reply, NowNs() + opts.io_timeout_ms * 1'000'000);

@@ -88,12 +88,15 @@ class ServerProcess:
         self._log = None
         self._final_log = None
 
-    def start(self):
+    def start(self, port=None):
+        """Starts the server on a free port, or on `port` if given (say, the port of a server
+        just killed; then it is tried once, and on that port only)."""
         server_command(0)  # configuration errors are not worth retrying
         last_error = None
-        for _attempt in range(3):  # the free port may be taken between probe and bind
+        # A free port may be taken between probe and bind: then another one is tried.
+        for _attempt in range(3 if port is None else 1):
             try:
-                self._start_once(free_port())
+                self._start_once(free_port() if port is None else port)
                 return self
             except Exception as e:  # noqa: BLE001 - retried, then re-raised
                 last_error = e

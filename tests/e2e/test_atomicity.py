@@ -66,6 +66,7 @@ JOIN_TIMEOUT = max(120.0, 2 * WORKER_IO_TIMEOUT)
 
 # ---------------------------------------------------------------------------------------------
 # Which shard a key lives on (Redis Cluster's slot: CRC16/XMODEM of the key or its {tag}).
+# bench/atomicity.py imports these too.
 # ---------------------------------------------------------------------------------------------
 
 def crc16(data):
