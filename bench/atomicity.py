@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The end-to-end tests' helpers: a free port, and which shard of a --threads 2 server a key is on.
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 from harness import free_port  # noqa: E402
-from test_atomicity import on_shard, shard_of  # noqa: E402
+from slots import on_shard, shard_of  # noqa: E402
 
 
 def wait_port(port, timeout=10):

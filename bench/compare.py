@@ -33,8 +33,10 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 from compare_report import (DEADBOLT_EVALSHA, NULL, REPO, SERVERS, log,  # noqa: E402
                             report)
+from slots import crc16  # noqa: E402
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 SERVER_CORE = "1"
@@ -417,16 +419,6 @@ def measure_memory(cfg, kind, values):
 
 # ---------------------------------------------------------------------------------------------
 # deadbolt with two reactors: keys local to the connection's reactor vs all on the other one.
-
-
-def crc16(data):
-    crc = 0
-    for b in data:
-        crc ^= b << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-            crc &= 0xFFFF
-    return crc
 
 
 def tags_by_shard(count, shards=2):

@@ -41,6 +41,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import NIL_ARRAY, NOT_INTEGER, OK, array, bulk, decode, integer  # noqa: E402
+from slots import crc16, key_slot, on_shard, shard_of  # noqa: E402
 
 
 def setUpModule():
@@ -62,45 +63,6 @@ QUEUED = b"+QUEUED\r\n"
 # take over 8 s).
 WORKER_IO_TIMEOUT = max(60.0, harness.IO_TIMEOUT)
 JOIN_TIMEOUT = max(120.0, 2 * WORKER_IO_TIMEOUT)
-
-
-# ---------------------------------------------------------------------------------------------
-# Which shard a key lives on (Redis Cluster's slot: CRC16/XMODEM of the key or its {tag}).
-# bench/atomicity.py imports these too.
-# ---------------------------------------------------------------------------------------------
-
-def crc16(data):
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
-
-
-def key_slot(key):
-    if isinstance(key, str):
-        key = key.encode()
-    open_ = key.find(b"{")
-    if open_ >= 0:
-        close = key.find(b"}", open_ + 1)
-        if close > open_ + 1:
-            key = key[open_ + 1:close]
-    return crc16(key) % 16384
-
-
-def shard_of(key):
-    """Shard of `key` on a --threads 2 server."""
-    return 0 if key_slot(key) < 8192 else 1
-
-
-def on_shard(shard, name):
-    """`name:N` with the smallest N whose slot is on `shard`."""
-    for n in range(1000):
-        key = "%s:%d" % (name, n)
-        if shard_of(key) == shard:
-            return key
-    raise AssertionError("no key for shard %d" % shard)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from slots import on_shard  # noqa: E402
 from harness import NIL, OK, bulk, decode, encode_command, integer  # noqa: E402
 
 AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
@@ -105,24 +106,6 @@ def token(raw):
 
 def list_dir(d):
     return sorted(os.listdir(d))
-
-
-def crc16(data):
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
-
-
-def on_shard(shard, name, num_shards=2):
-    """`name:N` with the smallest N whose slot (CRC16/XMODEM, no {tag} here) is on `shard`."""
-    for n in range(1000):
-        key = "%s:%d" % (name, n)
-        if crc16(key.encode()) % 16384 * num_shards // 16384 == shard:
-            return key
-    raise AssertionError("no key for shard %d" % shard)
 
 
 class JournalCase(unittest.TestCase):

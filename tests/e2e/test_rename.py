@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import NIL, OK, array, bulk, integer  # noqa: E402
-from test_atomicity import on_shard, shard_of  # noqa: E402
+from slots import on_shard, shard_of  # noqa: E402
 
 NO_SUCH_KEY = b"-ERR no such key\r\n"
 SAME_OBJECT = b"-ERR source and destination objects are the same\r\n"

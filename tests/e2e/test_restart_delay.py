@@ -20,7 +20,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import NIL, OK, decode, integer  # noqa: E402
-from test_atomicity import on_shard  # noqa: E402
+from slots import on_shard  # noqa: E402
 from test_scripts import CLASSIC_TEXTS, SEED_TEXTS, SHAS  # noqa: E402
 
 try:

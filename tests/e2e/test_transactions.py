@@ -15,6 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from slots import crc16, key_slot, on_shard  # noqa: E402
 from harness import (NIL, NIL_ARRAY, NOT_INTEGER, NULL3, OK, PONG, WRONGTYPE, array,  # noqa: E402
                      bulk, decode, integer, wrong_args)
 
@@ -35,45 +36,7 @@ DISCARD_WITHOUT_MULTI = b"-ERR DISCARD without MULTI\r\n"
 WATCH_INSIDE_MULTI = b"-ERR WATCH inside MULTI is not allowed\r\n"
 
 
-# ---------------------------------------------------------------------------------------------
-# Which shard a key lives on: Redis Cluster's slot (CRC16/XMODEM of the key or of its {tag}),
-# slots 0-8191 on shard 0 and 8192-16383 on shard 1 with --threads 2.
-# ---------------------------------------------------------------------------------------------
-
-def crc16(data):
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
-
-
-def key_slot(key):
-    if isinstance(key, str):
-        key = key.encode()
-    open_ = key.find(b"{")
-    if open_ >= 0:
-        close = key.find(b"}", open_ + 1)
-        if close > open_ + 1:
-            key = key[open_ + 1:close]
-    return crc16(key) % 16384
-
-
-def shard_of(key, shards=2):
-    return key_slot(key) * shards // 16384
-
-
-def on_shard(shard, name):
-    """`name:N` with the smallest N whose slot is on `shard` (deterministic, readable keys)."""
-    for n in range(1000):
-        key = "%s:%d" % (name, n)
-        if shard_of(key) == shard:
-            return key
-    raise AssertionError("no key for shard %d" % shard)
-
-
-# Keys used below; test_key_placement checks that they really are on the shard their name says.
+# Keys used below (slots.py: which shard a key lives on); test_key_placement checks that they really are on the shard their name says.
 A0, A1 = on_shard(0, "a"), on_shard(1, "a")
 B0, B1 = on_shard(0, "b"), on_shard(1, "b")
 C0, C1 = on_shard(0, "c"), on_shard(1, "c")
