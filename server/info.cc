@@ -7,7 +7,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <memory>
 
@@ -126,7 +128,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
     // The journal's figures, summed over the shards' files.
     JournalStats j;
     bool rewriting = false, write_ok = true, rewrite_ok = true;
-    int64_t current_rewrite_sec = -1;
+    int64_t rewrite_started_ms = INT64_MAX;  // the earliest running rewrite's start (monotonic)
     for (const JournalStats& s : snap.journals) {
       j.current_size += s.current_size;
       j.base_size += s.base_size;
@@ -137,10 +139,19 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
       j.pending_fsync += s.pending_fsync;
       j.last_rewrite_ms = std::max(j.last_rewrite_ms, s.last_rewrite_ms);
       rewriting = rewriting || s.rewrite_in_progress;
+      if (s.rewrite_in_progress) {
+        rewrite_started_ms = std::min(rewrite_started_ms, s.rewrite_started_ms);
+      }
       write_ok = write_ok && s.last_write_ok;
       rewrite_ok = rewrite_ok && s.last_rewrite_ok;
     }
-    (void)current_rewrite_sec;
+    int64_t current_rewrite_sec = -1;
+    if (rewriting) {
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock of JournalStats::rewrite_started_ms
+      int64_t now_ms = int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+      current_rewrite_sec = std::max<int64_t>(0, now_ms - rewrite_started_ms) / 1000;
+    }
     absl::StrAppend(&out, "loading:0\r\n", "async_loading:0\r\n",
                     "rdb_changes_since_last_save:0\r\n", "rdb_bgsave_in_progress:0\r\n",
                     "rdb_last_bgsave_status:ok\r\n", "aof_enabled:", config.appendonly ? 1 : 0,
@@ -148,6 +159,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     "aof_rewrite_scheduled:0\r\n", "aof_rewrites:", j.rewrites, "\r\n",
                     "aof_last_rewrite_time_sec:",
                     j.last_rewrite_ms < 0 ? -1 : (j.last_rewrite_ms + 999) / 1000, "\r\n",
+                    "aof_current_rewrite_time_sec:", current_rewrite_sec, "\r\n",
                     "aof_last_bgrewrite_status:", rewrite_ok ? "ok" : "err", "\r\n",
                     "aof_last_write_status:", write_ok ? "ok" : "err", "\r\n");
     if (config.appendonly) {

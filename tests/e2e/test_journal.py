@@ -948,8 +948,11 @@ class JournalRewriteInProgressTest(JournalCase):
         self.assertEqual(replies[:2], [b"+Background append only file rewriting started\r\n",
                                        b"-ERR Background append only file rewriting already in "
                                        b"progress\r\n"])
-        self.assertEqual(parse_info(decode(replies[2]))["aof_rewrite_in_progress"], "1")
+        during = parse_info(decode(replies[2]))
+        self.assertEqual(during["aof_rewrite_in_progress"], "1")
+        self.assertRegex(during["aof_current_rewrite_time_sec"], r"^\d+$")  # not -1: one runs
         i = self.wait_rewrites(c, 1)
+        self.assertEqual(i["aof_current_rewrite_time_sec"], "-1")
         self.assertEqual(i["aof_last_bgrewrite_status"], "ok")
         self.assertEqual(c.cmd("DBSIZE"), integer(1000))
         self.stop()
@@ -964,7 +967,8 @@ class JournalRewriteInProgressTest(JournalCase):
 REDIS_FIELDS = ["loading", "async_loading", "rdb_changes_since_last_save",
                 "rdb_bgsave_in_progress", "rdb_last_bgsave_status", "aof_enabled",
                 "aof_rewrite_in_progress", "aof_rewrite_scheduled", "aof_last_rewrite_time_sec",
-                "aof_last_bgrewrite_status", "aof_rewrites", "aof_last_write_status"]
+                "aof_current_rewrite_time_sec", "aof_last_bgrewrite_status", "aof_rewrites",
+                "aof_last_write_status"]
 REDIS_AOF_ON_FIELDS = ["aof_current_size", "aof_base_size", "aof_buffer_length",
                        "aof_pending_bio_fsync", "aof_delayed_fsync"]
 
@@ -997,6 +1001,7 @@ class JournalInfoConfigTest(JournalCase):
             self.assertIn(f, i)
         self.assertEqual(i["aof_enabled"], "1")
         self.assertEqual(i["aof_rewrite_in_progress"], "0")
+        self.assertEqual(i["aof_current_rewrite_time_sec"], "-1")
         self.assertEqual(i["aof_last_write_status"], "ok")
         self.assertEqual(i["aof_last_bgrewrite_status"], "ok")
         if not AGAINST_REDIS:
