@@ -554,23 +554,33 @@ void Journal::RewriteStep(int64_t now_ms) {
     frame_.clear();
     shard::JournalWriter w(&frame_);
     w.BeginFrame();
-    shard::ScanResult r =
-        shard_->db(scan_db_).Scan(scan_cursor_, "*", kScanStep, shard::ValueType::kNone, now_ms);
-    // A transaction still in flight holds some of these keys: their state may yet be dropped at
-    // start-up with the transaction, so it must not be copied untagged. Try again next turn.
-    if (!tx_dirty_.empty() && ScanBlockedByTx(scan_db_, r.keys)) return;
-    for (const std::string& key : r.keys) {
-      if (auto snap = shard_->db(scan_db_).Snapshot(key, now_ms)) {
-        w.Put(static_cast<uint32_t>(scan_db_), key, *snap);
+    // About kScanStep keys per turn; a db that ends early (an empty one, most of the 16) hands
+    // the rest of the step to the next, so an idle rewrite does not take a turn per db.
+    size_t copied = 0;
+    while (copied < kScanStep) {
+      shard::ScanResult r = shard_->db(scan_db_).Scan(scan_cursor_, "*", kScanStep,
+                                                      shard::ValueType::kNone, now_ms);
+      // A transaction still in flight holds some of these keys: their state may yet be dropped
+      // at start-up with the transaction, so it must not be copied untagged. Try again next
+      // turn.
+      if (!tx_dirty_.empty() && ScanBlockedByTx(scan_db_, r.keys)) break;
+      for (const std::string& key : r.keys) {
+        if (auto snap = shard_->db(scan_db_).Snapshot(key, now_ms)) {
+          w.Put(static_cast<uint32_t>(scan_db_), key, *snap);
+        }
+      }
+      copied += r.keys.size();
+      scan_cursor_ = r.cursor;
+      if (scan_cursor_ != 0) break;  // this db goes on next turn
+      if (++scan_db_ >= shard_->num_dbs()) {
+        if (w.EndFrame()) rewrite_->pending += frame_;
+        rw_state_ = RewriteState::kSyncing;
+        scan_end_offset_ = rewrite_->size();
+        rewrite_->fsync_wanted = true;
+        return;
       }
     }
     if (w.EndFrame()) rewrite_->pending += frame_;
-    scan_cursor_ = r.cursor;
-    if (scan_cursor_ == 0 && ++scan_db_ >= shard_->num_dbs()) {
-      rw_state_ = RewriteState::kSyncing;
-      scan_end_offset_ = rewrite_->size();
-      rewrite_->fsync_wanted = true;
-    }
     return;
   }
   if (rw_state_ == RewriteState::kSyncing) {

@@ -866,6 +866,40 @@ class JournalRewriteTest(JournalCase):
         self.assertGreater(token(c.cmd("LOCK.ACQUIRE", "{rw}new", "o", 1000)), max(tokens))
         self.stop()
 
+    def test_rewrite_copies_every_database(self):
+        # A rewrite steps through the databases; empty ones are passed over within a step and a
+        # large one takes several. Every key of every db must be in the rewritten file.
+        c = self.start(threads=1, fsync="everysec",
+                       extra=["--auto-aof-rewrite-percentage", "0"])
+        layout = {0: 3, 1: 1, 7: 1000, 8: 0, 14: 300, 15: 2}  # db -> keys
+
+        def fill(c):
+            for db, n in layout.items():
+                c.cmd("SELECT", db)
+                if n:
+                    self.assertEqual(set(c.pipeline([("SET", "k%d" % i, "%d-%d" % (db, i))
+                                                     for i in range(n)])), {OK})
+            c.cmd("SELECT", 0)
+
+        def check(c):
+            for db, n in layout.items():
+                self.assertEqual(c.cmd("SELECT", db), OK)
+                self.assertEqual(c.cmd("DBSIZE"), integer(n), "db %d" % db)
+                if n:
+                    self.assertEqual(decode(c.cmd("MGET", *["k%d" % i for i in range(n)])),
+                                     [("%d-%d" % (db, i)).encode() for i in range(n)],
+                                     "db %d" % db)
+            c.cmd("SELECT", 0)
+        fill(c)
+        self.assertEqual(c.cmd("BGREWRITEAOF"), b"+Background append only file rewriting started\r\n")
+        self.assertEqual(self.wait_rewrites(c, 1)["aof_last_bgrewrite_status"], "ok")
+        self.shutdown()
+        # Only the rewritten file is left: what it holds is what comes back.
+        self.assert_layout(1)
+        c = self.start(threads=1, fsync="everysec")
+        check(c)
+        self.stop()
+
     def test_auto_rewrite_and_sigkill_keep_acknowledged_writes(self):
         c = self.start(threads=2, fsync="always",
                        extra=["--auto-aof-rewrite-min-size", "64kb"])
