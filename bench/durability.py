@@ -11,8 +11,8 @@ over rounds. Two measurements, each a table in bench/DURABILITY.md:
   redis-server (one thread, one pinned core) with the same keys as the cross-shard run.
 
   scripts/build.sh release
-  /usr/bin/python3 bench/durability.py                  # ~6 minutes on 2 cores
-  /usr/bin/python3 bench/durability.py --skip xshard    # the cycle table only (~3 minutes)
+  /usr/bin/python3 bench/durability.py                  # ~5½ minutes on 2 cores
+  /usr/bin/python3 bench/durability.py --skip xshard    # the cycle table only (~2½ minutes)
   /usr/bin/python3 bench/durability.py --quick          # one short round of each
 
 Journals go to a temporary directory on the same file system as this checkout (not /tmp if that
@@ -304,18 +304,21 @@ def xshard_report(cfg, results, depths):
                 lines.append(f"| {depth} | {mode} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "How to read it: an MSET across shards takes a lock on both shards, writes a part on "
-        "each, and with `always` replies only once both parts are fsynced and the locks are "
-        "released (docs/DURABILITY.md, *Transactions across shards*); each shard's part rides in "
-        "that shard's next group commit with everything else it gathered, so the two fsyncs run "
-        "side by side, on two files. *2 shards / 1 shard* is what the cross-shard transaction "
-        "costs against the same write on one shard of the same server: compare it between the "
-        "journal rows to see what `always` adds on top of the coordination itself, which the "
-        "`off` row shows alone. *2 shards / redis* compares with a server for which the same "
-        "MSET is one command in one thread with one fsync. Two reactors and the load generator "
-        "share this machine's two cores, so deadbolt's numbers here are not comparable with "
-        "the one-thread table above (bench/PROFILE.md, *The default `--threads`*); the ratios "
-        "within this table are the point. CPU µs/op counts both reactors.",
+        "How to read it: an MSET across shards takes a lock on both shards, writes a part on each, "
+        "and with `always` replies only once both parts are fsynced and the locks are released "
+        "(docs/DURABILITY.md, *Transactions across shards*); each part rides in its shard's next "
+        "group commit with whatever else that shard gathered. A connection has at most one "
+        "cross-shard command in flight (docs/ARCHITECTURE.md, *Order within one connection*), so a "
+        "pipeline of them runs one after another, each waiting out its messages between reactors "
+        "and, with `always`, its fsyncs: a deeper pipeline barely helps the 2-shard column, and "
+        "with `always` its throughput is about the connections divided by that wait. *2 shards / 1 "
+        "shard* is what the cross-shard transaction costs against the same write on one shard of "
+        "the same server: the `off` row shows the coordination alone, the journal rows what the "
+        "journal adds on top. *2 shards / redis* compares with a server for which the same MSET is "
+        "one command in one thread with one fsync. Two reactors and the load generator share this "
+        "machine's two cores, so deadbolt's numbers here are not comparable with the one-thread "
+        "table above (bench/PROFILE.md, *The default `--threads`*); the ratios within this table "
+        "are the point. CPU µs/op counts both reactors.",
         "",
         f"Other load on the machine during the measured windows: median {median(other):.2f}"
         f" cores, at most {other[-1]:.2f}."
