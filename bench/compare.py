@@ -295,9 +295,10 @@ class Server:
 # One lockload run with the server's CPU sampled from /proc over (nearly) the same window.
 
 
-def run_lockload(cfg, server, args, warmup, duration):
+def run_lockload(cfg, server, args, warmup, duration, cores=LOAD_CORE):
+    """`cores`: where lockload may run (taskset -c); by default the core the server is not on."""
     argv = prio(cfg) + [
-        "taskset", "-c", LOAD_CORE, cfg.lockload, "-p", str(server.port), "-q", "--json",
+        "taskset", "-c", cores, cfg.lockload, "-p", str(server.port), "-q", "--json",
         "--cpu", "--server-cpu", "--allow-errors", "--warmup", str(warmup), "-d",
         str(duration)] + args
     t0 = time.monotonic()

@@ -1,13 +1,19 @@
 #!/usr/bin/python3
 """What the journal costs: deadbolt with no journal, `--appendfsync everysec` and `always`,
-beside redis-server with `--appendonly no`, `--appendfsync everysec` and `always`, on the same
-load (acquire + release cycles, the same commands on both: SET NX PX, then EVALSHA of the
-compare-and-delete script), same pinned cores, alternating over rounds. Writes
-bench/DURABILITY.md.
+beside redis-server with `--appendonly no`, `--appendfsync everysec` and `always`, alternating
+over rounds. Two measurements, each a table in bench/DURABILITY.md:
+
+* cycle: acquire + release cycles, the same commands on both (SET NX PX, then EVALSHA of the
+  compare-and-delete script); each server single-threaded on one pinned core.
+* xshard: MSET of two keys (lockload -w mset) against deadbolt with two reactors (`--threads 2`,
+  pinning its own), once with the keys on different shards (a cross-shard transaction, whose
+  reply with `always` waits for both shards' fsyncs) and once with both on one shard; and against
+  redis-server (one thread, one pinned core) with the same keys as the cross-shard run.
 
   scripts/build.sh release
-  /usr/bin/python3 bench/durability.py            # ~3 minutes on 2 cores
-  /usr/bin/python3 bench/durability.py --quick    # one short round
+  /usr/bin/python3 bench/durability.py                  # ~5½ minutes on 2 cores
+  /usr/bin/python3 bench/durability.py --skip xshard    # the cycle table only (~2½ minutes)
+  /usr/bin/python3 bench/durability.py --quick          # one short round of each
 
 Journals go to a temporary directory on the same file system as this checkout (not /tmp if that
 is a tmpfs, where fsync costs nothing). The servers, load generator and process accounting are
@@ -25,17 +31,22 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (the harness's servers, lockload runs and accounting)
+from compare_report import median  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MODES = ["off", "everysec", "always"]
+PARTS = ["cycle", "xshard"]
+# The cross-shard runs: (server, where the two keys of each MSET live).
+XSHARD = [("deadbolt", "cross"), ("deadbolt", "same"), ("redis", "cross")]
+XSHARD_THREADS = 2  # deadbolt's reactors (= shards) in the cross-shard runs
 
 
 class DurableServer(compare.Server):
     """compare.Server with persistence flags and a data directory of its own."""
 
-    def __init__(self, kind, cfg, mode, workdir):
-        super().__init__(kind, cfg, threads=1)
+    def __init__(self, kind, cfg, mode, workdir, threads=1):
+        super().__init__(kind, cfg, threads=threads)
         self.mode = mode
         self.dir = tempfile.mkdtemp(prefix=f"{kind}-{mode}-", dir=workdir)
 
@@ -66,12 +77,22 @@ def main():
     ap.add_argument("--warmup", type=float, default=1)
     ap.add_argument("--depths", default="1,16")
     ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--xshard-depths", default="1,16")
+    ap.add_argument("--xshard-duration", type=float, default=2.5)
+    ap.add_argument("--xshard-warmup", type=float, default=0.5)
     ap.add_argument("--nice", type=int, default=-20 if os.geteuid() == 0 else 0)
+    ap.add_argument("--skip", default="", help="comma-separated: cycle, xshard")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/DURABILITY.md"))
     cfg = ap.parse_args()
     if cfg.quick:
         cfg.rounds, cfg.duration, cfg.warmup = 1, 1, 0.3
+        cfg.xshard_duration, cfg.xshard_warmup = 1, 0.3
+    skip = {p for p in cfg.skip.split(",") if p}
+    if skip - set(PARTS):
+        sys.exit(f"--skip: unknown part(s) {','.join(sorted(skip - set(PARTS)))}; "
+                 f"known: {','.join(PARTS)}")
+    parts = [p for p in PARTS if p not in skip]
     for path in (cfg.deadbolt, cfg.lockload):
         if not os.access(path, os.X_OK):
             sys.exit(f"{path} missing: run scripts/build.sh release first")
@@ -81,10 +102,12 @@ def main():
     cfg.deadbolt = os.path.join(tmp, os.path.basename(cfg.deadbolt))
     workdir = tempfile.mkdtemp(prefix="durability-", dir=os.path.join(ROOT, "build"))
     depths = [int(d) for d in cfg.depths.split(",")]
+    xdepths = [int(d) for d in cfg.xshard_depths.split(",")]
 
     results = {}  # (kind, mode, depth) -> [run, ...]
+    xresults = {}  # (kind, keys, mode, depth) -> [run, ...]
     try:
-        for rnd in range(cfg.rounds):
+        for rnd in range(cfg.rounds if "cycle" in parts else 0):
             for depth in depths:
                 for mode in MODES:
                     for kind in ("deadbolt", "redis"):
@@ -96,30 +119,85 @@ def main():
                         compare.log(f"round {rnd + 1} P{depth} {kind:8} {mode:8} "
                                     f"{r['ops_per_sec']:>12,.0f} ops/s  p99 {r['p99_us']:>9.0f} us"
                                     f"  cpu {r['server_cpu_us_per_op']:.2f} us/op")
+        if "xshard" in parts:
+            run_xshard(cfg, workdir, xdepths, xresults)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
-    write_report(cfg, results, depths)
+    write_report(cfg, results, depths, xresults, xdepths)
+
+
+def run_xshard(cfg, workdir, depths, results):
+    """MSET of two keys, on two shards or one, against deadbolt --threads 2 and redis-server.
+    Each round runs every cell once, the three servers back to back, in an order that flips from
+    one round to the next."""
+    all_cores = "0-%d" % (os.cpu_count() - 1)
+    for rnd in range(cfg.rounds):
+        for depth in depths:
+            for mode in MODES:
+                for kind, keys in XSHARD if rnd % 2 == 0 else XSHARD[::-1]:
+                    threads = XSHARD_THREADS if kind == "deadbolt" else 1
+                    args = ["-w", "mset", "--mset", keys, "--shards", str(XSHARD_THREADS),
+                            "-P", str(depth), "-c", str(cfg.connections)]
+                    with DurableServer(kind, cfg, mode, workdir, threads=threads) as srv:
+                        # deadbolt's reactors are on both cores: lockload goes where the
+                        # scheduler puts it, as in compare.py's two-reactor runs; redis keeps
+                        # its core to itself, lockload on the other.
+                        cores = all_cores if threads > 1 else compare.LOAD_CORE
+                        r = compare.run_lockload(cfg, srv, args, cfg.xshard_warmup,
+                                                 cfg.xshard_duration, cores=cores)
+                        if kind == "deadbolt":
+                            # Where the keys were: messages between reactors per command, over
+                            # the whole run (0 all local, ~1 one shard, ~7 two shards).
+                            c = compare.Resp(srv.port)
+                            st = c.info("stats")
+                            c.close()
+                            r["messages_per_op"] = int(st["cross_shard_messages"]) / max(
+                                1, int(st["total_commands_processed"]))
+                    results.setdefault((kind, keys, mode, depth), []).append(r)
+                    note = f"  msgs/op {r['messages_per_op']:.2f}" if "messages_per_op" in r else ""
+                    errors = f"  ERRORS {r['errors']}: {r['first_error']}" if r["errors"] else ""
+                    compare.log(f"round {rnd + 1} mset P{depth} {kind:8} {keys:5} {mode:8} "
+                                f"{r['ops_per_sec']:>12,.0f} ops/s  p99 {r['p99_us']:>9.0f} us"
+                                f"  cpu {r['server_cpu_us_per_op']:.2f} us/op  other load "
+                                f"{r['background_cores']:.2f}{note}{errors}")
 
 
 def med(runs, key):
-    return compare.median([r[key] for r in runs])
+    return median([r[key] for r in runs])
 
 
-def write_report(cfg, results, depths):
+MODE_LABEL = {"off": "off (`appendonly no`)", "everysec": "`appendfsync everysec`",
+              "always": "`appendfsync always`"}
+
+
+def write_report(cfg, results, depths, xresults, xdepths):
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     lines = [
         "# What the journal costs",
         "",
         f"Generated by `bench/durability.py` on {datetime.date.today()} at commit `{commit}`, "
-        f"{platform.machine()}, {os.cpu_count()} cores, kernel {platform.release()}. "
+        f"{platform.machine()}, {os.cpu_count()} cores, kernel {platform.release()}. Journals "
+        "sit on the checkout's own file system (ext4 on a virtual disk here), where fsync is real.",
+        "",
+    ]
+    lines += cycle_report(cfg, results, depths) + xshard_report(cfg, xresults, xdepths)
+    with open(cfg.out, "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines))
+
+
+def cycle_report(cfg, results, depths):
+    lines = ["## Acquire + release cycles", ""]
+    if not results:
+        return lines + ["Not measured in this run (`--skip cycle`).", ""]
+    lines += [
         f"{cfg.rounds} round(s) of {cfg.duration:g} s (after {cfg.warmup:g} s warm-up) per cell, "
         f"{cfg.connections} connections; medians over rounds. Each server runs on one pinned "
         "core with one thread, the load generator (tools/lockload) on the other. The load is "
         "acquire + release cycles with the same commands on both servers (`SET k tok NX PX`, "
-        "then `EVALSHA` of the compare-and-delete script), so every request writes. Journals sit "
-        "on the checkout's own file system (ext4 on a virtual disk here), where fsync is real.",
+        "then `EVALSHA` of the compare-and-delete script), so every request writes.",
         "",
         "| pipeline | journal | deadbolt ops/s | redis ops/s | deadbolt / redis | "
         "deadbolt p99 µs | redis p99 µs | deadbolt CPU µs/op | redis CPU µs/op |",
@@ -132,8 +210,7 @@ def write_report(cfg, results, depths):
             if not d or not r:
                 continue
             dops, rops = med(d, "ops_per_sec"), med(r, "ops_per_sec")
-            label = {"off": "off (`appendonly no`)", "everysec": "`appendfsync everysec`",
-                     "always": "`appendfsync always`"}[mode]
+            label = MODE_LABEL[mode]
             lines.append(
                 f"| {depth} | {label} | {dops:,.0f} | {rops:,.0f} | {dops / rops:.2f}× | "
                 f"{med(d, 'p99_us'):,.0f} | {med(r, 'p99_us'):,.0f} | "
@@ -161,9 +238,94 @@ def write_report(cfg, results, depths):
         "clients that can wait on one fsync. See docs/DURABILITY.md.",
         "",
     ]
-    with open(cfg.out, "w") as f:
-        f.write("\n".join(lines))
-    print("\n".join(lines))
+    return lines
+
+
+def xshard_report(cfg, results, depths):
+    lines = ["## Writes across shards", ""]
+    if not results:
+        return lines + ["Not measured in this run (`--skip xshard`).", ""]
+    runs = [r for rs in results.values() for r in rs]
+    errors = sum(r["errors"] for r in runs)
+    other = sorted(r["background_cores"] for r in runs)
+
+    def msgs(keys):
+        v = [r["messages_per_op"] for (k, kk, _, _), rs in results.items()
+             if k == "deadbolt" and kk == keys for r in rs]
+        return median(v) if v else float("nan")
+
+    lines += [
+        f"{cfg.rounds} round(s) of {cfg.xshard_duration:g} s (after {cfg.xshard_warmup:g} s "
+        f"warm-up) per cell, {cfg.connections} connections; medians over rounds. Each request is "
+        "one `MSET k1 v k2 v` (tools/lockload `-w mset`: two keys `lock:<n>` of 10,000, 36-byte "
+        "values), so one op writes two keys. deadbolt runs with two reactors "
+        f"(`--threads {XSHARD_THREADS}`, each pinned to its core by deadbolt itself) and the "
+        "load generator on either core, where the scheduler puts it; connections alternate "
+        "between the reactors. *2 shards*: the two keys of every MSET sit on different shards "
+        "(`--mset cross`), so each one is a cross-shard transaction; *1 shard*: both keys on the "
+        "same shard, a random one each time (`--mset same`), so a command whose shard is the "
+        "connection's own reactor runs there outright and one on the other reactor's shard is "
+        "forwarded there and back. deadbolt counted a median of "
+        f"{msgs('cross'):.1f} messages between reactors per MSET across 2 shards and "
+        f"{msgs('same'):.1f} on 1 shard. redis-server runs as in the table above (one thread, "
+        "one pinned core, the load generator on the other core) and gets the 2-shard run's "
+        "keys; shards mean nothing to it.",
+        "",
+        "| pipeline | journal | deadbolt 2 shards ops/s | deadbolt 1 shard ops/s | redis ops/s "
+        "| 2 shards / 1 shard | 2 shards / redis | p99 µs: 2 shards · 1 shard · redis "
+        "| CPU µs/op: 2 shards · 1 shard · redis |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for depth in depths:
+        for mode in MODES:
+            x = results.get(("deadbolt", "cross", mode, depth))
+            o = results.get(("deadbolt", "same", mode, depth))
+            r = results.get(("redis", "cross", mode, depth))
+            if not x or not o or not r:
+                continue
+            xo, oo, ro = (med(v, "ops_per_sec") for v in (x, o, r))
+            p99 = " · ".join(f"{med(v, 'p99_us'):,.0f}" for v in (x, o, r))
+            cpu = " · ".join(f"{med(v, 'server_cpu_us_per_op'):.2f}" for v in (x, o, r))
+            lines.append(f"| {depth} | {MODE_LABEL[mode]} | {xo:,.0f} | {oo:,.0f} | {ro:,.0f} | "
+                         f"{xo / oo:.2f}× | {xo / ro:.2f}× | {p99} | {cpu} |")
+    lines += ["", "Each against itself (throughput with the journal / without):", "",
+              "| pipeline | journal | deadbolt 2 shards | deadbolt 1 shard | redis |",
+              "|---|---|---|---|---|"]
+    for depth in depths:
+        for mode in ("everysec", "always"):
+            cells = []
+            for kind, keys in XSHARD:
+                on = results.get((kind, keys, mode, depth))
+                off = results.get((kind, keys, "off", depth))
+                if not on or not off:
+                    break
+                cells.append(f"{med(on, 'ops_per_sec') / med(off, 'ops_per_sec'):.2f}")
+            else:
+                lines.append(f"| {depth} | {mode} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "How to read it: an MSET across shards takes a lock on both shards, writes a part on each, "
+        "and with `always` replies only once both parts are fsynced and the locks are released "
+        "(docs/DURABILITY.md, *Transactions across shards*); each part rides in its shard's next "
+        "group commit with whatever else that shard gathered. A connection has at most one "
+        "cross-shard command in flight (docs/ARCHITECTURE.md, *Order within one connection*), so a "
+        "pipeline of them runs one after another, each waiting out its messages between reactors "
+        "and, with `always`, its fsyncs: a deeper pipeline barely helps the 2-shard column, and "
+        "with `always` its throughput is about the connections divided by that wait. *2 shards / 1 "
+        "shard* is what the cross-shard transaction costs against the same write on one shard of "
+        "the same server: the `off` row shows the coordination alone, the journal rows what the "
+        "journal adds on top. *2 shards / redis* compares with a server for which the same MSET is "
+        "one command in one thread with one fsync. Two reactors and the load generator share this "
+        "machine's two cores, so deadbolt's numbers here are not comparable with the one-thread "
+        "table above (bench/PROFILE.md, *The default `--threads`*); the ratios within this table "
+        "are the point. CPU µs/op counts both reactors.",
+        "",
+        f"Other load on the machine during the measured windows: median {median(other):.2f}"
+        f" cores, at most {other[-1]:.2f}."
+        + (f" **{errors} error replies** (see the run log)." if errors else " No error replies."),
+        "",
+    ]
+    return lines
 
 
 if __name__ == "__main__":

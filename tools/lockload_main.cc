@@ -211,6 +211,10 @@ int Main(int argc, char** argv) {
   }
 
   const RequestSet reqs(opts, sha);
+  if (!reqs.error().empty()) {
+    fprintf(stderr, "lockload: %s\n", reqs.error().c_str());
+    return 2;
+  }
   const uint64_t seed = opts.seed != 0 ? opts.seed : static_cast<uint64_t>(NowNs());
   // For a cycle, --rate counts acquires and releases together: acquires are scheduled at half.
   const double schedule_rate = opts.workload == Workload::kCycle ? opts.rate / 2 : opts.rate;
@@ -358,6 +362,9 @@ int Main(int argc, char** argv) {
       add("\"release\":\"%s\",", ReleaseModeName(opts.release));
     }
     if (opts.workload == Workload::kExtend) add("\"extend\":\"%s\",", ExtendModeName(opts.extend));
+    if (opts.workload == Workload::kMset) {
+      add("\"mset\":\"%s\",\"shards\":%d,", MsetKeysName(opts.mset), opts.shards);
+    }
     add("\"host\":%s,\"port\":%d,", JsonString(opts.host).c_str(), opts.port);
     add("\"connections\":%d,\"pipeline\":%d,\"threads\":%d,\"rate\":%.1f,", opts.connections,
         opts.pipeline, opts.threads, opts.rate);

@@ -55,6 +55,8 @@ const char* WorkloadName(Workload w) {
       return "set";
     case Workload::kPing:
       return "ping";
+    case Workload::kMset:
+      return "mset";
   }
   return "?";
 }
@@ -85,6 +87,8 @@ const char* KeyDistName(KeyDist k) {
   return "?";
 }
 
+const char* MsetKeysName(MsetKeys m) { return m == MsetKeys::kCross ? "cross" : "same"; }
+
 const char* Usage() {
   return R"(usage: lockload [options]
 Load generator for lock workloads over RESP. Closed loop by default; open loop with --rate.
@@ -105,13 +109,18 @@ load
   -n, --requests N    measure N requests instead of a duration
   --warmup S          run S seconds unmeasured first (0)
 workload
-  -w, --workload W    acquire | cycle | extend | get | set | ping (acquire)
+  -w, --workload W    acquire | cycle | extend | get | set | ping | mset (acquire)
                         acquire: SET key tok NX PX ttl
                         cycle:   acquire, then release the keys it got
                         extend:  --extend pexpire (PEXPIRE key ttl) | set (SET key tok XX PX ttl)
+                        mset:    MSET key1 tok key2 tok, the two keys placed by --mset
   --release R         cycle release: delifeq (DELIFEQ key tok) | delex (DELEX key IFEQ tok)
                       | evalsha (SCRIPT LOAD the compare-and-delete script, EVALSHA it) (delifeq)
   --extend E          pexpire | set (pexpire)
+  --mset M            mset: cross (the two keys on different shards) | same (both on one
+                      shard, a random one each time) (cross)
+  --shards N          mset: shards, as deadbolt --threads N splits the 16384 Redis Cluster
+                      slots (2)
   --keys D            uniform | zipf | hot (uniform); hot puts everything on <prefix>0
   --keyspace K        keys <prefix>0 .. <prefix>K-1 (10000)
   --zipf-theta T      zipf skew, 0 < T < 1 (0.99)
@@ -171,7 +180,7 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
     static constexpr std::string_view kTakesValue =
         " --host -h --port -p --password -a --connections -c --pipeline -P --threads -t --rate"
         " --max-inflight --duration -d --requests -n --warmup --workload -w --release --extend"
-        " --keys --keyspace --zipf-theta --prefix --ttl --seed --ring ";
+        " --keys --keyspace --zipf-theta --prefix --ttl --seed --ring --mset --shards ";
     if (name.size() < 2 || kTakesValue.find(" " + std::string(name) + " ") == std::string::npos) {
       return "unknown option " + std::string(arg) + " (see --help)";
     }
@@ -224,6 +233,8 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
         o->workload = Workload::kSet;
       } else if (value == "ping") {
         o->workload = Workload::kPing;
+      } else if (value == "mset") {
+        o->workload = Workload::kMset;
       } else {
         return bad();
       }
@@ -245,6 +256,17 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
       } else {
         return bad();
       }
+    } else if (name == "--mset") {
+      if (value == "cross") {
+        o->mset = MsetKeys::kCross;
+      } else if (value == "same") {
+        o->mset = MsetKeys::kSame;
+      } else {
+        return bad();
+      }
+    } else if (name == "--shards") {
+      if (!ParseInt(value, 1, 16384, &n)) return bad();
+      o->shards = static_cast<int>(n);
     } else if (name == "--keys") {
       if (value == "uniform") {
         o->keys = KeyDist::kUniform;
@@ -284,6 +306,9 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
   if (o->duration_s > 0 && o->requests > 0) return "give -d or -n, not both";
   if (o->duration_s == 0 && o->requests == 0) o->duration_s = 10;
   if (o->threads > o->connections) o->threads = o->connections;
+  if (o->workload == Workload::kMset && o->keys != KeyDist::kUniform) {
+    return "mset picks its keys uniformly: --keys must be uniform";
+  }
   return {};
 }
 

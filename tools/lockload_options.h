@@ -6,10 +6,12 @@
 
 namespace deadbolt::lockload {
 
-enum class Workload : uint8_t { kAcquire, kCycle, kExtend, kGet, kSet, kPing };
+enum class Workload : uint8_t { kAcquire, kCycle, kExtend, kGet, kSet, kPing, kMset };
 enum class ReleaseMode : uint8_t { kDelIfEq, kDelEx, kEvalSha };
 enum class ExtendMode : uint8_t { kPexpire, kSetXX };
 enum class KeyDist : uint8_t { kUniform, kZipf, kHot };
+// mset: where its two keys live, by Redis Cluster slot split over --shards.
+enum class MsetKeys : uint8_t { kCross, kSame };
 // io_uring setup, leanest first: DEFER_TASKRUN, COOP_TASKRUN, neither.
 enum class RingMode : uint8_t { kDefer, kCoop, kPlain };
 
@@ -17,6 +19,7 @@ const char* WorkloadName(Workload w);
 const char* ReleaseModeName(ReleaseMode r);
 const char* ExtendModeName(ExtendMode e);
 const char* KeyDistName(KeyDist k);
+const char* MsetKeysName(MsetKeys m);
 
 // Parsed once on the main thread, then read-only and shared by every thread.
 struct Options {
@@ -34,6 +37,8 @@ struct Options {
   Workload workload = Workload::kAcquire;
   ReleaseMode release = ReleaseMode::kDelIfEq;
   ExtendMode extend = ExtendMode::kPexpire;
+  MsetKeys mset = MsetKeys::kCross;
+  int shards = 2;  // mset: the 16384 slots split evenly over this many shards (deadbolt --threads)
   KeyDist keys = KeyDist::kUniform;
   uint64_t keyspace = 10000;
   double zipf_theta = 0.99;

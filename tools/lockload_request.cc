@@ -1,6 +1,8 @@
 #include "tools/lockload_request.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
 
 namespace deadbolt::lockload {
@@ -28,7 +30,44 @@ double Zeta(uint64_t n, double theta) {
   return sum;
 }
 
+constexpr int kNumSlots = 16384;
+
+// CRC16-CCITT as XMODEM (polynomial 0x1021, initial value 0, no reflection, no final xor), as
+// Redis Cluster uses; a copy of shard/slot.cc's, since lockload depends on nothing else here.
+constexpr std::array<uint16_t, 256> MakeCrc16Table() {
+  std::array<uint16_t, 256> t{};
+  for (unsigned i = 0; i < 256; ++i) {
+    unsigned crc = i << 8;
+    for (int b = 0; b < 8; ++b) crc = (crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1;
+    t[i] = static_cast<uint16_t>(crc);
+  }
+  return t;
+}
+constexpr std::array<uint16_t, 256> kCrc16Table = MakeCrc16Table();
+
+// Continues `crc` over `s`.
+uint16_t Crc16(std::string_view s, uint16_t crc = 0) {
+  for (unsigned char c : s) {
+    crc = static_cast<uint16_t>((crc << 8) ^ kCrc16Table[((crc >> 8) ^ c) & 0xff]);
+  }
+  return crc;
+}
+
+// The {hash tag} of `key` as Redis Cluster reads it: between the first '{' and the first '}'
+// after it, if not empty; else the whole key.
+std::string_view HashedPart(std::string_view key) {
+  const size_t open = key.find('{');
+  if (open == std::string_view::npos) return key;
+  const size_t close = key.find('}', open + 1);
+  if (close == std::string_view::npos || close == open + 1) return key;
+  return key.substr(open + 1, close - open - 1);
+}
+
 }  // namespace
+
+uint16_t KeySlot(std::string_view key) {
+  return static_cast<uint16_t>(Crc16(HashedPart(key)) % kNumSlots);
+}
 
 const char* ReqKindName(ReqKind k) {
   switch (k) {
@@ -44,6 +83,8 @@ const char* ReqKindName(ReqKind k) {
       return "set";
     case ReqKind::kPing:
       return "ping";
+    case ReqKind::kMset:
+      return "mset";
     case ReqKind::kCount:
       break;
   }
@@ -77,7 +118,9 @@ RequestSet::RequestSet(const Options& opts, std::string_view evalsha)
       cycle_(opts.workload == Workload::kCycle),
       ttl_(std::to_string(opts.ttl_ms)),
       release_(opts.release),
-      extend_(opts.extend) {
+      extend_(opts.extend),
+      mset_(opts.mset),
+      shards_(opts.shards) {
   switch (opts.workload) {
     case Workload::kAcquire:
     case Workload::kCycle:
@@ -94,6 +137,9 @@ RequestSet::RequestSet(const Options& opts, std::string_view evalsha)
       break;
     case Workload::kPing:
       primary_ = ReqKind::kPing;
+      break;
+    case Workload::kMset:
+      primary_ = ReqKind::kMset;
       break;
   }
   auto set = [&](ReqKind k, int argc, std::initializer_list<std::string_view> before_key,
@@ -126,6 +172,35 @@ RequestSet::RequestSet(const Options& opts, std::string_view evalsha)
   set(ReqKind::kGet, 2, {"GET"}, true, Bits({ReplyType::kBulk, ReplyType::kNull}));
   set(ReqKind::kSet, 3, {"SET"}, true, Bits({ReplyType::kOk}));
   set(ReqKind::kPing, 1, {"PING"}, false, Bits({ReplyType::kSimple}));
+  set(ReqKind::kMset, 5, {"MSET"}, true, Bits({ReplyType::kOk}));
+  two_keys_[static_cast<size_t>(ReqKind::kMset)] = true;
+
+  if (opts.workload == Workload::kMset) {
+    // A complete {tag} in the prefix fixes every key's slot; otherwise the digits, which hold
+    // no braces, only extend what is hashed.
+    const std::string_view hashed = HashedPart(prefix_);
+    if (hashed.size() != prefix_.size()) {
+      fixed_slot_ = KeySlot(prefix_);
+    } else {
+      prefix_crc_ = Crc16(prefix_);
+    }
+    std::vector<std::vector<uint32_t>> by_shard(static_cast<size_t>(shards_));
+    for (uint64_t n = 0; n < keyspace_; ++n) {
+      by_shard[static_cast<size_t>(ShardOf(static_cast<uint32_t>(n)))].push_back(
+          static_cast<uint32_t>(n));
+    }
+    pool_of_shard_.assign(static_cast<size_t>(shards_), -1);
+    for (int s = 0; s < shards_; ++s) {
+      if (by_shard[static_cast<size_t>(s)].empty()) continue;
+      pool_of_shard_[static_cast<size_t>(s)] = static_cast<int>(pools_.size());
+      pools_.push_back(std::move(by_shard[static_cast<size_t>(s)]));
+    }
+    if (mset_ == MsetKeys::kCross && pools_.size() < 2) {
+      error_ = "mset --mset cross needs keys on two shards, but " + prefix_ + "0.." + prefix_ +
+               std::to_string(keyspace_ - 1) + " all sit on one of the " + std::to_string(shards_) +
+               " (--shards, --keyspace, --prefix)";
+    }
+  }
 
   if (dist_ == KeyDist::kZipf && keyspace_ > 2) {
     theta_ = opts.zipf_theta;
@@ -137,7 +212,32 @@ RequestSet::RequestSet(const Options& opts, std::string_view evalsha)
   }
 }
 
+int RequestSet::ShardOf(uint32_t n) const {
+  int slot = fixed_slot_;
+  if (slot < 0) {
+    char digits[10];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), n);
+    slot =
+        Crc16(std::string_view(digits, static_cast<size_t>(end - digits)), prefix_crc_) % kNumSlots;
+  }
+  return static_cast<int>(int64_t{slot} * shards_ / kNumSlots);
+}
+
+uint32_t RequestSet::PickPartner(uint32_t first, Rng* rng) const {
+  size_t pool = static_cast<size_t>(pool_of_shard_[static_cast<size_t>(ShardOf(first))]);
+  if (mset_ == MsetKeys::kCross) {  // any other pool, uniformly
+    const size_t other = rng->Below(pools_.size() - 1);
+    pool = other >= pool ? other + 1 : other;
+  }
+  const std::vector<uint32_t>& keys = pools_[pool];
+  return keys[rng->Below(keys.size())];
+}
+
 uint32_t RequestSet::PickKey(Rng* rng) const {
+  if (!pools_.empty()) {  // mset: a shard, then a key of it
+    const std::vector<uint32_t>& keys = pools_[rng->Below(pools_.size())];
+    return keys[rng->Below(keys.size())];
+  }
   switch (dist_) {
     case KeyDist::kHot:
       return 0;
@@ -167,6 +267,7 @@ std::string RequestSet::Suffix(ReqKind kind, std::string_view token) const {
       return extend_ == ExtendMode::kPexpire ? Bulk(ttl_)
                                              : Bulk(token) + Bulk("XX") + Bulk("PX") + Bulk(ttl_);
     case ReqKind::kSet:
+    case ReqKind::kMset:
       return Bulk(token);
     case ReqKind::kGet:
     case ReqKind::kPing:
@@ -177,15 +278,14 @@ std::string RequestSet::Suffix(ReqKind kind, std::string_view token) const {
 }
 
 size_t RequestSet::MaxRequestSize() const {
-  size_t head = 0;
-  for (const std::string& h : head_) head = std::max(head, h.size());
   const std::string token(kTokenLen, 'x');
-  size_t suffix = 0;
-  for (size_t k = 0; k < static_cast<size_t>(ReqKind::kCount); ++k) {
-    suffix = std::max(suffix, Suffix(static_cast<ReqKind>(k), token).size());
-  }
   const size_t key = 1 + 20 + 2 + prefix_.size() + 10 + 2;
-  return head + key + suffix;
+  size_t most = 0;
+  for (size_t k = 0; k < static_cast<size_t>(ReqKind::kCount); ++k) {
+    const size_t keyed = key + Suffix(static_cast<ReqKind>(k), token).size();
+    most = std::max(most, head_[k].size() + (two_keys_[k] ? 2 : 1) * keyed);
+  }
+  return most;
 }
 
 }  // namespace deadbolt::lockload

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tools/lockload_options.h"
 #include "tools/lockload_resp.h"
@@ -15,8 +16,12 @@
 namespace deadbolt::lockload {
 
 // The commands lockload sends.
-enum class ReqKind : uint8_t { kAcquire, kRelease, kExtend, kGet, kSet, kPing, kCount };
+enum class ReqKind : uint8_t { kAcquire, kRelease, kExtend, kGet, kSet, kPing, kMset, kCount };
 const char* ReqKindName(ReqKind k);
+
+// Redis Cluster's slot of `key` (CRC16/XMODEM of the key, or of its {hash tag}, mod 16384): how
+// deadbolt places keys on shards (mset's --mset needs to know).
+uint16_t KeySlot(std::string_view key);
 
 inline constexpr size_t kTokenLen = 36;
 
@@ -55,8 +60,17 @@ class RequestSet {
   ReqKind primary() const { return primary_; }
   bool cycle() const { return cycle_; }
 
-  // Picks a key index in [0, keyspace) by the key distribution.
+  // Not empty if the options cannot make the requests (mset: no two shards to cross).
+  const std::string& error() const { return error_; }
+
+  // Picks a key index in [0, keyspace) by the key distribution (mset: of a random shard).
   uint32_t PickKey(Rng* rng) const;
+  // Whether `kind` takes two keys (mset), the second from PickPartner.
+  bool two_keys(ReqKind kind) const { return two_keys_[static_cast<size_t>(kind)]; }
+  // mset: a second key for `first`, on another shard than its (--mset cross) or on the same one.
+  uint32_t PickPartner(uint32_t first, Rng* rng) const;
+  // Which of --shards shards key <prefix><n> lives on.
+  int ShardOf(uint32_t n) const;
 
   // The part of `kind` after the key; it holds the connection's token, so each connection keeps
   // its own copy, rendered once.
@@ -65,15 +79,22 @@ class RequestSet {
   size_t MaxRequestSize() const;
 
   // Writes request `kind` on key `key` at `p` (which has MaxRequestSize() bytes of room) and
-  // returns the end. `suffix` is Suffix(kind, token). Three copies and a short itoa; no
-  // formatting library, no allocation.
-  char* Write(char* p, ReqKind kind, uint32_t key, std::string_view suffix) const {
+  // returns the end. `suffix` is Suffix(kind, token); a kind with two keys repeats key and
+  // suffix with `key2`. Three copies and a short itoa; no formatting library, no allocation.
+  char* Write(char* p, ReqKind kind, uint32_t key, std::string_view suffix,
+              uint32_t key2 = 0) const {
     const std::string& head = head_[static_cast<size_t>(kind)];
     memcpy(p, head.data(), head.size());
     p += head.size();
     if (has_key_[static_cast<size_t>(kind)]) p = WriteKey(p, key);
     memcpy(p, suffix.data(), suffix.size());
-    return p + suffix.size();
+    p += suffix.size();
+    if (two_keys_[static_cast<size_t>(kind)]) {
+      p = WriteKey(p, key2);
+      memcpy(p, suffix.data(), suffix.size());
+      p += suffix.size();
+    }
+    return p;
   }
   // "$<len>\r\n<prefix><n>\r\n"
   char* WriteKey(char* p, uint32_t n) const {
@@ -115,9 +136,20 @@ class RequestSet {
   std::string ttl_;
   std::string head_[static_cast<size_t>(ReqKind::kCount)];  // "*6\r\n$3\r\nSET\r\n"
   bool has_key_[static_cast<size_t>(ReqKind::kCount)] = {};
+  bool two_keys_[static_cast<size_t>(ReqKind::kCount)] = {};
   uint32_t expected_[static_cast<size_t>(ReqKind::kCount)] = {};
   ReleaseMode release_;
   ExtendMode extend_;
+  // mset: the key indices of each shard that holds any (a shard without keys has no pool), and
+  // each shard's pool (-1: none). The slot of <prefix><n> is fixed_slot_ if the prefix holds a
+  // {hash tag}, else the CRC16 of the digits continued from prefix_crc_.
+  MsetKeys mset_;
+  int shards_;
+  std::vector<std::vector<uint32_t>> pools_;
+  std::vector<int> pool_of_shard_;
+  int fixed_slot_ = -1;
+  uint16_t prefix_crc_ = 0;
+  std::string error_;
   // Zipf by Gray et al., "Quickly Generating Billion-Record Synthetic Databases" (SIGMOD '94).
   double theta_ = 0, zetan_ = 0, alpha_ = 0, eta_ = 0, half_pow_theta_ = 0;
 };

@@ -1,4 +1,4 @@
-// Unit tests for lockload's histogram, reply scanner and request writer.
+// Unit tests for lockload's histogram, reply scanner, request writer and key placement.
 
 #include <gtest/gtest.h>
 
@@ -198,10 +198,11 @@ std::vector<std::string> Args(std::string_view cmd) {
   return out;
 }
 
-std::string Render(const RequestSet& reqs, ReqKind kind, uint32_t key, const std::string& tok) {
+std::string Render(const RequestSet& reqs, ReqKind kind, uint32_t key, const std::string& tok,
+                   uint32_t key2 = 0) {
   std::string buf(reqs.MaxRequestSize(), '\0');
   std::string suffix = reqs.Suffix(kind, tok);
-  char* end = reqs.Write(buf.data(), kind, key, suffix);
+  char* end = reqs.Write(buf.data(), kind, key, suffix, key2);
   buf.resize(static_cast<size_t>(end - buf.data()));
   return buf;
 }
@@ -279,6 +280,102 @@ TEST(RequestSetTest, KeyDistributions) {
   }
 }
 
+// --- mset: two keys, placed by shard --------------------------------------------------------
+
+TEST(KeySlotTest, MatchesRedisCluster) {
+  // The values shard/slot_test.cc checks against Redis Cluster.
+  EXPECT_EQ(KeySlot("123456789"), 12739);
+  EXPECT_EQ(KeySlot("foo"), 12182);
+  EXPECT_EQ(KeySlot("bar"), 5061);
+  EXPECT_EQ(KeySlot(""), 0);
+  EXPECT_EQ(KeySlot("{user1000}.following"), KeySlot("user1000"));
+  EXPECT_EQ(KeySlot("abc{foo}def"), KeySlot("foo"));
+  EXPECT_NE(KeySlot("foo{}{bar}"), KeySlot("bar"));  // an empty tag: the whole key is hashed
+  EXPECT_EQ(KeySlot("foo{{bar}}zap"), KeySlot("{bar"));
+}
+
+TEST(RequestSetTest, WritesMsetWithTwoKeys) {
+  Options o;
+  o.workload = Workload::kMset;
+  Rng rng(3);
+  const std::string tok = MakeToken(&rng);
+  RequestSet reqs(o, "");
+  ASSERT_EQ(reqs.error(), "");
+  EXPECT_EQ(reqs.primary(), ReqKind::kMset);
+  EXPECT_TRUE(reqs.two_keys(ReqKind::kMset));
+  EXPECT_FALSE(reqs.two_keys(ReqKind::kSet));
+  EXPECT_EQ(Args(Render(reqs, ReqKind::kMset, 12, tok, 4294967295u)),
+            (std::vector<std::string>{"MSET", "lock:12", tok, "lock:4294967295", tok}));
+  EXPECT_TRUE(reqs.Expected(ReqKind::kMset, ReplyType::kOk));
+  EXPECT_FALSE(reqs.Expected(ReqKind::kMset, ReplyType::kNull));
+}
+
+// Every pair that `mset` picks over `draws` requests: {shard of key 1, shard of key 2} counts.
+std::vector<std::vector<int>> MsetShardPairs(const Options& o, int draws) {
+  RequestSet reqs(o, "");
+  EXPECT_EQ(reqs.error(), "");
+  Rng rng(11);
+  std::vector<std::vector<int>> pairs(o.shards, std::vector<int>(o.shards));
+  for (int i = 0; i < draws; ++i) {
+    const uint32_t a = reqs.PickKey(&rng);
+    const uint32_t b = reqs.PickPartner(a, &rng);
+    EXPECT_LT(a, o.keyspace);
+    EXPECT_LT(b, o.keyspace);
+    // ShardOf agrees with the slot of the key as written.
+    const int sa = KeySlot(o.prefix + std::to_string(a)) * o.shards / 16384;
+    const int sb = KeySlot(o.prefix + std::to_string(b)) * o.shards / 16384;
+    EXPECT_EQ(reqs.ShardOf(a), sa);
+    EXPECT_EQ(reqs.ShardOf(b), sb);
+    ++pairs[sa][sb];
+  }
+  return pairs;
+}
+
+TEST(RequestSetTest, MsetCrossPutsTheKeysOnDifferentShards) {
+  Options o;
+  o.workload = Workload::kMset;
+  o.keyspace = 1000;
+  o.mset = MsetKeys::kCross;
+  auto p = MsetShardPairs(o, 20000);
+  EXPECT_EQ(p[0][0], 0);
+  EXPECT_EQ(p[1][1], 0);
+  EXPECT_GT(p[0][1], 9000);  // each shard comes first about half the time
+  EXPECT_GT(p[1][0], 9000);
+  o.shards = 3;
+  p = MsetShardPairs(o, 30000);
+  for (int a = 0; a < 3; ++a) {
+    for (int b = 0; b < 3; ++b) {
+      if (a == b) {
+        EXPECT_EQ(p[a][b], 0);
+      } else {
+        EXPECT_GT(p[a][b], 4000) << a << " " << b;  // 5000 expected
+      }
+    }
+  }
+}
+
+TEST(RequestSetTest, MsetSameKeepsBothKeysOnOneShard) {
+  Options o;
+  o.workload = Workload::kMset;
+  o.keyspace = 1000;
+  o.mset = MsetKeys::kSame;
+  auto p = MsetShardPairs(o, 20000);
+  EXPECT_EQ(p[0][1], 0);
+  EXPECT_EQ(p[1][0], 0);
+  EXPECT_GT(p[0][0], 9000);
+  EXPECT_GT(p[1][1], 9000);
+  // A prefix with a hash tag puts every key on one shard: same still works, cross cannot.
+  o.prefix = "{t0}k:";
+  const int shard = KeySlot("t0") * 2 / 16384;
+  p = MsetShardPairs(o, 1000);
+  EXPECT_EQ(p[shard][shard], 1000);
+  o.mset = MsetKeys::kCross;
+  EXPECT_NE(RequestSet(o, "").error(), "");
+  o.prefix = "lock:";
+  o.shards = 1;
+  EXPECT_NE(RequestSet(o, "").error(), "");
+}
+
 TEST(OptionsTest, ParsesFlagsAndValues) {
   std::vector<std::string> a = {"lockload", "-w",     "cycle",  "--release=evalsha",
                                 "-c8",      "-P",     "64",     "--rate",
@@ -304,6 +401,20 @@ TEST(OptionsTest, ParsesFlagsAndValues) {
   for (auto& s : bad) argv.push_back(s.data());
   Options o2;
   EXPECT_NE(ParseOptions(static_cast<int>(argv.size()), argv.data(), &o2, &help), "");
+
+  std::vector<std::string> mset = {"lockload", "-w", "mset", "--mset", "same", "--shards", "3"};
+  argv.clear();
+  for (auto& s : mset) argv.push_back(s.data());
+  Options o3;
+  EXPECT_EQ(ParseOptions(static_cast<int>(argv.size()), argv.data(), &o3, &help), "");
+  EXPECT_EQ(o3.workload, Workload::kMset);
+  EXPECT_EQ(o3.mset, MsetKeys::kSame);
+  EXPECT_EQ(o3.shards, 3);
+  std::vector<std::string> zipf = {"lockload", "-w", "mset", "--keys", "zipf"};
+  argv.clear();
+  for (auto& s : zipf) argv.push_back(s.data());
+  Options o4;
+  EXPECT_NE(ParseOptions(static_cast<int>(argv.size()), argv.data(), &o4, &help), "");
 }
 
 }  // namespace

@@ -253,8 +253,9 @@ bool Worker::TakeBudget(int64_t now) {
 }
 
 void Worker::Append(Conn* c, ReqKind kind, uint32_t key, int64_t intended, bool measured) {
+  const uint32_t key2 = reqs_.two_keys(kind) ? reqs_.PickPartner(key, &c->rng) : 0;
   char* end =
-      reqs_.Write(c->out.get() + c->out_len, kind, key, c->suffix[static_cast<size_t>(kind)]);
+      reqs_.Write(c->out.get() + c->out_len, kind, key, c->suffix[static_cast<size_t>(kind)], key2);
   c->out_len = static_cast<size_t>(end - c->out.get());
   c->pend[c->pend_tail & c->pend_mask] = Pending{intended, key, kind, measured};
   ++c->pend_tail;
