@@ -98,8 +98,8 @@ def main():
             sys.exit(f"{path} missing: run scripts/build.sh release first")
     # A rebuild during the run must not change what is measured.
     tmp = tempfile.mkdtemp(prefix="durability-bin-")
-    shutil.copy(cfg.deadbolt, tmp)
-    cfg.deadbolt = os.path.join(tmp, os.path.basename(cfg.deadbolt))
+    cfg.deadbolt = shutil.copy(cfg.deadbolt, tmp)
+    cfg.lockload = shutil.copy(cfg.lockload, tmp)
     workdir = tempfile.mkdtemp(prefix="durability-", dir=os.path.join(ROOT, "build"))
     depths = [int(d) for d in cfg.depths.split(",")]
     xdepths = [int(d) for d in cfg.xshard_depths.split(",")]
