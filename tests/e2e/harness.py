@@ -51,6 +51,23 @@ CRLF = b"\r\n"
 # Server process
 # ---------------------------------------------------------------------------------------------
 
+# True when the suite runs against the reference redis-server rather than deadbolt.
+AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
+                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+
+
+def run_tool(test, argv, timeout):
+    """Runs one of the tools/ programs: returns (exit code, "$ argv" + its stdout and stderr);
+    fails `test` if it has not finished within `timeout` seconds."""
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        test.fail("%s did not finish within %ds:\n%s"
+                  % (" ".join(argv), timeout, (e.output or b"").decode("utf-8", "replace")))
+    return p.returncode, "$ %s\n%s" % (" ".join(argv), p.stdout.decode("utf-8", "replace"))
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -24,8 +24,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the interpreter
     redis = None
 
-AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
-                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+AGAINST_REDIS = harness.AGAINST_REDIS
 SKIP_REASON = ("DELIFEQ (Valkey 9.0), DELEX, DIGEST and SET IFEQ/IFNE/IFDEQ/IFDNE (Redis 8.4) "
                "do not exist in the reference redis-server 7.0")
 

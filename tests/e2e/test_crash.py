@@ -16,11 +16,13 @@ reference redis-server has neither DELIFEQ nor LOCK.ACQUIRE, and its journal is 
 
 import os
 import re
-import subprocess
+import sys
 import unittest
 
-AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
-                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+AGAINST_REDIS = harness.AGAINST_REDIS
 
 ROUNDS = os.environ.get("DEADBOLT_CRASH_ROUNDS", "3")
 # Every step of the tool is bounded (start 60 s, replies 10 s); this only guards the suite.
@@ -57,14 +59,7 @@ class CrashTest(unittest.TestCase):
         if "--multi-every" not in args:
             args = ("--multi-every", "0") + args
         argv = [self.binary, "--server", self.server, "--kill-max", "2000", *args]
-        try:
-            p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired as e:
-            self.fail("%s did not finish within %ds:\n%s"
-                      % (" ".join(argv), RUN_TIMEOUT, (e.output or b"").decode("utf-8", "replace")))
-        out = p.stdout.decode("utf-8", "replace")
-        return p.returncode, "$ %s\n%s" % (" ".join(argv), out)
+        return harness.run_tool(self, argv, RUN_TIMEOUT)
 
     def summary(self, out):
         m = re.search(r"(?m)^lockcrash: (PASS|FAIL): .* ([\d,]+) operations acknowledged .*"

@@ -34,8 +34,7 @@ import harness  # noqa: E402
 from slots import on_shard  # noqa: E402
 from harness import NIL, OK, bulk, decode, encode_command, integer  # noqa: E402
 
-AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
-                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+AGAINST_REDIS = harness.AGAINST_REDIS
 
 FRAME_CHECK = 0x5a17db0c
 FRAME_HEADER = 12

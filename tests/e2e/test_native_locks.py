@@ -19,8 +19,7 @@ import harness  # noqa: E402
 from harness import (NIL, NULL3, OK, SYNTAX, WRONGTYPE, NOT_INTEGER, bulk, decode,  # noqa: E402
                      encode_command, integer, wrong_args)
 
-AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
-                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+AGAINST_REDIS = harness.AGAINST_REDIS
 
 # Timing is checked from below only (a lease or a WAIT never ends early); how late something
 # happens is not asserted, because the suite also runs under ASan on a busy 2-core machine. A

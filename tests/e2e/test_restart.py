@@ -23,8 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import OK, PONG, encode_command  # noqa: E402
 
-AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
-                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+AGAINST_REDIS = harness.AGAINST_REDIS
 
 ROUNDS = 8
 CONNECTIONS = 16

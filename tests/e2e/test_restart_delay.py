@@ -29,8 +29,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the interpreter
     redis = None
 
-AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
-                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+AGAINST_REDIS = harness.AGAINST_REDIS
 
 LONG_DELAY_MS = 600000   # far longer than the module runs, even under ASan on a busy machine
 SHORT_DELAY_MS = 800

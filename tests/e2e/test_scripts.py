@@ -38,8 +38,7 @@ import harness  # noqa: E402
 from harness import NIL, NULL3, OK, WRONGTYPE, bulk, error, integer  # noqa: E402
 from test_atomicity import on_shard, shard_of  # noqa: E402
 
-AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
-                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+AGAINST_REDIS = harness.AGAINST_REDIS
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JS_DIR = os.path.join(REPO, "tests", "js")
 

@@ -17,7 +17,6 @@ needs DELIFEQ and SET IFEQ, which Redis 7.0 lacks, and the other methods are dea
 
 import os
 import re
-import subprocess
 import sys
 import time
 import unittest
@@ -25,8 +24,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
-AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
-                 and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
+AGAINST_REDIS = harness.AGAINST_REDIS
 SKIP_REASON = ("locktorture's methods need DELIFEQ / SET IFEQ, Redisson's scripts or LOCK.ACQUIRE, "
                "none of which the reference redis-server 7.0 has")
 
@@ -79,14 +77,7 @@ class TortureTest(harness.ServerTestCase):
         """Runs locktorture against the module's server; returns (exit code, stdout + stderr)."""
         argv = [self.binary, "--port", str(self.port), "--shards", "2", "--seconds", SECONDS,
                 "--io-timeout", IO_TIMEOUT_MS, *args]
-        try:
-            p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired as e:
-            self.fail("%s did not finish within %ds:\n%s"
-                      % (" ".join(argv), RUN_TIMEOUT, (e.output or b"").decode("utf-8", "replace")))
-        out = p.stdout.decode("utf-8", "replace")
-        return p.returncode, "$ %s\n%s" % (" ".join(argv), out)
+        return harness.run_tool(self, argv, RUN_TIMEOUT)
 
     def skip_if_skipped(self, out, method):
         m = re.search(r"^== %s: SKIPPED: (.*)$" % method, out, re.M)
