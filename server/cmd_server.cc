@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include "server/command.h"
 #include "server/str_util.h"
@@ -216,8 +217,9 @@ std::string ClientFlags(const Connection& c) {
   return f;
 }
 
-std::string ClientLine(Connection& c, int64_t now_ms, std::string_view cmd_override = {}) {
-  std::string last = cmd_override.empty() ? c.last_command() : std::string(cmd_override);
+// One CLIENT LIST / CLIENT INFO line, without its newline. No field can hold a space or a
+// newline: names and lib-name/lib-ver are checked when set, cmd= is the table's name.
+std::string ClientLine(Connection& c, int64_t now_ms) {
   return absl::StrCat(
       "id=", c.id(), " addr=", c.peer(), " laddr=", c.local(), " fd=", c.fd(), " name=", c.name(),
       " age=", (now_ms - c.created_ms()) / 1000, " idle=", (now_ms - c.last_interaction_ms()) / 1000,
@@ -226,8 +228,8 @@ std::string ClientLine(Connection& c, int64_t now_ms, std::string_view cmd_overr
       " ssub=", SubCount(c, PubSubKind::kShard), " multi=", c.in_multi() ? 0 : -1,
       " qbuf=", c.query_buffer_size(),
       " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=", c.output_buffer_size(),
-      " tot-mem=0 events=r cmd=", last.empty() ? "NULL" : last, " user=default redir=-1 resp=",
-      c.resp(), " lib-name=", c.lib_name(), " lib-ver=", c.lib_ver());
+      " tot-mem=0 events=r cmd=", AV(c.last_command()), " user=default redir=-1 resp=", c.resp(),
+      " lib-name=", c.lib_name(), " lib-ver=", c.lib_ver());
 }
 
 void ClientId(CmdArgs, Connection& conn, ReplyBuilder& rb) {
@@ -275,15 +277,17 @@ void ClientSetInfo(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }
 
 void ClientInfo(CmdArgs, Connection& conn, ReplyBuilder& rb) {
-  std::string line = ClientLine(conn, conn.reactor().now_ms(), "client|info") + "\n";
+  std::string line = ClientLine(conn, conn.reactor().now_ms()) + "\n";
   rb.Verbatim(line);
 }
 
-// Runs fn on every reactor (for connection-level state, not keys) and gathers one string each.
-void AllReactors(Connection& conn, std::function<std::string(Reactor&)> fn,
-                 absl::AnyInvocable<void(std::vector<std::string>&, ReplyBuilder&)> finish) {
+// Runs fn on every reactor (for connection-level state, not keys) and gathers one result each.
+template <typename T = std::string>
+void AllReactors(
+    Connection& conn, std::type_identity_t<std::function<T(Reactor&)>> fn,
+    std::type_identity_t<absl::AnyInvocable<void(std::vector<T>&, ReplyBuilder&)>> finish) {
   int n = conn.reactor().server().num_shards();
-  auto results = std::make_shared<std::vector<std::string>>(n);
+  auto results = std::make_shared<std::vector<T>>(n);
   std::vector<int> all(n);
   for (int i = 0; i < n; i++) all[i] = i;
   conn.FanOut(
@@ -325,46 +329,29 @@ void ClientList(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     want_pubsub = Eq(args[3], "pubsub");
     if (!Eq(args[3], "normal") && !want_pubsub) ids.push_back(0);  // no replicas or masters
   }
-  uint64_t self = conn.id();
-  AllReactors(
+  // Each reactor lists its clients as (id, line); the lines are merged in id order without
+  // parsing them again.
+  using Lines = std::vector<std::pair<uint64_t, std::string>>;
+  AllReactors<Lines>(
       conn,
-      [ids, by_type, want_pubsub, self](Reactor& r) {
-        std::vector<Connection*> cs;
+      [ids, by_type, want_pubsub](Reactor& r) {
+        Lines lines;
         for (auto& [id, c] : r.connections()) {
           if (c->closing()) continue;
           if (by_type && c->subscribed() != want_pubsub) continue;
-          if ((!ids.empty() || by_type) && !ids.empty() &&
-              std::find(ids.begin(), ids.end(), id) == ids.end()) {
-            continue;
-          }
-          cs.push_back(c);
+          if (!ids.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+          lines.emplace_back(id, ClientLine(*c, r.now_ms()));
         }
-        std::sort(cs.begin(), cs.end(),
-                  [](Connection* a, Connection* b) { return a->id() < b->id(); });
-        std::string out;
-        for (Connection* c : cs) {
-          out += ClientLine(*c, r.now_ms(), c->id() == self ? "client|list" : "") + "\n";
-        }
-        return out;
+        return lines;
       },
-      [](std::vector<std::string>& parts, ReplyBuilder& rb) {
-        // Merge in id order across reactors.
-        std::vector<std::pair<uint64_t, std::string_view>> lines;
-        std::vector<std::string> all;
+      [](std::vector<Lines>& parts, ReplyBuilder& rb) {
+        std::vector<std::pair<uint64_t, std::string>*> all;
         for (auto& p : parts) {
-          size_t start = 0;
-          while (start < p.size()) {
-            size_t nl = p.find('\n', start);
-            std::string_view line(p.data() + start, nl - start + 1);
-            uint64_t id = 0;
-            ParseNumber(line.substr(3, line.find(' ') - 3), &id);
-            lines.emplace_back(id, line);
-            start = nl + 1;
-          }
+          for (auto& l : p) all.push_back(&l);
         }
-        std::sort(lines.begin(), lines.end());
+        std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->first < b->first; });
         std::string out;
-        for (auto& [id, line] : lines) out += line;
+        for (auto* l : all) absl::StrAppend(&out, l->second, "\n");
         rb.Verbatim(out);
       });
 }

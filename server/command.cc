@@ -98,4 +98,19 @@ const CommandSpec* CommandTable::Find(std::string_view name) const {
   }
 }
 
+const CommandSpec* CommandTable::FindSubcommand(const CommandSpec& parent, std::string_view sub) {
+  const size_t prefix = parent.name.size() + 1;  // "client|"
+  for (const CommandSpec& s : parent.subcommands) {
+    if (s.name.size() != prefix + sub.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < sub.size() && same; i++) {
+      char c = sub[i];
+      if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+      same = c == s.name[prefix + i];
+    }
+    if (same) return &s;
+  }
+  return nullptr;
+}
+
 }  // namespace deadbolt::server

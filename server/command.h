@@ -136,6 +136,10 @@ class CommandTable {
   // it neither copies nor lower-cases the name: it hashes the bytes case-folded and compares
   // them with the (lower-case) name of the one candidate the hash points to.
   const CommandSpec* Find(std::string_view name) const;
+  // The subcommand of a container command (CLIENT, CONFIG, ...) called `sub` in any case
+  // ("client|list" for CLIENT LIST), or null when `parent` has none of that name. Like Redis's
+  // lookup, it never echoes the client's bytes: a caller keeps the table's own spec.
+  static const CommandSpec* FindSubcommand(const CommandSpec& parent, std::string_view sub);
   // True if `name` is spec's name ignoring ASCII case: what Find compares once its hash has
   // pointed at a candidate. Lets a connection check its previous command first.
   static bool NameMatches(std::string_view name, const CommandSpec& spec) {

@@ -96,5 +96,33 @@ TEST(CommandTableTest, KeyPositions) {
   EXPECT_EQ(keys, (std::vector<int>{1, 2, 3}));
 }
 
+// CLIENT LIST's cmd= comes from here: the table's own name, in any case of the client's, and
+// null (shown as NULL) for anything else, so a client's bytes never reach another's reply.
+TEST(CommandTableTest, FindSubcommand) {
+  const auto& t = CommandTable::Get();
+  const CommandSpec* client = t.Find("client");
+  ASSERT_NE(client, nullptr);
+  const CommandSpec* list = CommandTable::FindSubcommand(*client, "LiSt");
+  ASSERT_NE(list, nullptr);
+  EXPECT_EQ(list->name, "client|list");
+  EXPECT_EQ(CommandTable::FindSubcommand(*client, "\n\n"), nullptr);
+  EXPECT_EQ(CommandTable::FindSubcommand(*client, "list\n"), nullptr);
+  EXPECT_EQ(CommandTable::FindSubcommand(*client, ""), nullptr);
+  EXPECT_EQ(CommandTable::FindSubcommand(*client, "client|list"), nullptr);
+  const CommandSpec* config = t.Find("config");
+  ASSERT_NE(config, nullptr);
+  ASSERT_NE(CommandTable::FindSubcommand(*config, "GET"), nullptr);
+  EXPECT_EQ(CommandTable::FindSubcommand(*config, "GET")->name, "config|get");
+  EXPECT_EQ(CommandTable::FindSubcommand(*t.Find("get"), "x"), nullptr);  // no subcommands
+  // Every subcommand is found by its own name, in upper case too.
+  for (const CommandSpec& spec : t.All()) {
+    for (const CommandSpec& sub : spec.subcommands) {
+      std::string name = sub.name.substr(spec.name.size() + 1);
+      for (char& c : name) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+      EXPECT_EQ(CommandTable::FindSubcommand(spec, name), &sub) << sub.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deadbolt::server

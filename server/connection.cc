@@ -277,6 +277,11 @@ void Connection::Dispatch(CmdArgs args) {
     spec = CommandTable::Get().Find(args[0]);
     if (spec) lookup_cache_ = spec;
   }
+  // What CLIENT LIST shows as cmd=: the looked-up spec, never the client's bytes.
+  last_cmd_ = spec;
+  if (spec && !spec->subcommands.empty() && args.size() > 1) {
+    last_cmd_ = CommandTable::FindSubcommand(*spec, args[1]);
+  }
   if (!spec) {
     if (in_multi_) multi_error_ = true;
     ReplyError(errors::UnknownCommand(args[0], args.data() + 1, args.size() - 1));
@@ -318,19 +323,11 @@ void Connection::Dispatch(CmdArgs args) {
     Queue(spec, args);
     return;
   }
-  last_spec_ = spec;
-  if (!spec->subcommands.empty() && args.size() > 1 && args[1].size() <= 32) {
-    last_sub_ = AsciiLower(args[1]);
-  } else {
-    last_sub_.clear();
-  }
   Execute(spec, args);
 }
 
-std::string Connection::last_command() const {
-  if (!last_spec_) return "NULL";
-  if (last_sub_.empty()) return last_spec_->name;
-  return last_spec_->name + "|" + last_sub_;
+std::string_view Connection::last_command() const {
+  return last_cmd_ ? std::string_view(last_cmd_->name) : std::string_view("NULL");
 }
 
 int Connection::KeyShard(const CommandSpec* spec, CmdArgs args) const {

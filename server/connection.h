@@ -80,8 +80,10 @@ class Connection {
   const std::string& local() const { return local_; }
   int64_t created_ms() const { return created_ms_; }
   int64_t last_interaction_ms() const { return last_interaction_ms_; }
-  // The last command run, as CLIENT LIST shows it ("get", "client|list").
-  std::string last_command() const;
+  // The last command this client sent, as CLIENT LIST shows it: the table's name for it ("get",
+  // "client|list"), or "NULL" for an unknown command or subcommand (as Redis). Never the
+  // client's own bytes, so it cannot break or forge a CLIENT LIST line.
+  std::string_view last_command() const;
   size_t query_buffer_size() const { return in_.size() - in_start_; }
   size_t output_buffer_size() const { return out_.size() + sending_.size(); }
   // Close after the replies so far have been written (QUIT, protocol errors, CLIENT KILL).
@@ -226,9 +228,10 @@ class Connection {
   int resp_ = 2;
   bool authenticated_ = false;
   std::string name_, lib_name_, lib_ver_;
-  const CommandSpec* last_spec_ = nullptr;
+  // The last command looked up (the subcommand's own spec for a container command); null when
+  // it was unknown. Set before the arity, AUTH and MULTI checks, as Redis sets its lastcmd.
+  const CommandSpec* last_cmd_ = nullptr;
   const CommandSpec* lookup_cache_ = nullptr;  // the last command name Dispatch looked up
-  std::string last_sub_;  // lower-case subcommand of a container command
   int64_t created_ms_ = 0;
   int64_t last_interaction_ms_ = 0;
 

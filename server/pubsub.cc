@@ -254,8 +254,6 @@ bool Connection::PubSubFilter(const CommandSpec* spec, CmdArgs args) {
   }
   if (spec == kPing) {
     // In RESP2 subscribed mode PING answers [pong, message] (an empty message by default).
-    last_spec_ = spec;
-    last_sub_.clear();
     reactor_->stats().commands_processed++;
     reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
     std::string* target = ReplyTarget();
