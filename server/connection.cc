@@ -221,6 +221,10 @@ void Connection::ProcessInput() {
     in_start_ += consumed;
     if (args_.empty()) continue;
     Dispatch(CmdArgs(args_.data(), args_.size()));
+    if (!authenticated_ && unsent_output() > kUnauthMaxUnsentOutput) {
+      CloseUnauthenticated();
+      break;
+    }
   }
   if (in_start_ == in_.size()) {
     in_.clear();
@@ -232,6 +236,21 @@ void Connection::ProcessInput() {
   }
   processing_ = false;
   AfterOutput();
+}
+
+void Connection::CloseUnauthenticated() {
+  reactor_->stats().unauth_clients_closed++;
+  static thread_local LogRateLimiter limiter(60 * 1000, 10);
+  uint64_t left_out = 0;
+  if (limiter.Allow(reactor_->now_ms(), &left_out)) {
+    std::string more = left_out ? " (" + std::to_string(left_out) + " more not logged)" : "";
+    LogWarning(
+        "closing unauthenticated client id=%llu addr=%s: %zu bytes of replies unread, "
+        "over the %zu allowed before AUTH%s",
+        static_cast<unsigned long long>(id_), peer_.c_str(), unsent_output(),
+        kUnauthMaxUnsentOutput, more.c_str());
+  }
+  Kill();
 }
 
 void Connection::AfterOutput() {

@@ -86,6 +86,17 @@ class Connection {
   std::string_view last_command() const;
   size_t query_buffer_size() const { return in_.size() - in_start_; }
   size_t output_buffer_size() const { return out_.size() + sending_.size(); }
+  // Replies written but not yet taken by the kernel.
+  size_t unsent_output() const {
+    // sending_off_ keeps the size of the last send until the next one starts.
+    return out_.size() + (sending_.size() > sending_off_ ? sending_.size() - sending_off_ : 0);
+  }
+  // Before AUTH (when a password is required) a client may leave at most this many bytes of
+  // replies unread; past it the server closes it, as Redis 7.0.15 does (its 16 KB reply buffer
+  // plus 1 KB in its reply list). With the parser's limits for such clients (10 arguments, bulks
+  // of 16 KB) this bounds both what a stranger can make the server hold: its input and its
+  // replies.
+  static constexpr size_t kUnauthMaxUnsentOutput = 17 * 1024;
   // Close after the replies so far have been written (QUIT, protocol errors, CLIENT KILL).
   void CloseAfterReply() { close_after_reply_ = true; }
   void Kill();
@@ -199,6 +210,8 @@ class Connection {
   void CompleteSlot(uint64_t seq, std::string data);
   std::string* ReplyTarget();  // out_ when nothing is pending, else a fresh slot
   void ReplyError(std::string_view msg);
+  // Closes a client that left too many replies unread before AUTH (kUnauthMaxUnsentOutput).
+  void CloseUnauthenticated();
   void AfterOutput();
 
   Reactor* reactor_;

@@ -190,6 +190,9 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     snap.pubsub_totals.patterns, "\r\n", "pubsubshard_channels:",
                     snap.pubsub_totals.shard_channels, "\r\n", "total_error_replies:", s.total_error_replies,
                     "\r\n", "cross_shard_messages:", s.messages_sent, "\r\n");
+    // Redis 7.2's name for wrong passwords; the clients closed before AUTH are deadbolt's own.
+    absl::StrAppend(&out, "acl_access_denied_auth:", s.acl_access_denied_auth, "\r\n",
+                    "unauthenticated_clients_closed:", s.unauth_clients_closed, "\r\n");
   }
   if (Wants(sections, "replication", true)) {
     section("Replication");

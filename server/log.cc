@@ -37,4 +37,20 @@ void LogWarning(const char* fmt, ...) {
   va_end(ap);
 }
 
+bool LogRateLimiter::Allow(int64_t now_ms, uint64_t* suppressed) {
+  if (window_start_ms_ == INT64_MIN || now_ms - window_start_ms_ >= window_ms_ ||
+      now_ms < window_start_ms_) {
+    window_start_ms_ = now_ms;
+    used_ = 0;
+  }
+  if (used_ >= burst_) {
+    suppressed_++;
+    return false;
+  }
+  used_++;
+  *suppressed = suppressed_;
+  suppressed_ = 0;
+  return true;
+}
+
 }  // namespace deadbolt::server

@@ -26,7 +26,9 @@ struct ReactorStats {
   uint64_t keyspace_misses = 0;
   uint64_t messages_sent = 0;
   uint64_t total_error_replies = 0;
-  std::vector<CommandStats> commands;  // indexed by CommandTable::IndexOf
+  uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
+  uint64_t unauth_clients_closed = 0;   // closed before AUTH for output piling up
+  std::vector<CommandStats> commands;   // indexed by CommandTable::IndexOf
 
   void Add(const ReactorStats& o) {
     connections_received += o.connections_received;
@@ -40,6 +42,8 @@ struct ReactorStats {
     keyspace_misses += o.keyspace_misses;
     messages_sent += o.messages_sent;
     total_error_replies += o.total_error_replies;
+    acl_access_denied_auth += o.acl_access_denied_auth;
+    unauth_clients_closed += o.unauth_clients_closed;
     if (commands.size() < o.commands.size()) commands.resize(o.commands.size());
     for (size_t i = 0; i < o.commands.size(); i++) {
       commands[i].calls += o.commands[i].calls;
