@@ -12,6 +12,21 @@
 
 namespace deadbolt::server {
 
+bool ConstantTimeEquals(std::string_view given, std::string_view secret) {
+  // volatile: keeps the compiler from turning the loop into one that stops at a difference.
+  volatile unsigned char diff = given.size() == secret.size() ? 0 : 1;
+  const unsigned char* g = reinterpret_cast<const unsigned char*>(given.data());
+  const unsigned char* s = reinterpret_cast<const unsigned char*>(secret.data());
+  const size_t n = secret.size();
+  size_t j = 0;
+  for (size_t i = 0; i < given.size(); i++) {
+    const unsigned char expected = n == 0 ? 0 : s[j];
+    diff = diff | (g[i] ^ expected);
+    j = j + 1 == n ? 0 : j + 1;
+  }
+  return diff == 0;
+}
+
 bool ParseScanCursor(std::string_view s, uint64_t* out) {
   // strtoul needs a terminated string; cursors are short, anything long is copied to the heap.
   char small[32];

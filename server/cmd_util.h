@@ -71,6 +71,14 @@ inline bool StringToInt64(std::string_view s, int64_t* out) {
 // trailing garbage, no overflow. Like strtoul it accepts a leading '+' and wraps a leading '-'.
 bool ParseScanCursor(std::string_view s, uint64_t* out);
 
+// --- secrets ---
+
+// True if `given` (what a client sent) equals `secret` (the password). Its running time depends
+// on the length of `given` only: every byte of `given` is compared with a byte of `secret` (read
+// cyclically) and the differences are OR-ed together, with no early exit, so neither where the
+// first mismatch is nor how long the secret is shows in the time AUTH takes.
+bool ConstantTimeEquals(std::string_view given, std::string_view secret);
+
 // --- commands whose keys span shards ---
 
 // The ShardCtx of the connection's own shard, for work on keys this reactor owns.

@@ -39,5 +39,27 @@ TEST(StringToInt64Test, RefusesEverythingElse) {
   EXPECT_EQ(v, 42);
 }
 
+TEST(ConstantTimeEqualsTest, EqualOnlyWhenSame) {
+  EXPECT_TRUE(ConstantTimeEquals("secret", "secret"));
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+  EXPECT_FALSE(ConstantTimeEquals("secreT", "secret"));
+  EXPECT_FALSE(ConstantTimeEquals("Secret", "secret"));
+  EXPECT_FALSE(ConstantTimeEquals("secre", "secret"));         // a prefix
+  EXPECT_FALSE(ConstantTimeEquals("secrets", "secret"));       // longer
+  EXPECT_FALSE(ConstantTimeEquals("secretsecret", "secret"));  // the secret twice (cyclic read)
+  EXPECT_FALSE(ConstantTimeEquals("", "secret"));
+  EXPECT_FALSE(ConstantTimeEquals("x", ""));
+  EXPECT_FALSE(ConstantTimeEquals(std::string_view("a\0", 2), "a"));
+  EXPECT_TRUE(ConstantTimeEquals(std::string_view("a\0b", 3), std::string_view("a\0b", 3)));
+  std::string big(100000, 'p');
+  EXPECT_TRUE(ConstantTimeEquals(big, big));
+  std::string other = big;
+  other[0] = 'q';
+  EXPECT_FALSE(ConstantTimeEquals(other, big));
+  other = big;
+  other.back() = 'q';
+  EXPECT_FALSE(ConstantTimeEquals(other, big));
+}
+
 }  // namespace
 }  // namespace deadbolt::server

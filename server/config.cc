@@ -202,6 +202,7 @@ std::optional<int64_t> ParseMemory(std::string_view s) {
 std::string Config::Usage() {
   return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
+         "                       [--max-multibulk-len N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
          "                       [--loglevel LEVEL] [--no-pin]\n"
          "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"

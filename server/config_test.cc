@@ -69,5 +69,26 @@ TEST(ConfigTest, SetAndGet) {
   EXPECT_TRUE(c.Get("nosuch*").empty());
 }
 
+// Every flag the command line takes is in --help (--max-multibulk-len was missing).
+TEST(ConfigTest, HelpListsEveryFlag) {
+  const std::string usage = Config::Usage();
+  auto listed = [&](const std::string& flag) {
+    for (size_t at = usage.find(flag); at != std::string::npos; at = usage.find(flag, at + 1)) {
+      char next = at + flag.size() < usage.size() ? usage[at + flag.size()] : '\n';
+      if (next == ' ' || next == ']' || next == '\n') return true;
+    }
+    return false;
+  };
+  int flags = 0;
+  for (const auto& [name, value] : Config().Get("*")) {
+    Config c;
+    if (Parse({"--" + name + "=" + value}, &c) != std::nullopt) continue;  // not a flag
+    flags++;
+    EXPECT_TRUE(listed("--" + name)) << "--" << name << " is missing from --help";
+  }
+  EXPECT_GT(flags, 15);
+  EXPECT_TRUE(listed("--no-pin"));
+}
+
 }  // namespace
 }  // namespace deadbolt::server
