@@ -43,6 +43,7 @@ const char* Usage() {
          "             --aof-load-truncated no)\n"
          "  DAMAGED    a frame whose bytes changed (the server refuses to start, or with\n"
          "             --aof-load-damaged yes loads what precedes it)\n"
+         "  EMPTY, NOT A JOURNAL  no bytes, or no journal header (the server refuses it)\n"
          "with the offset of the first bad frame, and whether the file's base is complete.\n"
          "A DIR is checked as a --dir: its manifest, and every file it lists (every journal\n"
          "file found when it has none).\n"
@@ -150,9 +151,15 @@ int CheckFile(const std::string& path, const Options& opt) {
   switch (scan.status) {
     case JournalScan::Status::kOk:
     case JournalScan::Status::kStopped:
+      if (!header) {
+        // Frames, but not a journal's (or none at all): nothing to cut.
+        printf("%s: %s (%zu bytes; the server refuses it)\n", path.c_str(),
+               bytes.empty() ? "EMPTY" : "NOT A JOURNAL", bytes.size());
+        return 1;
+      }
       printf("%s: OK (%zu bytes, %zu frames, %zu records; %s)\n", path.c_str(), bytes.size(),
              scan.frames, scan.records, about.c_str());
-      return header ? 0 : 1;
+      return 0;
     case JournalScan::Status::kTornTail:
       printf("%s: TRUNCATED at offset %zu (%s): the last %zu bytes are an incomplete frame (%s)\n",
              path.c_str(), scan.bad_offset, scan.error.c_str(), dropped, about.c_str());

@@ -403,7 +403,11 @@ class CheckJournalToolTest(FilesCase):
                          b"*20\r\n" + b"".join(bulk("value-%d" % i) for i in range(10)) + NIL * 10)
         self.stop()
 
-        # A listed file missing: the directory check says so.
+        # Emptied, then missing: said so.
+        self.write(path, b"")
+        code, out = self.tool(path)
+        self.assertEqual(code, 1, out)
+        self.assertIn("%s: EMPTY" % path, out)
         os.unlink(path)
         code, out = self.tool(self.dir)
         self.assertEqual(code, 1, out)
