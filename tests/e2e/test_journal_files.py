@@ -16,6 +16,7 @@ import glob
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -370,6 +371,16 @@ class CheckJournalToolTest(FilesCase):
         code, out = self.tool(path)
         self.assertEqual(code, 1, out)
         self.assertIn("%s: TRUNCATED at offset %d" % (path, last), out)
+        # --fix answered "y" on the terminal: cut at the torn frame, the original kept.
+        p = subprocess.run([check_journal_tool(), "--fix", path], input=b"y\n",
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn(b"[y/N]", p.stdout)
+        self.assertEqual(self.read(path), data[:last])
+        copies = glob.glob(path + ".bak-*")
+        self.assertEqual(len(copies), 1)
+        self.assertEqual(self.read(copies[0]), data[:-3])
+        os.unlink(copies[0])
 
         # A byte changed in the middle: DAMAGED, with the offset.
         start, length = tj.frame_with(data, b"key:10")
