@@ -123,6 +123,7 @@ std::optional<std::string> Journal::Open(int64_t now_ms) {
   struct stat st {};
   fstat(main_->fd, &st);
   main_->offset = main_->synced_offset = static_cast<uint64_t>(st.st_size);
+  ReadDataSet();
   main_->write_op.file = main_->fsync_op.file = main_.get();
   dir_fd_ = open(config.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd_ < 0) return "cannot open the directory " + config.dir + ": " + strerror(errno);
@@ -134,6 +135,22 @@ std::optional<std::string> Journal::Open(int64_t now_ms) {
   }
   next_sync_ms_ = now_ms + 1000;
   return std::nullopt;
+}
+
+// The data set named in the first frame of the file LoadJournals wrote (see journal_load.cc);
+// a rewrite writes it into the file that replaces this one.
+void Journal::ReadDataSet() {
+  const std::string& path = main_->path;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string head(256, '\0');
+  ssize_t got = pread(fd, head.data(), head.size(), 0);
+  close(fd);
+  head.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  shard::ScanJournal(head, [&](const shard::JournalRecord& r) {
+    if (r.kind == shard::RecordKind::kDataSet) set_id_ = r.set_id;
+    return r.kind == shard::RecordKind::kHeader;  // the first frame: the header, then this
+  });
 }
 
 void Journal::NoteChanged(int db, std::string_view key) {
@@ -361,6 +378,7 @@ void Journal::OnCompletion(Op* op, int res) {
         // before and earlier than one made after (Transaction::Release reads the clock too).
         h.created_ns = RealtimeNs();
         w.Header(h);
+        if (set_id_) w.DataSet(set_id_);  // the manifest's data set, as in the file it replaces
         w.EndFrame();
         w.BeginFrame();
         for (int d = 0; d < shard_->num_dbs(); d++) {
@@ -574,6 +592,12 @@ void Journal::RewriteStep(int64_t now_ms) {
       if (scan_cursor_ != 0) break;  // this db goes on next turn
       if (++scan_db_ >= shard_->num_dbs()) {
         if (w.EndFrame()) rewrite_->pending += frame_;
+        // The base is complete: a file cut before this point is damage (journal_load.cc).
+        frame_.clear();
+        w.BeginFrame();
+        w.BaseEnd();
+        w.EndFrame();
+        rewrite_->pending += frame_;
         rw_state_ = RewriteState::kSyncing;
         scan_end_offset_ = rewrite_->size();
         rewrite_->fsync_wanted = true;

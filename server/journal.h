@@ -145,6 +145,7 @@ class Journal {
     std::string key;
   };
 
+  void ReadDataSet();   // set_id_ from the file's first frame
   void FollowPolicy();  // picks up CONFIG SET appendfsync
   void NoteChanged(int db, std::string_view key);
   void NoteFlush(int db);
@@ -174,6 +175,7 @@ class Journal {
   int shard_index_;
   int num_shards_;
   std::string path_;
+  uint64_t set_id_ = 0;  // the data set (journal manifest) the file belongs to; 0: none
   int dir_fd_ = -1;
   int64_t now_ms_ = 0;
 

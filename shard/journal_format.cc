@@ -9,11 +9,15 @@
 //   kDel:     varint db, str key
 //   kToken:   varint db, u64 token
 //   kFlushDb: varint db
+//   kDataSet: u64 set_id
+//   kBaseEnd: (nothing)
 
 #include "shard/journal_format.h"
 
 #include <xxhash.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 namespace deadbolt::shard {
@@ -181,6 +185,10 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       return in.Db(&r->db) && in.U64(&r->token);
     case RecordKind::kFlushDb:
       return in.Db(&r->db);
+    case RecordKind::kDataSet:
+      return in.U64(&r->set_id);
+    case RecordKind::kBaseEnd:
+      return true;
     case RecordKind::kTx:
     {
       uint64_t t = 0;
@@ -301,6 +309,17 @@ void JournalWriter::Tx(const TxTag& tag) {
   records_++;
 }
 
+void JournalWriter::DataSet(uint64_t set_id) {
+  out_->push_back(static_cast<char>(RecordKind::kDataSet));
+  PutU64(out_, set_id);
+  records_++;
+}
+
+void JournalWriter::BaseEnd() {
+  out_->push_back(static_cast<char>(RecordKind::kBaseEnd));
+  records_++;
+}
+
 void JournalWriter::FlushDb(uint32_t db) {
   out_->push_back(static_cast<char>(RecordKind::kFlushDb));
   PutVarint(out_, db);
@@ -362,10 +381,15 @@ JournalScan ScanJournal(std::string_view bytes,
     }
     std::string_view payload = rest.substr(kFrameHeaderSize, len);
     if (Checksum(payload) != sum) {
-      // The last frame with data in it: a write cut short. Anything non-zero after it: damage.
-      bool last = off + kFrameHeaderSize + len >= end;
-      return bad(last ? JournalScan::Status::kTornTail : JournalScan::Status::kDamaged,
-                 "frame checksum mismatch");
+      // The frame's length is whole, so it was not cut by the end of the file: its bytes
+      // changed. Unless its end reads as zeros from a sector boundary on to the end of the
+      // file: a write whose size reached the disk before its data.
+      const size_t frame_end = off + kFrameHeaderSize + len;
+      const size_t zeros_from = (end + kZeroFillAlign - 1) / kZeroFillAlign * kZeroFillAlign;
+      const bool zero_filled = zeros_from < frame_end;
+      return bad(zero_filled ? JournalScan::Status::kTornTail : JournalScan::Status::kDamaged,
+                 zero_filled ? "frame ends in zeros that never reached the disk"
+                             : "frame checksum mismatch");
     }
     frame_records.clear();
     Reader in(payload);
@@ -395,12 +419,17 @@ JournalScan ScanJournal(std::string_view bytes,
 }
 
 bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms) {
-  if (r.kind == RecordKind::kHeader || r.kind == RecordKind::kTx) return true;
+  if (r.kind == RecordKind::kHeader || r.kind == RecordKind::kTx ||
+      r.kind == RecordKind::kDataSet || r.kind == RecordKind::kBaseEnd) {
+    return true;
+  }
   if (r.db >= static_cast<uint32_t>(shard.num_dbs())) return false;
   Db& db = shard.db(static_cast<int>(r.db));
   switch (r.kind) {
     case RecordKind::kHeader:
     case RecordKind::kTx:
+    case RecordKind::kDataSet:
+    case RecordKind::kBaseEnd:
       return true;
     case RecordKind::kPut:
       // Restore replaces the key; a snapshot whose time has passed leaves it deleted.
@@ -418,6 +447,103 @@ bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms) {
       return true;
   }
   return false;
+}
+
+namespace {
+
+constexpr std::string_view kManifestMagic = "deadbolt-journal-manifest 1\n";
+
+std::string Hex64(uint64_t v) {
+  char b[17];
+  snprintf(b, sizeof b, "%016" PRIx64, v);
+  return b;
+}
+
+bool ParseHex64(std::string_view s, uint64_t* v) {
+  if (s.size() != 16) return false;
+  uint64_t x = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    x = x << 4 | static_cast<uint64_t>(d);
+  }
+  *v = x;
+  return true;
+}
+
+bool ParseU32(std::string_view s, uint32_t* v) {
+  if (s.empty() || s.size() > 9) return false;
+  uint32_t x = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    x = x * 10 + static_cast<uint32_t>(c - '0');
+  }
+  *v = x;
+  return true;
+}
+
+}  // namespace
+
+std::string FormatJournalManifest(const JournalManifest& m) {
+  std::string out(kManifestMagic);
+  out += "set " + Hex64(m.set_id) + "\n";
+  out += "layout " + std::to_string(m.num_shards) + "\n";
+  for (size_t i = 0; i < m.files.size(); i++) {
+    out += "file " + std::to_string(i) + " " + m.files[i] + "\n";
+  }
+  out += "check " + Hex64(XXH3_64bits(out.data(), out.size())) + "\n";
+  return out;
+}
+
+std::optional<JournalManifest> ParseJournalManifest(std::string_view text, std::string* error) {
+  auto fail = [&](std::string why) -> std::optional<JournalManifest> {
+    *error = std::move(why);
+    return std::nullopt;
+  };
+  if (!text.starts_with(kManifestMagic)) return fail("not a journal manifest (first line)");
+  // The checksum line closes the text; anything else is a cut or a change.
+  const size_t check_at = text.rfind("check ");
+  if (check_at == std::string_view::npos || check_at == 0 || text[check_at - 1] != '\n') {
+    return fail("no check line (cut short?)");
+  }
+  uint64_t want = 0;
+  std::string_view check_line = text.substr(check_at + 6);
+  if (!check_line.ends_with("\n") ||
+      !ParseHex64(check_line.substr(0, check_line.size() - 1), &want)) {
+    return fail("bad check line");
+  }
+  if (XXH3_64bits(text.data(), check_at) != want) return fail("checksum mismatch");
+  JournalManifest m;
+  bool have_set = false, have_layout = false;
+  std::string_view body = text.substr(kManifestMagic.size(), check_at - kManifestMagic.size());
+  while (!body.empty()) {
+    size_t nl = body.find('\n');
+    std::string_view line = body.substr(0, nl);
+    body.remove_prefix(nl == std::string_view::npos ? body.size() : nl + 1);
+    size_t sp = line.find(' ');
+    std::string_view word = line.substr(0, sp);
+    std::string_view rest = sp == std::string_view::npos ? "" : line.substr(sp + 1);
+    if (word == "set") {
+      if (!ParseHex64(rest, &m.set_id)) return fail("bad set line");
+      have_set = true;
+    } else if (word == "layout") {
+      if (!ParseU32(rest, &m.num_shards) || m.num_shards == 0) return fail("bad layout line");
+      have_layout = true;
+    } else if (word == "file") {
+      size_t sp2 = rest.find(' ');
+      uint32_t i = 0;
+      if (sp2 == std::string_view::npos || !ParseU32(rest.substr(0, sp2), &i) ||
+          i != m.files.size() || sp2 + 1 >= rest.size()) {
+        return fail("bad file line");
+      }
+      m.files.emplace_back(rest.substr(sp2 + 1));
+    } else {
+      return fail("unknown line");
+    }
+  }
+  if (!have_set || !have_layout) return fail("no set or layout line");
+  if (m.files.size() != m.num_shards) return fail("the layout and the files listed differ");
+  return m;
 }
 
 }  // namespace deadbolt::shard

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,14 @@ enum class RecordKind : uint8_t {
   // journal, alone in its frame) says that the shard's part of that transaction was replayed
   // and is in the file's keys: it counts as the part for the others, and changes nothing.
   kTx = 6,
+  // In a file's first frame, after kHeader: the data set (a random id kept for the life of a
+  // --dir, also in the manifest) that the file belongs to. Files written before the manifest
+  // existed have none.
+  kDataSet = 7,
+  // Alone in its frame: everything before it is the file's base (a start-up's fresh file, or a
+  // rewrite's scan), complete. A file with a kDataSet record but no kBaseEnd was cut inside its
+  // base: not a crash (a base is fsynced before the file takes the journal's name) but damage.
+  kBaseEnd = 8,
 };
 
 struct TxTag {
@@ -76,6 +85,7 @@ struct JournalRecord {
   std::string_view key;         // kPut, kDel
   KeySnapshot value;            // kPut
   uint64_t token = 0;           // kToken
+  uint64_t set_id = 0;          // kDataSet
   TxTag tx;                     // kTx
   bool first_in_frame = false;  // set by ScanJournal on each frame's first record
 };
@@ -103,6 +113,8 @@ class JournalWriter {
   void Token(uint32_t db, uint64_t token);
   void FlushDb(uint32_t db);
   void Tx(const TxTag& tag);
+  void DataSet(uint64_t set_id);
+  void BaseEnd();
 
  private:
   static constexpr size_t kNoFrame = ~size_t{0};
@@ -115,9 +127,9 @@ class JournalWriter {
 struct JournalScan {
   enum class Status : uint8_t {
     kOk,        // every byte belonged to a whole, valid frame
-    kTornTail,  // the last frame is incomplete (a crash in mid-write): dropped
-    kDamaged,   // a bad frame with data after it, or a frame whose checksum holds but whose
-                // records do not parse: nothing from bad_offset on was delivered
+    kTornTail,  // the last frame is cut short at the end of the file (a crash in mid-write)
+    kDamaged,   // a bad frame that is not a cut (see ScanJournal): nothing from bad_offset on
+                // was delivered
     kStopped,   // the callback returned false
   };
   Status status = Status::kOk;
@@ -132,15 +144,20 @@ struct JournalScan {
 // A frame's records are delivered only once the whole frame has been checked. Zero bytes at the
 // end of the file count as never written (a crash can leave the size on disk ahead of the data).
 // Classification of a bad frame starting at offset o:
-//   - kTornTail when nothing but zeros is left, when fewer than kFrameHeaderSize bytes are left,
-//     when the header is bad but only its first bytes are non-zero, when a valid header's
-//     payload runs past the end, or when the checksum fails and nothing non-zero follows the
-//     frame: a write cut short;
-//   - kDamaged otherwise (a bad header or checksum with data after the frame, an unknown record
-//     kind, a record cut short inside a frame whose checksum holds).
+//   - kTornTail when the frame is cut short by the end of the file: nothing but zeros is left,
+//     fewer than kFrameHeaderSize bytes are left, the header is bad but only its first bytes are
+//     non-zero, or a valid header's payload runs past the end. Also when the checksum fails and
+//     the frame's end is zeros from a sector boundary (kZeroFillAlign) to the end of the file:
+//     a write whose size reached the disk before its data;
+//   - kDamaged otherwise: a frame whose length is whole but whose checksum fails (a bit flip
+//     in the last frame too), a bad header with data after it, an unknown record kind, a
+//     record cut short inside a frame whose checksum holds.
 // With kStopped, good_bytes and frames include the frame whose record stopped the scan.
 JournalScan ScanJournal(std::string_view bytes,
                         const std::function<bool(const JournalRecord&)>& on_record);
+
+// Unwritten sectors read back as zeros from a multiple of this.
+inline constexpr size_t kZeroFillAlign = 512;
 
 // Bytes that Put would write for the key (for sizing buffers and rewrite triggers).
 size_t JournalPutSize(std::string_view key, const KeySnapshot& value);
@@ -150,5 +167,25 @@ size_t JournalPutSize(std::string_view key, const KeySnapshot& value);
 // with a lock record restores it and advances the counter past its token; kHeader is ignored.
 // A db index the shard does not have is ignored (returns false).
 bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms);
+
+// The journal manifest, <dir>/deadbolt-journal.manifest: which files make up the data, so that
+// a missing, emptied or replaced file refuses the start instead of losing its keys (see
+// server/journal_load.cc). Text, one item a line, ending in a checksum of the lines before it:
+//
+//   deadbolt-journal-manifest 1
+//   set 9f0c3a5e61d2b7a4
+//   layout 2
+//   file 0 deadbolt-journal-0-of-2.aof
+//   file 1 deadbolt-journal-1-of-2.aof
+//   check 5d0e8b9a0c1f2e3d
+struct JournalManifest {
+  uint64_t set_id = 0;             // every listed file's kDataSet record names it
+  uint32_t num_shards = 0;         // the layout
+  std::vector<std::string> files;  // shard i's file name at i
+};
+
+std::string FormatJournalManifest(const JournalManifest& m);
+// nullopt, with the reason in *error, when the text is not one whole manifest.
+std::optional<JournalManifest> ParseJournalManifest(std::string_view text, std::string* error);
 
 }  // namespace deadbolt::shard

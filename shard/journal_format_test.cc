@@ -1,5 +1,6 @@
 // The journal's bytes (journal_format.h): every record kind written and read back, frames cut at
-// every byte (torn tail), zero padding, corruption of single bytes and bits (damaged vs torn),
+// every byte (torn tail), zero padding, corruption of single bytes and bits (damage, also in the
+// last whole frame: only a frame cut short by the end of the file is a torn tail),
 // frames whose checksum holds around records that do not parse, stopping early. Replay into a
 // Shard is in journal_apply_test.cc.
 
@@ -297,25 +298,60 @@ TEST(JournalScanTest, ATornFrameFollowedByZerosIsNotOk) {
   }
 }
 
-// DISABLED: what the current classification does NOT do (reported to the lead, not fixed here).
-// A crash can leave the last frame's bytes as zeros while the file size already covers them
-// (size updated before the data reached the disk), or leave a cut frame followed by the zeros of
-// a pre-extended file. Today a cut inside the frame header followed by zeros reads as kDamaged
-// ("bad frame header"), and any cut followed by extra zeros as kDamaged ("frame checksum
-// mismatch", since more bytes follow the frame). Enable if a bad frame followed only by zero
-// bytes should be a torn tail.
-TEST(JournalScanTest, ACutFrameFollowedOnlyByZerosIsATornTail) {
-  Built b = Typical();
+// A Typical() file whose last frame is long enough to cross several sector boundaries
+// (kZeroFillAlign).
+Built WithLongLastFrame() {
+  return Build({
+      {HeaderRec(2, 4, 1'700'000'000'000)},
+      {PutStr(0, "lock:1", "owner-a", 1'700'000'030'000, 5, 1), TokenRec(0, 5)},
+      {PutStr(0, "long", std::string(3 * kZeroFillAlign, 'v'), -1, 6, 1), TokenRec(0, 6)},
+  });
+}
+
+// A crash can leave the end of the last frame as zeros while the file size already covers it
+// (the size reached the disk before the data): whole sectors that read as zeros, from a sector
+// boundary to the end of the file, possibly past the frame (a pre-extended file). A torn tail.
+TEST(JournalScanTest, ALastFrameZeroFilledFromASectorBoundaryIsATornTail) {
+  Built b = WithLongLastFrame();
   const size_t last = b.starts.back();
-  for (size_t cut = last + 1; cut < b.bytes.size(); cut++) {
+  const size_t end = b.bytes.size();
+  ASSERT_GT(end - last, 2 * kZeroFillAlign);
+  int cases = 0;
+  for (size_t z = last + 1; z < end; z++) {
+    if (z % kZeroFillAlign != 0) continue;
     for (size_t extra : {size_t{0}, size_t{4096}}) {
-      SCOPED_TRACE(Cat("cut at ", static_cast<int64_t>(cut)) +
+      SCOPED_TRACE(Cat("zeros from ", static_cast<int64_t>(z)) +
                    Cat(" extra zeros ", static_cast<int64_t>(extra)));
-      std::string bytes = b.bytes.substr(0, cut) + std::string(b.bytes.size() - cut + extra, '\0');
+      std::string bytes = b.bytes.substr(0, z) + std::string(end - z + extra, '\0');
       Scanned s = Scan(bytes);
       EXPECT_EQ(s.scan.status, Status::kTornTail) << s.scan.error;
       EXPECT_EQ(s.scan.good_bytes, last);
+      EXPECT_EQ(s.scan.bad_offset, last);
+      ExpectSameList(b.Before(b.frames.size() - 1), s.recs, "zero-filled");
+      cases++;
     }
+  }
+  EXPECT_GE(cases, 4);
+}
+
+// Zeros at the end of the last frame that start after its last sector boundary are the frame's
+// own bytes (a token's high bytes are zeros): with a failing checksum, that frame was changed.
+TEST(JournalScanTest, ALastFrameWithZerosNotFromASectorBoundaryIsDamage) {
+  Built b = WithLongLastFrame();
+  const size_t last = b.starts.back();
+  const size_t end = b.bytes.size();
+  const size_t boundary = (end - 1) / kZeroFillAlign * kZeroFillAlign;  // the last one inside
+  ASSERT_GT(boundary, last);
+  for (size_t z = boundary + 1; z < end; z++) {
+    SCOPED_TRACE(Cat("zeros from ", static_cast<int64_t>(z)));
+    std::string bytes = b.bytes.substr(0, z) + std::string(end - z, '\0');
+    size_t zeros_from = bytes.size();
+    while (zeros_from > 0 && bytes[zeros_from - 1] == 0) zeros_from--;
+    if (bytes == b.bytes || zeros_from <= boundary) continue;  // zeros were there already
+    Scanned s = Scan(bytes);
+    EXPECT_EQ(s.scan.status, Status::kDamaged) << s.scan.error;
+    EXPECT_EQ(s.scan.bad_offset, last);
+    ExpectSameList(b.Before(b.frames.size() - 1), s.recs, "zeros inside the last sector");
   }
 }
 
@@ -369,23 +405,41 @@ TEST(JournalScanTest, EveryBitFlippedInAMiddleFrameIsDamage) {
   }
 }
 
-TEST(JournalScanTest, AFlippedByteInTheLastFramesPayloadOrChecksumIsATornTail) {
+// The last frame is whole (its length fits in the file) but its checksum fails: its bytes
+// changed after they were written (a bit flip in an fsynced, acknowledged write). Damage, not a
+// cut: only a frame cut short by the end of the file is a torn tail.
+TEST(JournalScanTest, AFlippedByteInTheLastWholeFrameIsDamage) {
+  for (bool lock_frame : {false, true}) {
+    SCOPED_TRACE(lock_frame ? "last frame: a lock and its token" : "last frame: a DEL");
+    // A lock frame ends in a token's high bytes, zeros.
+    Built b = lock_frame ? Build({
+                               {HeaderRec(0, 1, 1'700'000'000'000)},
+                               {PutStr(0, "k", "v")},
+                               {PutStr(0, "lock:1", "owner-a", -1, 1, 1), TokenRec(0, 1)},
+                           })
+                         : Typical();
+    const size_t n = b.frames.size();
+    const size_t last = b.starts[n - 1];
+    const std::vector<Rec> earlier = b.Before(n - 1);
+    // The checksum field (bytes 8..11 of the header) and every payload byte.
+    for (size_t i = last + 8; i < b.bytes.size(); i++) {
+      for (int bit = 0; bit < 8; bit++) {
+        SCOPED_TRACE(Cat("byte ", static_cast<int64_t>(i)) + Cat(" bit ", bit));
+        std::string bytes = b.bytes;
+        bytes[i] = static_cast<char>(bytes[i] ^ (1 << bit));
+        Scanned s = Scan(bytes);
+        ASSERT_EQ(s.scan.status, Status::kDamaged) << s.scan.error;
+        ASSERT_EQ(s.scan.bad_offset, last);
+        ASSERT_EQ(s.scan.good_bytes, last);
+        ASSERT_EQ(s.scan.frames, n - 1);
+        ExpectSameList(earlier, s.recs, "last frame");
+      }
+    }
+  }
   Built b = Typical();
   const size_t n = b.frames.size();
   const size_t last = b.starts[n - 1];
   const std::vector<Rec> earlier = b.Before(n - 1);
-  // The checksum field (bytes 8..11 of the header) and every payload byte.
-  for (size_t i = last + 8; i < b.bytes.size(); i++) {
-    SCOPED_TRACE(Cat("byte ", static_cast<int64_t>(i)));
-    std::string bytes = b.bytes;
-    bytes[i] = static_cast<char>(bytes[i] ^ 0x20);
-    Scanned s = Scan(bytes);
-    EXPECT_EQ(s.scan.status, Status::kTornTail) << s.scan.error;
-    EXPECT_EQ(s.scan.bad_offset, last);
-    EXPECT_EQ(s.scan.good_bytes, last);
-    EXPECT_EQ(s.scan.frames, n - 1);
-    ExpectSameList(earlier, s.recs, "last frame");
-  }
   // The length fields of the last frame: never ok, nothing of that frame delivered.
   for (size_t i = last; i < last + 8; i++) {
     SCOPED_TRACE(Cat("length byte ", static_cast<int64_t>(i)));
@@ -486,6 +540,61 @@ TEST(JournalScanTest, AValidChecksumAroundRecordsThatDoNotParseIsDamage) {
   ASSERT_EQ(s.recs.size(), 1u);
   EXPECT_EQ(s.recs[0].kind, RecordKind::kDel);
   EXPECT_EQ(s.recs[0].key, "k");
+}
+
+// --- data set, base end, manifest ---
+
+TEST(JournalFormatTest, DataSetAndBaseEndRoundTrip) {
+  std::string buf;
+  JournalWriter w(&buf);
+  w.BeginFrame();
+  w.Header(JournalHeader{});
+  w.DataSet(0x9f0c3a5e61d2b7a4ull);
+  ASSERT_TRUE(w.EndFrame());
+  w.BeginFrame();
+  w.BaseEnd();
+  ASSERT_TRUE(w.EndFrame());
+  std::vector<JournalRecord> got;
+  JournalScan scan = ScanJournal(buf, [&](const JournalRecord& r) {
+    got.push_back(r);
+    return true;
+  });
+  EXPECT_EQ(scan.status, Status::kOk);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[1].kind, RecordKind::kDataSet);
+  EXPECT_EQ(got[1].set_id, 0x9f0c3a5e61d2b7a4ull);
+  EXPECT_EQ(got[2].kind, RecordKind::kBaseEnd);
+  EXPECT_TRUE(got[2].first_in_frame);
+  Shard shard(0, 1);
+  EXPECT_TRUE(ApplyJournalRecord(got[1], shard, 0));  // no change to the keyspace
+  EXPECT_TRUE(ApplyJournalRecord(got[2], shard, 0));
+}
+
+TEST(JournalManifestTest, RoundTripAndEveryChangeIsRefused) {
+  JournalManifest m;
+  m.set_id = 0x0123456789abcdefull;
+  m.num_shards = 2;
+  m.files = {"deadbolt-journal-0-of-2.aof", "deadbolt-journal-1-of-2.aof"};
+  const std::string text = FormatJournalManifest(m);
+  std::string why;
+  auto back = ParseJournalManifest(text, &why);
+  ASSERT_TRUE(back.has_value()) << why;
+  EXPECT_EQ(back->set_id, m.set_id);
+  EXPECT_EQ(back->num_shards, 2u);
+  EXPECT_EQ(back->files, m.files);
+  // Cut anywhere, or any byte changed: refused, with a reason.
+  for (size_t cut = 0; cut < text.size(); cut++) {
+    SCOPED_TRACE(Cat("cut at ", static_cast<int64_t>(cut)));
+    why.clear();
+    EXPECT_FALSE(ParseJournalManifest(text.substr(0, cut), &why).has_value());
+    EXPECT_FALSE(why.empty());
+  }
+  for (size_t i = 0; i < text.size(); i++) {
+    SCOPED_TRACE(Cat("byte ", static_cast<int64_t>(i)));
+    std::string bad = text;
+    bad[i] = static_cast<char>(bad[i] ^ 0x01);
+    EXPECT_FALSE(ParseJournalManifest(bad, &why).has_value());
+  }
 }
 
 // --- stopping ---

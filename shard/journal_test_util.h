@@ -26,6 +26,7 @@ struct Rec {
   std::string key;
   KeySnapshot value;
   uint64_t token = 0;
+  uint64_t set_id = 0;
 };
 
 inline Rec Own(const JournalRecord& r) {
@@ -33,6 +34,7 @@ inline Rec Own(const JournalRecord& r) {
   o.kind = r.kind;
   o.header = r.header;
   o.db = r.db;
+  o.set_id = r.set_id;
   o.key = std::string(r.key);
   o.value = r.value;
   o.token = r.token;
@@ -92,6 +94,11 @@ inline void ExpectSame(const Rec& want, const Rec& got, const std::string& where
       break;
     case RecordKind::kTx:  // JournalFormatTxTest
       break;
+    case RecordKind::kDataSet:
+      EXPECT_EQ(got.set_id, want.set_id);
+      break;
+    case RecordKind::kBaseEnd:
+      break;
   }
 }
 
@@ -120,6 +127,12 @@ inline void Write(JournalWriter& w, const Rec& r) {
       w.FlushDb(r.db);
       break;
     case RecordKind::kTx:  // not generated here
+      break;
+    case RecordKind::kDataSet:
+      w.DataSet(r.set_id);
+      break;
+    case RecordKind::kBaseEnd:
+      w.BaseEnd();
       break;
   }
 }
