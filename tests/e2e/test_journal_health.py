@@ -25,6 +25,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import OK, decode, encode_command  # noqa: E402
+from slots import on_shard  # noqa: E402
 
 AGAINST_REDIS = harness.AGAINST_REDIS
 
@@ -264,6 +265,39 @@ class AlwaysFullDiskTest(FullDiskCase):
         self.free()
         self.wait_writable(c)
         self.assertEqual(c.cmd("PING"), b"+PONG\r\n")
+
+    def test_two_reactors_forwarded_and_cross_shard_writes_fail_fast(self):
+        # Replies that come back from the other reactor (a forwarded SET, an MSET across both
+        # shards, a transaction) are errors too, not a hang, and reads go on being answered.
+        c = self.start("always", threads=2)
+        k0, k1 = on_shard(0, "a"), on_shard(1, "b")
+        self.assertEqual(c.cmd("SET", k0, "1"), OK)
+        self.assertEqual(c.cmd("SET", k1, "1"), OK)
+        self.fill()
+        conns = [c, self.conn(), self.conn()]
+        refused = 0
+        for i in range(300):
+            replies = []
+            for n, conn in enumerate(conns):
+                conn.send(encode_command("SET", on_shard(n % 2, "x%d" % i), VALUE)
+                          + encode_command("MSET", on_shard(0, "m%d" % i), VALUE,
+                                           on_shard(1, "n%d" % i), VALUE)
+                          + encode_command("GET", k0) + encode_command("GET", k1))
+            for conn in conns:
+                replies += conn.read_replies(4)
+            for raw in replies[2::4] + replies[3::4]:
+                self.assertEqual(raw, b"$1\r\n1\r\n")
+            for raw in replies[0::4] + replies[1::4]:
+                self.assertTrue(raw == OK or is_error(raw, MISCONF), raw)
+                refused += raw != OK
+            if all(is_error(raw, MISCONF) for raw in replies[0::4] + replies[1::4]):
+                break
+        self.assertGreater(refused, 0)
+        replies = c.pipeline([("MULTI",), ("GET", k0), ("GET", k1), ("EXEC",)])
+        self.assertEqual(replies[3], b"*2\r\n$1\r\n1\r\n$1\r\n1\r\n")
+        self.free()
+        self.wait_writable(c)
+        self.assertEqual(c.cmd("MSET", k0, "2", k1, "2"), OK)
 
 
 class StartOnFullDiskTest(FullDiskCase):
