@@ -735,14 +735,19 @@ void Journal::Shutdown() {
     }
     done += static_cast<size_t>(n);
   }
+  const int write_err = done == rest.size() ? 0 : errno;
   f.offset += done;
   f.inflight.clear();
   f.pending.clear();
-  if (done == rest.size()) f.written_batch = appended_batch_;
-  if (fdatasync(f.fd) == 0) {
+  if (write_err == 0) f.written_batch = appended_batch_;
+  if (fdatasync(f.fd) != 0) {
+    NoteFailure(errno, true);
+  } else if (write_err == 0) {
     f.synced_batch = appended_batch_;
     f.synced_offset = f.offset;
   }
+  // What did not reach the file is never acknowledged: its held replies leave as errors.
+  if (write_err != 0) NoteFailure(write_err, false);
   Durable();
 }
 

@@ -762,7 +762,17 @@ void Reactor::Loop() {
     DrainInbox();
     journal_->Shutdown();
     ReleaseHeldOutboxes();
+    // What the last write did not put in the journal is answered with errors, not OK.
+    const std::string error = errors::AofWriteError(journal_->error() ? journal_->error() : EIO);
+    const bool lost = journal_->error() && journal_->durable_batch() < journal_->failed_batch();
     for (auto& [id, c] : conns_) {
+      // Output not marked yet came from the last commands, whose changes the journal's last
+      // write carried: if that write failed, it waited for the failed batch too.
+      if (lost && !c->out_.empty() &&
+          (c->hold_marks_.empty() || c->hold_marks_.back().first != c->out_.size())) {
+        c->hold_marks_.emplace_back(c->out_.size(), journal_->failed_batch());
+      }
+      if (journal_->error()) FailHeldOutput(c, journal_->failed_batch(), error);
       c->hold_marks_.clear();
       MarkForFlush(c);
     }

@@ -285,19 +285,50 @@ class AlwaysFullDiskTest(FullDiskCase):
                           + encode_command("GET", k0) + encode_command("GET", k1))
             for conn in conns:
                 replies += conn.read_replies(4)
+            # A read pipelined behind a failed write waited with it, and fails with it.
             for raw in replies[2::4] + replies[3::4]:
-                self.assertEqual(raw, b"$1\r\n1\r\n")
+                self.assertTrue(raw == b"$1\r\n1\r\n" or is_error(raw, MISCONF), raw)
             for raw in replies[0::4] + replies[1::4]:
                 self.assertTrue(raw == OK or is_error(raw, MISCONF), raw)
                 refused += raw != OK
             if all(is_error(raw, MISCONF) for raw in replies[0::4] + replies[1::4]):
                 break
         self.assertGreater(refused, 0)
+        reader = self.conn()
+        self.assertEqual(reader.pipeline([("GET", k0), ("GET", k1)]), [b"$1\r\n1\r\n"] * 2)
         replies = c.pipeline([("MULTI",), ("GET", k0), ("GET", k1), ("EXEC",)])
         self.assertEqual(replies[3], b"*2\r\n$1\r\n1\r\n$1\r\n1\r\n")
         self.free()
         self.wait_writable(c)
         self.assertEqual(c.cmd("MSET", k0, "2", k1, "2"), OK)
+
+    def test_shutdown_on_full_disk_acknowledges_nothing_unwritten(self):
+        # SHUTDOWN right behind a write that cannot reach the journal (the disk filled before
+        # any write failed): the write's reply is an error, or the connection closes without
+        # one; an OK means the value comes back.
+        big = "w" * 65536
+        for fsync in ("always", "everysec"):
+            c = self.start(fsync, threads=1)
+            self.fill()
+            c.send(encode_command("SET", "big", big) + encode_command("SHUTDOWN"))
+            try:
+                reply = c.read_reply()
+            except ConnectionError:
+                reply = None
+            code = self.server.wait_exit(SLACK)
+            self.logs.append((self.server.argv, self.server.log_text()))
+            self.server = None
+            self.assertIsNotNone(code, "still running %ds after SHUTDOWN" % SLACK)
+            for marker in ("Sanitizer", "runtime error:"):
+                self.assertNotIn(marker, self.logs[-1][1])
+            self.free()
+            c = self.start(fsync, threads=1)
+            if reply == OK:
+                self.assertEqual(c.cmd("STRLEN", "big"), b":65536\r\n", fsync)
+            else:
+                self.assertTrue(reply is None or is_error(reply, MISCONF), reply)
+            self.assertEqual(c.cmd("SET", "after", "1"), OK)
+            self.kill()
 
 
 class StartOnFullDiskTest(FullDiskCase):
