@@ -6,6 +6,7 @@
 
 #include "server/blocked_reply.h"
 #include "server/error_strings.h"
+#include "server/journal_health.h"
 #include "server/log.h"
 #include "server/pubsub.h"
 #include "server/reactor.h"
@@ -55,6 +56,7 @@ class ConnBlockedReply final : public BlockedReply {
     uint64_t seq = seq_;
     int shard = r->id();
     r->Send(origin_, [c, seq, shard, reply = std::move(reply), undo = std::move(undo)]() mutable {
+      if (const std::string* e = Reactor::FailedReplyError()) reply = FailHeldReplies(reply, *e);
       c->EndBlock(seq, std::move(reply), shard, std::move(undo));
     });
   }
@@ -118,6 +120,8 @@ struct RemoteCommand {
     Connection* c = conn;
     uint64_t s = seq;
     r->Send(origin, [c, s, reply = std::move(reply)]() mutable {
+      // Held for a journal batch of that shard that could not be written: an error, not OK.
+      if (const std::string* e = Reactor::FailedReplyError()) reply = FailHeldReplies(reply, *e);
       c->CompleteSlot(s, std::move(reply));
       c->OnForwardDone();
       c->Unref();
@@ -333,6 +337,26 @@ void Connection::Dispatch(CmdArgs args) {
                                            reactor_->now_ms())) {
       cs.rejected_calls++;
       if (in_multi_) multi_error_ = true;
+      ReplyError(*refusal);
+      return;
+    }
+  }
+  if (int err = reactor_->server().journal_health().Error(); err != 0) {
+    // The journal cannot be written (disk full, EPERM, EIO): as Redis, refuse writes (and PING,
+    // and an EXEC that would write) with MISCONF until a journal write succeeds again.
+    const bool is_exec = in_multi_ && spec->name == "exec";
+    bool exec_writes = false;
+    if (is_exec) {
+      for (const QueuedCommand& q : queued_) exec_writes = exec_writes || (q.spec->flags & kWrite);
+    }
+    if (auto refusal = JournalRefusal(reactor_->server().journal_health(), *spec, exec_writes)) {
+      cs.rejected_calls++;
+      if (is_exec) {
+        ResetTransactionState();  // Redis's execCommandAbort
+        ReplyError(errors::ExecAbortBecause(*refusal));
+        return;
+      }
+      if (in_multi_ && !(spec->flags & kNoQueue)) multi_error_ = true;
       ReplyError(*refusal);
       return;
     }
@@ -589,6 +613,7 @@ struct Connection::FanOutRun {
     std::string data;
     protocol::ReplyBuilder rb(&data, resp);
     finish(rb);
+    if (!tx.failed_error().empty()) data = FailHeldReplies(data, tx.failed_error());
     Connection* c = conn;
     std::erase(c->fan_outs_, this);
     if (for_exec) {

@@ -8,6 +8,7 @@
 
 #include "server/connection.h"
 #include "server/error_strings.h"
+#include "server/journal_health.h"
 #include "server/lock_table.h"
 #include "server/log.h"
 #include "server/reactor.h"
@@ -302,6 +303,10 @@ void Connection::ExecReply(ExecState& s, bool aborted) {
   } else {
     rb.ArrayHeader(st->cmds.size());
     data += st->replies;
+  }
+  // A participant's journal could not be written: the whole reply is an error.
+  if (st->tx && !st->tx->failed_error().empty()) {
+    data = FailHeldReplies(data, st->tx->failed_error());
   }
   Unwatch();
   paused_ = false;

@@ -1,6 +1,7 @@
 #include "server/error_strings.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace deadbolt::server::errors {
 namespace {
@@ -36,6 +37,10 @@ std::string InvalidExpire(std::string_view command_lower) {
 
 std::string UnsupportedOption(std::string_view opt) {
   return "ERR Unsupported option " + std::string(opt.substr(0, opt.find('\0')));
+}
+
+std::string AofWriteError(int err) {
+  return "MISCONF Errors writing to the AOF file: " + std::string(strerror(err));
 }
 
 std::string ExecAbortBecause(std::string_view error) {

@@ -135,6 +135,9 @@ inline constexpr std::string_view kRewriteInProgress =
 // BGREWRITEAOF with --appendonly no (Redis would write a file nobody reads; deadbolt says so).
 inline constexpr std::string_view kJournalOff =
     "ERR the journal is off (start deadbolt with --appendonly yes): nothing to rewrite";
+// A write (or PING) while the journal cannot be written (server/journal_health.h), and a reply
+// whose journal write failed: "MISCONF Errors writing to the AOF file: No space left on device".
+std::string AofWriteError(int err);
 // --- --restart-delay (server/restart_delay.h) ---
 // A call that may take a lock while the delay runs: "TRYAGAIN deadbolt restarted 1234 ms ago;
 // lock acquisitions are refused for 8766 ms more (--restart-delay 10000)". TRYAGAIN is Redis's

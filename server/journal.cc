@@ -15,6 +15,7 @@
 
 #include "server/log.h"
 #include "server/reactor.h"
+#include "server/server.h"
 #include "shard/journal_format.h"
 
 namespace deadbolt::server {
@@ -64,6 +65,7 @@ struct Journal::File {
   uint64_t fsync_batch = 0;     // what the fsync in flight covers
   uint64_t fsync_offset = 0;
   bool fsync_wanted = false;  // an fsync was asked for (everysec, WAITAOF, rewrite)
+  bool write_inflight = false;
   int outstanding = 0;        // operations in flight (a write linked to an fsync counts 2)
   int64_t retry_at_ms = 0;
   Op write_op{Op::kWrite, nullptr};
@@ -303,7 +305,10 @@ io_uring_sqe* Journal::Sqe() { return reactor_->GetSqe(); }
 Config::Fsync Journal::policy() const { return reactor_->config().appendfsync; }
 
 void Journal::Pump(File& f) {
-  if (f.outstanding > 0 || f.fd < 0) return;
+  if (f.fd < 0 || f.write_inflight) return;
+  // Without `always` a write may start while everysec's fsync runs (replies wait for writes,
+  // not for that fsync); with it, each write is linked to its own fsync.
+  if (f.outstanding > 0 && policy() == Config::Fsync::kAlways) return;
   if (f.retry_at_ms && now_ms_ < f.retry_at_ms) return;
   f.retry_at_ms = 0;
   if (f.inflight.empty() && !f.pending.empty()) {
@@ -315,6 +320,7 @@ void Journal::Pump(File& f) {
     SubmitWrite(f);
     return;
   }
+  if (f.outstanding > 0) return;  // an fsync is in flight
   if (f.fsync_wanted && (f.synced_batch < f.written_batch || f.synced_offset < f.offset)) {
     SubmitFsync(f, f.written_batch);
     return;
@@ -332,6 +338,7 @@ bool Journal::SubmitWrite(File& f) {
                       f.offset);
   io_uring_sqe_set_data64(sqe, Reactor::JournalTag(&f.write_op));
   f.outstanding++;
+  f.write_inflight = true;
   if (policy() == Config::Fsync::kAlways) {
     sqe->flags |= IOSQE_IO_LINK;
     SubmitFsync(f, f.inflight_batch);
@@ -419,14 +426,12 @@ void Journal::OnCompletion(Op* op, int res) {
 
 void Journal::OnWrite(File& f, int res) {
   f.outstanding--;
+  f.write_inflight = false;
   if (res < 0) {
     if (res != -EINTR && res != -EAGAIN) {
-      if (stats_.last_write_ok) {
-        LogWarning("error writing the journal %s: %s (retrying every second)", f.path.c_str(),
-                   strerror(-res));
-      }
-      stats_.last_write_ok = false;
+      if (FailRewriteFile(f, res)) return;  // f may be gone
       f.retry_at_ms = now_ms_ + kRetryMs;
+      NoteFailure(-res, false);
     }
   } else {
     size_t n = static_cast<size_t>(res);
@@ -436,14 +441,46 @@ void Journal::OnWrite(File& f, int res) {
     } else {
       f.inflight.clear();
       f.written_batch = f.inflight_batch;
-      if (!stats_.last_write_ok && &f == main_.get()) {
-        LogNotice("the journal %s is writable again", f.path.c_str());
-        stats_.last_write_ok = true;
-      }
+      if (&f == main_.get()) NoteSuccess(false);
+      if (policy() != Config::Fsync::kAlways) Durable();  // replies wait for this
     }
     if (f.inflight.capacity() > (8u << 20)) std::string().swap(f.inflight);
   }
-  if (f.outstanding == 0 && !CloseIfRetired(f)) Pump(f);
+  if (f.outstanding == 0 && CloseIfRetired(f)) return;
+  Pump(f);
+}
+
+bool Journal::FailRewriteFile(File& f, int res) {
+  if (!rewrite_ || &f != rewrite_.get()) return false;
+  if (rw_state_ != RewriteState::kScanning && rw_state_ != RewriteState::kSyncing) return false;
+  RewriteFail(std::string("cannot write ") + f.path + ": " + strerror(-res));
+  return true;
+}
+
+void Journal::NoteFailure(int err, bool fsync) {
+  if (error() == 0) {
+    LogWarning(
+        "shard %d: error %s the journal %s: %s (writes are refused until it works again; "
+        "retrying every second)",
+        shard_index_, fsync ? "fsyncing" : "writing", path_.c_str(), strerror(err));
+  }
+  (fsync ? fsync_errno_ : write_errno_) = err;
+  stats_.last_write_ok = false;
+  // Every batch gathered so far may be missing from the file: output held for it must not leave
+  // as it is, and must not wait for a disk that may stay full.
+  failed_upto_ = appended_batch_;
+  reactor_->server().journal_health().SetFailed(shard_index_, err);
+  reactor_->OnJournalFailed();
+}
+
+void Journal::NoteSuccess(bool fsync) {
+  int before = error();
+  (fsync ? fsync_errno_ : write_errno_) = 0;
+  if (before == 0 || error() != 0) return;
+  LogNotice("shard %d: the journal %s can be written again; writes are accepted again",
+            shard_index_, path_.c_str());
+  stats_.last_write_ok = true;
+  reactor_->server().journal_health().SetHealthy(shard_index_);
 }
 
 bool Journal::CloseIfRetired(File& f) {
@@ -464,13 +501,15 @@ void Journal::OnFsync(File& f, int res) {
     f.synced_offset = std::max(f.synced_offset, f.fsync_offset);
     stats_.fsyncs++;
     Durable();
+    if (&f == main_.get()) NoteSuccess(true);
   } else if (res != -ECANCELED) {
-    LogWarning("fsync of the journal %s failed: %s", f.path.c_str(), strerror(-res));
-    stats_.last_write_ok = false;
+    if (FailRewriteFile(f, res)) return;  // f may be gone
     f.fsync_wanted = true;
     f.retry_at_ms = now_ms_ + kRetryMs;
+    NoteFailure(-res, true);
   }
-  if (f.outstanding == 0 && !CloseIfRetired(f)) Pump(f);
+  if (f.outstanding == 0 && CloseIfRetired(f)) return;
+  Pump(f);
 }
 
 uint64_t Journal::synced_everywhere() const {
@@ -479,11 +518,19 @@ uint64_t Journal::synced_everywhere() const {
   return s;
 }
 
-uint64_t Journal::durable_batch() const { return synced_everywhere(); }
+uint64_t Journal::written_everywhere() const {
+  uint64_t s = main_ ? main_->written_batch : 0;
+  if (rewrite_ && rewrite_->fd >= 0) s = std::min(s, rewrite_->written_batch);
+  return s;
+}
+
+uint64_t Journal::durable_batch() const {
+  return policy() == Config::Fsync::kAlways ? synced_everywhere() : written_everywhere();
+}
 
 uint64_t Journal::HoldBatch() const {
-  if (policy() != Config::Fsync::kAlways || !main_) return 0;
-  return synced_everywhere() >= appended_batch_ ? 0 : appended_batch_;
+  if (!main_) return 0;
+  return std::max(durable_batch(), failed_upto_) >= appended_batch_ ? 0 : appended_batch_;
 }
 
 void Journal::Durable() {
@@ -712,13 +759,19 @@ void Journal::Shutdown() {
     }
     done += static_cast<size_t>(n);
   }
+  const int write_err = done == rest.size() ? 0 : errno;
   f.offset += done;
   f.inflight.clear();
   f.pending.clear();
-  if (fdatasync(f.fd) == 0) {
+  if (write_err == 0) f.written_batch = appended_batch_;
+  if (fdatasync(f.fd) != 0) {
+    NoteFailure(errno, true);
+  } else if (write_err == 0) {
     f.synced_batch = appended_batch_;
     f.synced_offset = f.offset;
   }
+  // What did not reach the file is never acknowledged: its held replies leave as errors.
+  if (write_err != 0) NoteFailure(write_err, false);
   Durable();
 }
 

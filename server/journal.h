@@ -103,10 +103,19 @@ class Journal {
   // A completion for one of this journal's operations.
   void OnCompletion(Op* op, int res);
 
-  // With `always`: the batch that output produced now must wait for, or 0 when nothing is
-  // waiting to reach the disk. Without `always`: 0.
+  // The batch that output produced now must wait for, or 0 when nothing is waiting. A reply
+  // may tell of a write only once that write is in the journal: on disk with `always`, written
+  // to the file (the kernel has it) with `everysec` and `no`, so that a write whose journal write
+  // fails is never acknowledged. Batches that failed (failed_batch()) hold nothing more.
   uint64_t HoldBatch() const;
+  // The newest batch output may be released for (on disk with `always`, written otherwise).
   uint64_t durable_batch() const;
+  // When the journal cannot be written (its last write or fsync failed): the errno, else 0.
+  // The reactor refuses writes meanwhile (JournalHealth) and retries every second.
+  int error() const { return write_errno_ ? write_errno_ : fsync_errno_; }
+  // Every batch up to this one was pending when a write or fsync failed: output held for them
+  // leaves with its replies turned into errors (Reactor::FailHeldOutput), never as they were.
+  uint64_t failed_batch() const { return failed_upto_; }
   // Calls fn once everything journalled so far is on disk (WAITAOF), starting an fsync if
   // needed (whatever the policy).
   void WhenSynced(absl::AnyInvocable<void()> fn);
@@ -167,6 +176,13 @@ class Journal {
   void FinishRewrite();
   io_uring_sqe* Sqe();
   uint64_t synced_everywhere() const;
+  uint64_t written_everywhere() const;
+  // A write or fsync of the journal failed with err / succeeded: health, INFO, the log.
+  void NoteFailure(int err, bool fsync);
+  void NoteSuccess(bool fsync);
+  // A write or fsync error on the file a rewrite is writing: abandons the rewrite, as long as
+  // it has not started replacing the journal. False if it has (the error is the journal's).
+  bool FailRewriteFile(File& f, int res);
   Config::Fsync policy() const;
   Config::Fsync followed_policy_ = Config::Fsync::kEverySec;  // FollowPolicy's last look
 
@@ -203,6 +219,9 @@ class Journal {
 
   JournalStats stats_;
   int64_t next_sync_ms_ = 0;
+  int write_errno_ = 0;  // the last write failed with this
+  int fsync_errno_ = 0;  // the last fsync failed with this
+  uint64_t failed_upto_ = 0;
 };
 
 }  // namespace deadbolt::server

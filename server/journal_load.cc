@@ -410,6 +410,30 @@ uint64_t RandomSetId() {
   return id == 0 ? 1 : id;
 }
 
+// The fresh file could not be written (a nearly full disk: it needs room for a second copy of
+// the shard's keys): with the same layout, shard s's old file stands as it is, cut back to its
+// whole frames (a torn tail must not end up followed by new frames), and the journal appends to
+// it. It decides every transaction part as this start did (the others' fresh files carry what
+// it replayed). Not for a damaged file, nor a new layout (its files must all be written).
+std::optional<std::string> KeepOldJournal(const std::vector<FoundFile>& found,
+                                          const std::vector<std::string>& contents, int s,
+                                          const std::string& why) {
+  for (size_t i = 0; i < found.size(); i++) {
+    if (found[i].shard != s) continue;
+    shard::JournalScan scan =
+        shard::ScanJournal(contents[i], [](const shard::JournalRecord&) { return true; });
+    if (scan.status == shard::JournalScan::Status::kDamaged) return why;
+    if (scan.good_bytes < contents[i].size() &&
+        truncate(found[i].path.c_str(), static_cast<off_t>(scan.good_bytes)) != 0) {
+      return why + "; and cannot cut the torn tail off " + found[i].path + ": " + strerror(errno);
+    }
+    LogWarning("journal: %s; appending to %s as it is instead of a compacted copy", why.c_str(),
+               found[i].path.c_str());
+    return std::nullopt;
+  }
+  return why;
+}
+
 }  // namespace
 
 std::optional<std::string> LoadJournals(const Config& config,
@@ -672,6 +696,7 @@ std::optional<std::string> LoadJournals(const Config& config,
       }
       errors[s] = WriteFresh(shard, s, n, JournalPath(config.dir, s, n), now_ms, created_ns, set_id,
                              same_layout ? carry[s] : std::vector<shard::TxTag>{}, &keys[s]);
+      if (errors[s] && same_layout) errors[s] = KeepOldJournal(found, contents, s, *errors[s]);
     });
   }
   for (auto& t : threads) t.join();

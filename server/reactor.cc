@@ -19,6 +19,8 @@
 
 #include "server/command.h"
 #include "server/connection.h"
+#include "server/error_strings.h"
+#include "server/journal_health.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -118,11 +120,31 @@ void Reactor::HoldConnection(Connection* c) {
   held_conns_.push_back(c->id());
 }
 
+namespace {
+thread_local const std::string* tls_failed_reply_error = nullptr;
+}  // namespace
+
+const std::string* Reactor::FailedReplyError() { return tls_failed_reply_error; }
+
 void Reactor::ReleaseHeldOutboxes() {
   uint64_t durable = journal_ ? journal_->durable_batch() : UINT64_MAX;
-  while (!held_outboxes_.empty() && held_outboxes_.front().batch <= durable) {
+  uint64_t failed = journal_ ? journal_->failed_batch() : 0;
+  while (!held_outboxes_.empty() &&
+         (held_outboxes_.front().batch <= durable || held_outboxes_.front().batch <= failed)) {
     HeldChain h = held_outboxes_.front();
     held_outboxes_.pop_front();
+    if (h.batch > durable) {
+      // Its batch failed: the chain runs on its target between two markers, and the replies it
+      // carries become errors there (FailedReplyError) rather than wait for the disk.
+      auto error = std::make_shared<const std::string>(
+          errors::AofWriteError(journal_->error() ? journal_->error() : EIO));
+      Task* on = new Task([error] { tls_failed_reply_error = error.get(); });
+      Task* off = new Task([error] { tls_failed_reply_error = nullptr; });
+      on->next.store(h.first, std::memory_order_relaxed);
+      h.last->next.store(off, std::memory_order_relaxed);
+      h.first = on;
+      h.last = off;
+    }
     Reactor& r = server_->reactor(h.target);
     r.inbox_.PushChain(h.first, h.last);
     r.Wake();
@@ -428,9 +450,51 @@ void Reactor::MarkForFlush(Connection* c) {
   flush_list_.push_back(c);
 }
 
+void Reactor::FailHeldOutput(Connection* c, uint64_t failed, const std::string& error) {
+  if (c->hold_marks_.empty()) return;
+  uint64_t durable = journal_->durable_batch();
+  // out_[0, begin) may leave as it is (its batches are on disk); out_[begin, end) waited for a
+  // batch that failed: its replies become errors. Marks are in batch order.
+  size_t begin = 0, end = 0;
+  size_t i = 0;
+  for (; i < c->hold_marks_.size() && c->hold_marks_[i].second <= durable; i++) {
+    begin = end = c->hold_marks_[i].first;
+  }
+  size_t first_failed = i;
+  for (; i < c->hold_marks_.size() && c->hold_marks_[i].second <= failed; i++) {
+    end = c->hold_marks_[i].first;
+  }
+  if (i == first_failed) return;
+  // A RESP2 subscriber's output is messages (it can run no write): they leave as they are.
+  std::string_view held = std::string_view(c->out_).substr(begin, end - begin);
+  std::string replaced =
+      c->subscribed() && c->resp() == 2 ? std::string(held) : FailHeldReplies(held, error);
+  c->out_.replace(begin, end - begin, replaced);
+  // The errors leave with what precedes them (batch 0 is always "on disk").
+  const size_t new_end = begin + replaced.size();
+  c->hold_marks_.erase(c->hold_marks_.begin() + static_cast<long>(first_failed),
+                       c->hold_marks_.begin() + static_cast<long>(i));
+  c->hold_marks_.insert(c->hold_marks_.begin() + static_cast<long>(first_failed),
+                        {new_end, uint64_t{0}});
+  for (size_t k = first_failed + 1; k < c->hold_marks_.size(); k++) {
+    c->hold_marks_[k].first = c->hold_marks_[k].first - end + new_end;
+  }
+}
+
 void Reactor::FlushConnections() {
   uint64_t hold = 0;
   if (journal_) {
+    if (journal_failed_) {
+      // A journal write failed: output that waited for the batches it held leaves now, as
+      // errors, rather than wait for a disk that may stay full (new output is not held for
+      // them: HoldBatch). Rare, so every connection is looked at.
+      journal_failed_ = false;
+      journal_moved_ = true;
+      const std::string error = errors::AofWriteError(journal_->error() ? journal_->error() : EIO);
+      for (auto& [id, c] : conns_) {
+        if (!c->closing_) FailHeldOutput(c, journal_->failed_batch(), error);
+      }
+    }
     if (journal_moved_) {
       journal_moved_ = false;
       std::vector<uint64_t> ids;
@@ -698,7 +762,17 @@ void Reactor::Loop() {
     DrainInbox();
     journal_->Shutdown();
     ReleaseHeldOutboxes();
+    // What the last write did not put in the journal is answered with errors, not OK.
+    const std::string error = errors::AofWriteError(journal_->error() ? journal_->error() : EIO);
+    const bool lost = journal_->error() && journal_->durable_batch() < journal_->failed_batch();
     for (auto& [id, c] : conns_) {
+      // Output not marked yet came from the last commands, whose changes the journal's last
+      // write carried: if that write failed, it waited for the failed batch too.
+      if (lost && !c->out_.empty() &&
+          (c->hold_marks_.empty() || c->hold_marks_.back().first != c->out_.size())) {
+        c->hold_marks_.emplace_back(c->out_.size(), journal_->failed_batch());
+      }
+      if (journal_->error()) FailHeldOutput(c, journal_->failed_batch(), error);
       c->hold_marks_.clear();
       MarkForFlush(c);
     }

@@ -88,6 +88,13 @@ class Reactor {
   static uint64_t JournalTag(const void* op);
   // The journal's durable batch moved: held output may leave (next flush).
   void OnJournalDurable();
+  // A journal write or fsync failed: held output for the failed batches leaves as errors.
+  void OnJournalFailed() { journal_failed_ = true; }
+  // Reactor thread: while it runs messages that were held for a journal batch whose write failed
+  // (on the reactor that sent them), the error the replies they carry must become; else null.
+  // Read where a reply comes back from another shard (a forwarded command, a lock handed over,
+  // a transaction's acknowledgements).
+  static const std::string* FailedReplyError();
   // Journal::Shutdown reaps completions itself once the loop has stopped.
   void HandleCqeDuringShutdown(io_uring_cqe* cqe) { HandleCqe(cqe); }
 
@@ -113,6 +120,8 @@ class Reactor {
   // Output held until the journal's batch `hold` is on disk (appendfsync always).
   void HoldConnection(Connection* c);
   void ReleaseHeldOutboxes();
+  // Turns c's output held for batches up to `failed` into errors, which may leave at once.
+  void FailHeldOutput(Connection* c, uint64_t failed, const std::string& error);
 
   Server* server_;
   const int id_;
@@ -164,6 +173,7 @@ class Reactor {
   std::deque<HeldChain> held_outboxes_;
   std::vector<uint64_t> held_conns_;  // ids of connections whose output waits for the journal
   bool journal_moved_ = false;        // OnJournalDurable since the last flush
+  bool journal_failed_ = false;       // OnJournalFailed since the last flush
 };
 
 }  // namespace deadbolt::server

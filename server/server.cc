@@ -17,6 +17,7 @@ Server::Server(const Config& config) : config_(config) {
     config_.threads = n > 0 ? static_cast<int>(n) : 1;
   }
   single_shard_ = config_.threads == 1;
+  journal_health_ = std::make_unique<JournalHealth>(config_.threads);
   // Slots are split into contiguous ranges, one per shard, as a cluster splits them over nodes.
   slot_owner_.resize(shard::kNumSlots);
   for (int s = 0; s < shard::kNumSlots; s++) {

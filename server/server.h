@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "server/config.h"
+#include "server/journal_health.h"
 #include "server/restart_delay.h"
 #include "shard/shard.h"
 
@@ -59,6 +60,8 @@ class Server {
   const std::string& run_id() const { return run_id_; }
   // --restart-delay, counted from when Start() began serving.
   const RestartDelay& restart_delay() const { return restart_delay_; }
+  // Whether every shard's journal can be written (MISCONF refusals otherwise).
+  JournalHealth& journal_health() { return *journal_health_; }
 
  private:
   Config config_;
@@ -70,6 +73,7 @@ class Server {
   int64_t start_time_ms_ = 0;
   std::string run_id_;
   RestartDelay restart_delay_;
+  std::unique_ptr<JournalHealth> journal_health_;
 };
 
 }  // namespace deadbolt::server

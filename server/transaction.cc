@@ -160,6 +160,7 @@ void Transaction::Hop(const std::vector<int>& shards, std::function<void(Reactor
 }
 
 void Transaction::HopDone() {
+  NoteFailedReply();
   if (--hop_remaining_ > 0) return;
   auto f = std::move(hop_then_);
   f();
@@ -197,7 +198,12 @@ void Transaction::Release(absl::AnyInvocable<void()> then) {
   CommitAck();
 }
 
+void Transaction::NoteFailedReply() {
+  if (const std::string* e = Reactor::FailedReplyError()) failed_error_ = *e;
+}
+
 void Transaction::CommitAck() {
+  NoteFailedReply();
   if (--commit_remaining_ > 0) return;
   Unlock();
   auto f = std::move(release_then_);

@@ -69,6 +69,9 @@ class Transaction {
   // shard's part is durable, and nobody sees the transaction's keys before that either.
   // Messages the coordinator sends to a shard after `then` run after the release there.
   void Release(absl::AnyInvocable<void()> then);
+  // Empty, or the error the reply must be: a participant's answer came back held for a journal
+  // batch that could not be written (Reactor::FailedReplyError).
+  const std::string& failed_error() const { return failed_error_; }
 
  private:
   struct Plan {
@@ -89,6 +92,7 @@ class Transaction {
   struct LockStep;
   void OnLocked();
   void HopDone();
+  void NoteFailedReply();
 
   Reactor* origin_;
   std::shared_ptr<Plan> plan_;  // shared read-only once Lock() has run
@@ -98,6 +102,7 @@ class Transaction {
   bool released_ = false;
   size_t commit_remaining_ = 0;
   absl::AnyInvocable<void()> release_then_;
+  std::string failed_error_;
 };
 
 }  // namespace deadbolt::server
