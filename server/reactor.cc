@@ -365,6 +365,7 @@ io_uring_sqe* Reactor::GetSqe() {
 }
 
 void Reactor::ArmAccept() {
+  accept_armed_ = true;
   io_uring_sqe* sqe = GetSqe();
   io_uring_prep_multishot_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
   io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpAccept));
@@ -486,7 +487,16 @@ void Reactor::MaybeFree(Connection* c) {
 }
 
 void Reactor::OnAccept(int res, uint32_t flags) {
-  if (!(flags & IORING_CQE_F_MORE) && !stop_.load(std::memory_order_relaxed)) ArmAccept();
+  if (!(flags & IORING_CQE_F_MORE)) accept_armed_ = false;
+  if (res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM) {
+    // Out of descriptors (or memory): accepting again at once would fail again at once, and
+    // spin. Pause instead; the connections waiting meanwhile stay in the listen backlog.
+    PauseAccept(-res);
+    return;
+  }
+  if (!accept_armed_ && !accept_backoff_.paused() && !stop_.load(std::memory_order_relaxed)) {
+    ArmAccept();
+  }
   if (res < 0) {
     if (res != -ECANCELED) LogWarning("accept failed: %s", strerror(-res));
     return;
@@ -499,6 +509,24 @@ void Reactor::OnAccept(int res, uint32_t flags) {
   } else {
     Send(target, [fd] { Reactor::Current()->Adopt(fd); });
   }
+}
+
+void Reactor::PauseAccept(int err) {
+  std::string line = accept_backoff_.OnExhausted(now_ms_, err);
+  if (!line.empty()) LogWarning("%s", line.c_str());
+  if (accept_armed_) {
+    // A multishot accept that is still armed would go on failing: cancel it.
+    io_uring_sqe* sqe = GetSqe();
+    io_uring_prep_cancel64(sqe, Encode(nullptr, kOpAccept), 0);
+    io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpIgnore));
+  }
+  AddTimer(accept_backoff_.resume_at_ms(), [this] { ResumeAccept(); });
+}
+
+void Reactor::ResumeAccept() {
+  if (!accept_backoff_.paused()) return;
+  accept_backoff_.Resume();
+  if (!accept_armed_ && listen_fd_ >= 0 && !stop_.load(std::memory_order_relaxed)) ArmAccept();
 }
 
 void Reactor::Adopt(int fd) {
@@ -682,6 +710,7 @@ void Reactor::Turn() {
       conns_.erase(c->id());
       close(c->fd());
       delete c;
+      if (accept_backoff_.paused()) ResumeAccept();  // a descriptor is free again
     }
   }
   free_list_.swap(keep);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/config.h"
+#include "server/fd_limit.h"
 #include "server/journal.h"
 #include "server/lock_table.h"
 #include "server/lock_waiters.h"
@@ -101,6 +102,9 @@ class Reactor {
   void OnRecv(Connection* c, int res, uint32_t flags);
   void OnSend(Connection* c, int res);
   void ArmAccept();
+  // Out of descriptors: stop accepting for a while (AcceptBackoff), then try again.
+  void PauseAccept(int err);
+  void ResumeAccept();
   void ArmEventfd();
   void SubmitSend(Connection* c);
   void DrainInbox();
@@ -134,6 +138,8 @@ class Reactor {
   io_uring_buf_ring* buf_ring_ = nullptr;
   char* buf_base_ = nullptr;
   int listen_fd_ = -1;
+  bool accept_armed_ = false;  // a multishot accept is in the ring
+  AcceptBackoff accept_backoff_;
   int event_fd_ = -1;
   uint64_t event_buf_ = 0;
   std::thread thread_;
