@@ -428,7 +428,8 @@ void FlushDb(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     return;
   }
   conn.FanOut(
-      AllShards(conn.reactor().server()), [](ShardCtx& ctx) { ctx.db.Flush(); },
+      AllShards(conn.reactor().server()),
+      [](ShardCtx& ctx) { Reactor::FreeingMuch([&] { ctx.db.Flush(); }); },
       [](ReplyBuilder& rb) { rb.Ok(); });
 }
 
@@ -440,7 +441,9 @@ void FlushAll(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   conn.FanOut(
       AllShards(conn.reactor().server()),
       [](ShardCtx& ctx) {
-        for (int i = 0; i < ctx.shard.num_dbs(); i++) ctx.shard.db(i).Flush();
+        Reactor::FreeingMuch([&] {
+          for (int i = 0; i < ctx.shard.num_dbs(); i++) ctx.shard.db(i).Flush();
+        });
       },
       [](ReplyBuilder& rb) { rb.Ok(); });
 }

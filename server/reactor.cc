@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <mimalloc.h>  // for mi_option_t: the functions are declared weak below
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +23,11 @@
 #include "server/connection.h"
 #include "server/log.h"
 #include "server/server.h"
+
+// mimalloc's, when it is the allocator (the release binary); absent under the sanitizers.
+extern "C" void mi_collect(bool force) __attribute__((weak));
+extern "C" long mi_option_get(mi_option_t option) __attribute__((weak));
+extern "C" void mi_option_set(mi_option_t option, long value) __attribute__((weak));
 
 namespace deadbolt::server {
 namespace {
@@ -107,6 +114,35 @@ Reactor* Reactor::Current() { return tls_reactor; }
 uint64_t Reactor::JournalTag(const void* op) { return Encode(op, kOpJournal); }
 
 void Reactor::OnJournalDurable() { journal_moved_ = true; }
+
+namespace {
+// Reactors freeing much at once (FreeingMuch): while any does, mimalloc gives freed memory back
+// at once rather than after its decommit delay.
+std::atomic<int> freeing_much{0};
+std::atomic<long> saved_decommit_delay{0};
+}  // namespace
+
+void Reactor::FreeingMuch(const absl::FunctionRef<void()>& free_it) {
+  if (!mi_collect || !mi_option_get || !mi_option_set) {
+    free_it();
+    return;
+  }
+  // mimalloc gives the memory of a freed span back to the system only when the thread next
+  // allocates in that segment, after a delay (decommit_delay): an idle reactor after FLUSHALL
+  // kept the pages, resident and counted in used_memory, for good. With the delay at 0 the
+  // spans freed meanwhile are decommitted as they are freed, and the forced collect frees what
+  // the thread still kept (retired pages, cached segments). Other threads allocating meanwhile
+  // pay a few more madvise calls, for as long as a flush takes.
+  if (freeing_much.fetch_add(1) == 0) {
+    saved_decommit_delay.store(mi_option_get(mi_option_decommit_delay));
+    mi_option_set(mi_option_decommit_delay, 0);
+  }
+  free_it();
+  mi_collect(true);
+  if (freeing_much.fetch_sub(1) == 1) {
+    mi_option_set(mi_option_decommit_delay, saved_decommit_delay.load());
+  }
+}
 
 void Reactor::AddTimer(int64_t at_ms, absl::AnyInvocable<void()> fn) {
   timers_.emplace(at_ms, std::move(fn));

@@ -3,6 +3,7 @@
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/functional/any_invocable.h>
+#include <absl/functional/function_ref.h>
 #include <liburing.h>
 
 #include <atomic>
@@ -77,6 +78,10 @@ class Reactor {
   void CloseConnection(Connection* c);      // shuts the socket; freed once nothing is in flight
   void MaybeFree(Connection* c);
   const absl::flat_hash_map<uint64_t, Connection*>& connections() const { return conns_; }
+
+  // Any reactor thread: runs free_it, which frees much memory on this thread (FLUSHALL), and
+  // has the allocator give the freed pages back to the system at once.
+  static void FreeingMuch(const absl::FunctionRef<void()>& free_it);
 
   // Reactor thread: runs fn on this thread at (or soon after) at_ms, unix time.
   void AddTimer(int64_t at_ms, absl::AnyInvocable<void()> fn);
