@@ -594,7 +594,10 @@ struct Connection::FanOutRun {
             if ((*more)[s]) left.push_back(s);
           }
           if (!left.empty()) {
-            RunPhaseOn(left);  // the same phase again where work is left
+            // The same phase again where work is left, in the next loop turn: the reactors
+            // serve other clients in between (a hop on this reactor alone would otherwise run
+            // every chunk in one go).
+            conn->reactor_->Yield([this, left = std::move(left)] { RunPhaseOn(left); });
             return;
           }
           next++;

@@ -695,7 +695,7 @@ void Reactor::Turn() {
   FlushOutboxes();
   FlushConnections();
 
-  bool block = local_tasks_.empty() && !inbox_.MaybeNonEmpty();
+  bool block = local_tasks_.empty() && yielded_.empty() && !inbox_.MaybeNonEmpty();
   if (block) {
     sleeping_.store(true, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -727,6 +727,12 @@ void Reactor::Turn() {
   }
   io_uring_cq_advance(&ring_, count);
 
+  if (!yielded_.empty()) {
+    // Work that stepped aside for this turn's input; what it yields again waits for the next.
+    std::vector<absl::AnyInvocable<void()>> batch;
+    batch.swap(yielded_);
+    for (auto& fn : batch) fn();
+  }
   if (now_ms_ >= next_tick_ms_) Tick();
   if (now_ms_ >= lock_waiters_.next_deadline_ms()) lock_waiters_.OnTimer();
   while (!timers_.empty() && timers_.begin()->first <= now_ms_) {

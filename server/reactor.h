@@ -83,6 +83,10 @@ class Reactor {
   // has the allocator give the freed pages back to the system at once.
   static void FreeingMuch(const absl::FunctionRef<void()>& free_it);
 
+  // Reactor thread: runs fn in the next loop turn, after that turn's completions (other
+  // clients' input) have been handled: for long work done in steps (Connection::FanOutChunked).
+  void Yield(absl::AnyInvocable<void()> fn) { yielded_.push_back(std::move(fn)); }
+
   // Reactor thread: runs fn on this thread at (or soon after) at_ms, unix time.
   void AddTimer(int64_t at_ms, absl::AnyInvocable<void()> fn);
 
@@ -163,6 +167,7 @@ class Reactor {
   std::vector<Connection*> free_list_;
 
   std::multimap<int64_t, absl::AnyInvocable<void()>> timers_;
+  std::vector<absl::AnyInvocable<void()>> yielded_;  // Yield(): for the next turn
   std::unique_ptr<Journal> journal_;
   // Messages to other reactors produced while a journal batch was not yet on disk, in order,
   // with the batch they wait for.
