@@ -75,6 +75,22 @@ def config_int(c, name):
     return int(reply[1])
 
 
+def info_field(c, field):
+    text = c.call("INFO", "memory").decode()
+    for line in text.split("\r\n"):
+        if line.startswith(field + ":"):
+            return line.split(":", 1)[1]
+    raise AssertionError("no %s in INFO memory" % field)
+
+
+def measures_memory(c):
+    """Memory bounds are about the allocators servers run with (deadbolt's mimalloc, Redis's
+    jemalloc): a sanitizer build (libc malloc under ASan, with its quarantine of freed memory)
+    is checked for correctness only."""
+    allocator = info_field(c, "mem_allocator")
+    return allocator.startswith("mimalloc") or allocator.startswith("jemalloc")
+
+
 def info_int(c, field):
     text = c.call("INFO", "memory").decode()
     for line in text.split("\r\n"):
@@ -244,6 +260,8 @@ class HugeMultiKeyTest(ServerTest):
         self.c.send(payload)
         self.assertEqual(self.c.read_reply(), harness.integer(HUGE_KEYS // 2))
         growth = proc_status(pid, "VmHWM") - before
+        if not measures_memory(self.c):
+            growth = 0  # a sanitizer build: see measures_memory
         # The request is 18 MB; its arguments, parsed and copied for the shards, take a few
         # times their 12 MB of keys (deadbolt now: about 80 MB; Redis: about 45 MB). With a
         # lock name, a transaction part and a lock-table entry per key it was 190-210 MB.
@@ -273,10 +291,13 @@ class FlushMemoryTest(ServerTest):
         base_used, base_rss = info_int(c, "used_memory"), proc_status(pid, "VmRSS")
         self.fill(c)
         full_used, full_rss = info_int(c, "used_memory"), proc_status(pid, "VmRSS")
-        self.assertGreater(full_used - base_used, 80 << 20)
+        if measures_memory(c):
+            self.assertGreater(full_used - base_used, 80 << 20)
         self.assertEqual(c.cmd(*flush), harness.OK)
         self.assertEqual(c.cmd("DBSIZE"), harness.integer(0))
         used, rss = info_int(c, "used_memory"), proc_status(pid, "VmRSS")
+        if not measures_memory(c):
+            return  # a sanitizer build: see measures_memory
         # Within a quarter of what the data took (Redis and deadbolt now: a few percent;
         # deadbolt before: 80-95%, the allocator kept it all).
         self.assertLess(used - base_used, (full_used - base_used) // 4,
