@@ -42,8 +42,7 @@ FdFit FitMaxClients(int64_t maxclients, int threads, const FdLimitOps& ops) {
     if (target > soft && ops.set_soft(target)) soft = target;
     if (soft < wanted) {
       fit.log.push_back("You requested maxclients of " + std::to_string(maxclients) +
-                        " requiring at least " + std::to_string(wanted) +
-                        " max file descriptors.");
+                        " requiring at least " + std::to_string(wanted) + " max file descriptors.");
       fit.log.push_back("Server can't set maximum open files to " + std::to_string(wanted) +
                         " (hard limit " + std::to_string(hard) + ").");
       int64_t fits = static_cast<int64_t>(soft) - reserved;
@@ -79,9 +78,8 @@ std::string AcceptBackoff::OnExhausted(int64_t now_ms, int err) {
     unlogged_++;
     return {};
   }
-  std::string line = std::string("accept failed: ") + strerror(err) +
-                     "; not accepting for " + std::to_string(kPauseMs) +
-                     " ms (raise 'ulimit -n' or lower maxclients)";
+  std::string line = std::string("accept failed: ") + strerror(err) + "; not accepting for " +
+                     std::to_string(kPauseMs) + " ms (raise 'ulimit -n' or lower maxclients)";
   if (unlogged_ > 0) {
     line += "; " + std::to_string(unlogged_) + " more such failures since the last message";
   }

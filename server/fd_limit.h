@@ -22,10 +22,10 @@ struct FdLimitOps {
 };
 
 struct FdFit {
-  int64_t maxclients = 0;         // what the server can serve (<= the requested)
-  uint64_t limit = 0;             // the soft limit afterwards
-  std::vector<std::string> log;   // lines for the log, in order (nothing when all was well)
-  bool fatal = false;             // not even one client fits: the server must not start
+  int64_t maxclients = 0;        // what the server can serve (<= the requested)
+  uint64_t limit = 0;            // the soft limit afterwards
+  std::vector<std::string> log;  // lines for the log, in order (nothing when all was well)
+  bool fatal = false;            // not even one client fits: the server must not start
 };
 
 // Main thread, at start: raises the soft limit to maxclients + ReservedFds(threads) (as far as

@@ -56,9 +56,9 @@ TEST(FitMaxClientsTest, LowersMaxclientsToTheHardLimit) {
   EXPECT_EQ(fit.maxclients, 256 - ReservedFds(2));
   EXPECT_FALSE(fit.fatal);
   ASSERT_FALSE(fit.log.empty());
-  EXPECT_NE(fit.log.back().find("maxclients has been reduced to " +
-                                std::to_string(256 - ReservedFds(2))),
-            std::string::npos);
+  EXPECT_NE(
+      fit.log.back().find("maxclients has been reduced to " + std::to_string(256 - ReservedFds(2))),
+      std::string::npos);
 }
 
 TEST(FitMaxClientsTest, RaisesAsFarAsTheHardLimitThenLowers) {
