@@ -49,24 +49,29 @@ void CountKeysOnShard(CmdArgs args, ShardCtx& ctx) {
 // returned true, counted on every shard under the command's locks.
 void CountKeys(CmdArgs args, Connection& conn, ReplyBuilder& rb, KeyOp op) {
   Server& server = conn.reactor().server();
+  struct Count {
+    int64_t n = 0;
+    size_t cursor = 0;  // the shard's keys done so far
+  };
   struct State {
     State(CmdArgs args, const Server& server)
         : keys(args, 1, 1, server), counts(server.num_shards()) {}
     ShardedKeys keys;
-    std::vector<PerShard<int64_t>> counts;
+    std::vector<PerShard<Count>> counts;
   };
   auto st = std::make_shared<State>(args, server);
-  conn.FanOut(
-      st->keys.shards(),
-      [st, op](ShardCtx& ctx) {
-        const int me = ctx.shard.index();
-        int64_t n = 0;
-        st->keys.ForEachOn(me, [&](size_t i) { n += op(ctx.db, st->keys.key(i), ctx.now_ms); });
-        st->counts[me].v = n;
-      },
+  std::vector<Connection::ChunkFn> phases;
+  phases.push_back([st, op](ShardCtx& ctx) {
+    const int me = ctx.shard.index();
+    Count& c = st->counts[me].v;
+    return st->keys.ForEachChunkOn(
+        me, &c.cursor, [&](size_t i) { c.n += op(ctx.db, st->keys.key(i), ctx.now_ms); });
+  });
+  conn.FanOutChunked(
+      st->keys.shards(), std::move(phases),
       [st](ReplyBuilder& rb) {
         int64_t n = 0;
-        for (const auto& c : st->counts) n += c.v;
+        for (const auto& c : st->counts) n += c.v.n;
         rb.Integer(n);
       });
 }
@@ -428,7 +433,8 @@ void FlushDb(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     return;
   }
   conn.FanOut(
-      AllShards(conn.reactor().server()), [](ShardCtx& ctx) { ctx.db.Flush(); },
+      AllShards(conn.reactor().server()),
+      [](ShardCtx& ctx) { Reactor::FreeingMuch([&] { ctx.db.Flush(); }); },
       [](ReplyBuilder& rb) { rb.Ok(); });
 }
 
@@ -440,7 +446,9 @@ void FlushAll(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   conn.FanOut(
       AllShards(conn.reactor().server()),
       [](ShardCtx& ctx) {
-        for (int i = 0; i < ctx.shard.num_dbs(); i++) ctx.shard.db(i).Flush();
+        Reactor::FreeingMuch([&] {
+          for (int i = 0; i < ctx.shard.num_dbs(); i++) ctx.shard.db(i).Flush();
+        });
       },
       [](ReplyBuilder& rb) { rb.Ok(); });
 }

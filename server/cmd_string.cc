@@ -414,6 +414,7 @@ void MGet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   struct Out {
     std::string data;
     std::vector<size_t> ends;  // end offset in data of each of the shard's replies
+    size_t cursor = 0;         // the shard's keys done so far
   };
   struct State {
     State(CmdArgs args, const Server& server, int resp)
@@ -423,17 +424,18 @@ void MGet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     int resp;
   };
   auto st = std::make_shared<State>(args, server, conn.resp());
-  conn.FanOut(
-      st->keys.shards(),
-      [st](ShardCtx& ctx) {
-        const int me = ctx.shard.index();
-        Out& out = st->out[me].v;
-        ReplyBuilder local(&out.data, st->resp);
-        st->keys.ForEachOn(me, [&](size_t i) {
-          WriteMGetValue(ctx, local, st->keys.key(i));
-          out.ends.push_back(out.data.size());
-        });
-      },
+  std::vector<Connection::ChunkFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    const int me = ctx.shard.index();
+    Out& out = st->out[me].v;
+    ReplyBuilder local(&out.data, st->resp);
+    return st->keys.ForEachChunkOn(me, &out.cursor, [&](size_t i) {
+      WriteMGetValue(ctx, local, st->keys.key(i));
+      out.ends.push_back(out.data.size());
+    });
+  });
+  conn.FanOutChunked(
+      st->keys.shards(), std::move(phases),
       [st](ReplyBuilder& rb) {
         const size_t n = st->keys.size();
         rb.ArrayHeader(n);
@@ -471,16 +473,21 @@ void MSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     return;
   }
   Server& server = conn.reactor().server();
-  auto keys = std::make_shared<ShardedKeys>(args, 1, 2, server);
-  conn.FanOut(
-      keys->shards(),
-      [keys](ShardCtx& ctx) {
-        const SetOptions plain;
-        keys->ForEachOn(ctx.shard.index(), [&](size_t i) {
-          ctx.db.Set(keys->key(i), keys->arg(i, 1), plain, ctx.now_ms);
-        });
-      },
-      [](ReplyBuilder& rb) { rb.Ok(); });
+  struct State {
+    State(CmdArgs args, const Server& server) : keys(args, 1, 2, server), cursor(server.num_shards()) {}
+    ShardedKeys keys;
+    std::vector<PerShard<size_t>> cursor;  // per shard: its keys done so far
+  };
+  auto st = std::make_shared<State>(args, server);
+  std::vector<Connection::ChunkFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    const SetOptions plain;
+    const int me = ctx.shard.index();
+    return st->keys.ForEachChunkOn(me, &st->cursor[me].v, [&](size_t i) {
+      ctx.db.Set(st->keys.key(i), st->keys.arg(i, 1), plain, ctx.now_ms);
+    });
+  });
+  conn.FanOutChunked(st->keys.shards(), std::move(phases), [st](ReplyBuilder& rb) { rb.Ok(); });
 }
 
 // MSETNX's work on the shard that owns all its keys: sets every pair if none of the keys exists.
@@ -518,35 +525,42 @@ void MSetNx(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     return;
   }
   Server& server = conn.reactor().server();
+  struct Progress {
+    bool exists = false;
+    size_t checked = 0;  // the shard's keys checked so far
+    size_t set = 0;      // and set
+  };
   struct State {
     State(CmdArgs args, const Server& server)
-        : keys(args, 1, 2, server), exists(server.num_shards()) {}
+        : keys(args, 1, 2, server), shard(server.num_shards()) {}
     ShardedKeys keys;
-    std::vector<PerShard<bool>> exists;
+    std::vector<PerShard<Progress>> shard;
     bool AnyExists() const {
-      for (const auto& e : exists) {
-        if (e.v) return true;
+      for (const auto& p : shard) {
+        if (p.v.exists) return true;
       }
       return false;
     }
   };
   auto st = std::make_shared<State>(args, server);
-  std::vector<Connection::ShardFn> phases;
+  std::vector<Connection::ChunkFn> phases;
   phases.push_back([st](ShardCtx& ctx) {
-    const int me = ctx.shard.index();
-    st->keys.ForEachOn(me, [&](size_t i) {
-      st->exists[me].v = st->exists[me].v || ctx.db.Exists(st->keys.key(i), ctx.now_ms);
+    Progress& p = st->shard[ctx.shard.index()].v;
+    bool more = st->keys.ForEachChunkOn(ctx.shard.index(), &p.checked, [&](size_t i) {
+      p.exists = p.exists || ctx.db.Exists(st->keys.key(i), ctx.now_ms);
     });
+    return more && !p.exists;
   });
   phases.push_back([st](ShardCtx& ctx) {
-    if (st->AnyExists()) return;
+    if (st->AnyExists()) return false;
     const SetOptions plain;
-    st->keys.ForEachOn(ctx.shard.index(), [&](size_t i) {
+    Progress& p = st->shard[ctx.shard.index()].v;
+    return st->keys.ForEachChunkOn(ctx.shard.index(), &p.set, [&](size_t i) {
       ctx.db.Set(st->keys.key(i), st->keys.arg(i, 1), plain, ctx.now_ms);
     });
   });
-  conn.FanOutPhases(st->keys.shards(), std::move(phases),
-                    [st](ReplyBuilder& rb) { rb.Integer(st->AnyExists() ? 0 : 1); });
+  conn.FanOutChunked(st->keys.shards(), std::move(phases),
+                     [st](ReplyBuilder& rb) { rb.Integer(st->AnyExists() ? 0 : 1); });
 }
 
 CommandSpec MultiKey(std::string name, int arity, uint32_t flags, int step, ConnHandler h,

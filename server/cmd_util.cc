@@ -87,9 +87,12 @@ ShardedKeys::ShardedKeys(CmdArgs args, size_t first, size_t step, const Server& 
   for (size_t i = 0; i < groups; i++) {
     const int s = server.ShardOf(args_[i * step]);
     owner_.push_back(s);
-    if (std::find(shards_.begin(), shards_.end(), s) == shards_.end()) shards_.push_back(s);
+    if (static_cast<size_t>(s) >= on_.size()) on_.resize(s + 1);
+    on_[s].push_back(static_cast<uint32_t>(i));
   }
-  std::sort(shards_.begin(), shards_.end());
+  for (int s = 0; s < static_cast<int>(on_.size()); s++) {
+    if (!on_[s].empty()) shards_.push_back(s);
+  }
 }
 
 }  // namespace deadbolt::server

@@ -2,6 +2,7 @@
 // Helpers shared by the command families: argument parsing with Redis's exact rules, and the
 // plumbing of commands whose keys span shards.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -112,9 +113,22 @@ class ShardedKeys {
   // fn(i) for every key owned by `shard`, in argument order.
   template <typename F>
   void ForEachOn(int shard, F&& fn) const {
-    for (size_t i = 0; i < owner_.size(); i++) {
-      if (owner_[i] == shard) fn(i);
-    }
+    if (static_cast<size_t>(shard) >= on_.size()) return;
+    for (uint32_t i : on_[shard]) fn(i);
+  }
+  // Keys a fan-out phase handles in one go on one shard before it lets the shard's reactor
+  // serve others (Connection::FanOutChunked).
+  static constexpr size_t kChunkKeys = 8192;
+  // fn(i) for the next at most kChunkKeys keys owned by `shard`, from *cursor (advanced past
+  // them). Returns true while keys are left on that shard.
+  template <typename F>
+  bool ForEachChunkOn(int shard, size_t* cursor, F&& fn) const {
+    if (static_cast<size_t>(shard) >= on_.size()) return false;
+    const std::vector<uint32_t>& on = on_[shard];
+    const size_t end = std::min(on.size(), *cursor + kChunkKeys);
+    for (size_t k = *cursor; k < end; k++) fn(on[k]);
+    *cursor = end;
+    return end < on.size();
   }
 
  private:
@@ -122,6 +136,7 @@ class ShardedKeys {
   std::vector<std::string_view> args_;
   std::vector<int> owner_;
   std::vector<int> shards_;
+  std::vector<std::vector<uint32_t>> on_;  // per shard: its keys' indexes, in argument order
   size_t step_;
 };
 

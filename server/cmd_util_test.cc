@@ -4,6 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/config.h"
+#include "server/server.h"
 
 namespace deadbolt::server {
 namespace {
@@ -59,6 +64,51 @@ TEST(ConstantTimeEqualsTest, EqualOnlyWhenSame) {
   other = big;
   other.back() = 'q';
   EXPECT_FALSE(ConstantTimeEquals(other, big));
+}
+
+// A multi-key command's keys, split by shard and walked in bounded chunks: every key of a shard
+// exactly once, in argument order, at most kChunkKeys per step.
+TEST(ShardedKeysTest, ChunksCoverEachShardsKeysOnceInOrder) {
+  Config config;
+  config.threads = 2;
+  Server server(config);
+  const size_t n = 3 * ShardedKeys::kChunkKeys + 17;
+  std::vector<std::string> storage;
+  storage.reserve(n + 1);
+  storage.push_back("exists");
+  for (size_t i = 0; i < n; i++) storage.push_back("key:" + std::to_string(i));
+  std::vector<std::string_view> args(storage.begin(), storage.end());
+  ShardedKeys keys(CmdArgs(args.data(), args.size()), 1, 1, server);
+  ASSERT_EQ(keys.size(), n);
+  ASSERT_EQ(keys.shards(), (std::vector<int>{0, 1}));
+  size_t total = 0;
+  for (int shard : keys.shards()) {
+    std::vector<size_t> all, chunked;
+    keys.ForEachOn(shard, [&](size_t i) { all.push_back(i); });
+    size_t cursor = 0;
+    int steps = 0;
+    bool more = true;
+    while (more) {
+      size_t in_step = 0;
+      more = keys.ForEachChunkOn(shard, &cursor, [&](size_t i) {
+        chunked.push_back(i);
+        in_step++;
+      });
+      EXPECT_LE(in_step, ShardedKeys::kChunkKeys);
+      ASSERT_LT(++steps, 100);
+    }
+    EXPECT_EQ(chunked, all);
+    EXPECT_EQ(steps, static_cast<int>((all.size() + ShardedKeys::kChunkKeys - 1) /
+                                      ShardedKeys::kChunkKeys));
+    for (size_t i : all) {
+      EXPECT_EQ(keys.owner(i), shard);
+      EXPECT_EQ(server.ShardOf(keys.key(i)), shard);
+    }
+    // Once done, a further step does nothing.
+    EXPECT_FALSE(keys.ForEachChunkOn(shard, &cursor, [&](size_t) { ADD_FAILURE(); }));
+    total += all.size();
+  }
+  EXPECT_EQ(total, n);
 }
 
 }  // namespace

@@ -575,13 +575,30 @@ void Connection::FanOut(const std::vector<int>& shards, ShardFn per_shard,
   FanOutPhases(shards, std::move(phases), std::move(finish));
 }
 
+void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
+                              absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+  std::vector<ChunkFn> whole;
+  whole.reserve(phases.size());
+  for (ShardFn& p : phases) {
+    whole.push_back([p = std::move(p)](ShardCtx& ctx) {
+      p(ctx);
+      return false;
+    });
+  }
+  FanOutChunked(shards, std::move(whole), std::move(finish));
+}
+
 // One fan-out in progress: its transaction, the phases left and where its reply goes.
 struct Connection::FanOutRun {
   FanOutRun(Reactor* r, std::vector<Transaction::Part> parts) : tx(r, std::move(parts)) {}
   Transaction tx;
   std::vector<int> shards;
-  std::vector<ShardFn> phases;
+  std::vector<ChunkFn> phases;
   size_t next = 0;
+  // Per shard (by index): the current phase has work left there. Written by each shard for
+  // itself during a hop, read here after it; shared so that a shard never writes into a run
+  // deleted under it.
+  std::shared_ptr<std::vector<char>> more;
   absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish;
   int db = 0;
   int resp = 2;
@@ -596,17 +613,36 @@ struct Connection::FanOutRun {
       tx.Release([this] { Finish(); });
       return;
     }
-    ShardFn phase = phases[next++];
+    RunPhaseOn(shards);
+  }
+
+  void RunPhaseOn(const std::vector<int>& on) {
+    ChunkFn phase = phases[next];
     int d = db;
+    std::shared_ptr<std::vector<char>> m = more;
     tx.Hop(
-        shards,
-        [phase, d](Reactor& r) {
+        on,
+        [phase, d, m](Reactor& r) {
           protocol::ReplyBuilder sink(&NullSink, 2);
           ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
-          phase(ctx);
+          (*m)[r.id()] = phase(ctx) ? 1 : 0;
           NullSink.clear();
         },
-        [this] { NextPhase(); });
+        [this, on] {
+          std::vector<int> left;
+          for (int s : on) {
+            if ((*more)[s]) left.push_back(s);
+          }
+          if (!left.empty()) {
+            // The same phase again where work is left, in the next loop turn: the reactors
+            // serve other clients in between (a hop on this reactor alone would otherwise run
+            // every chunk in one go).
+            conn->reactor_->Yield([this, left = std::move(left)] { RunPhaseOn(left); });
+            return;
+          }
+          next++;
+          NextPhase();
+        });
   }
 
   void Finish() {
@@ -639,21 +675,33 @@ void Connection::DropFanOuts() {
   fan_outs_.clear();
 }
 
-void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
-                              absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<ChunkFn> phases,
+                               absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
   std::vector<Transaction::Part> parts;
   bool for_exec = exec_ && exec_in_handler_;
   // Inside EXEC the transaction's locks are already held. Otherwise a command that touches keys
   // (or the whole keyspace) locks what it touches on every shard it fans out to.
   if (!for_exec && cur_spec_ && (cur_spec_->flags & (kWrite | kReadOnly))) {
-    if (cur_spec_->has_keys()) {
-      const Server& server = reactor_->server();
-      cur_spec_->ForEachKey(cur_args_, [&](int i) {
-        parts.push_back(Transaction::Part{server.ShardOf(cur_args_[i]),
-                                          {LockTable::Name(db_index_, cur_args_[i])}});
-      });
-    } else {
+    size_t nkeys = 0;
+    if (cur_spec_->has_keys()) cur_spec_->ForEachKey(cur_args_, [&](int) { nkeys++; });
+    if (!cur_spec_->has_keys()) {
       for (int s : shards) parts.push_back(Transaction::Part{s, {}, true});
+    } else if (nkeys > kMaxKeyLocks) {
+      // So many keys that locking each would cost more than the command (a lock name and a
+      // hash-table entry per key): lock the shards whole, as Redis runs any command alone.
+      for (int s : shards) parts.push_back(Transaction::Part{s, {}, true});
+    } else if (nkeys > 0) {
+      // One part per shard, not per key.
+      const Server& server = reactor_->server();
+      std::vector<int> part_of(server.num_shards(), -1);
+      cur_spec_->ForEachKey(cur_args_, [&](int i) {
+        const int s = server.ShardOf(cur_args_[i]);
+        if (part_of[s] < 0) {
+          part_of[s] = static_cast<int>(parts.size());
+          parts.push_back(Transaction::Part{s, {}});
+        }
+        parts[part_of[s]].names.push_back(LockTable::Name(db_index_, cur_args_[i]));
+      });
     }
   }
   auto* run = new FanOutRun(reactor_, std::move(parts));
@@ -665,6 +713,7 @@ void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardF
   }
   run->shards = shards;
   run->phases = std::move(phases);
+  run->more = std::make_shared<std::vector<char>>(reactor_->server().num_shards(), 0);
   run->finish = std::move(finish);
   run->db = db_index_;
   run->resp = resp_;

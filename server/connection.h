@@ -116,6 +116,13 @@ class Connection {
   // write).
   void FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
                     absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
+  // The same with phases done in bounded chunks, for commands with many keys: a ChunkFn does
+  // some of its shard's work and returns true if some is left; it then runs again, in another
+  // hop, on the shards that said so (the locks still held), and the reactors serve other clients
+  // in between. The next phase starts once no shard has work left.
+  using ChunkFn = std::function<bool(ShardCtx&)>;
+  void FanOutChunked(const std::vector<int>& shards, std::vector<ChunkFn> phases,
+                     absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
 
   // For a command whose reply waits on something other than a key (WAITAOF waiting for
   // fsyncs): takes this command's reply slot and holds back the connection's later commands
@@ -156,6 +163,9 @@ class Connection {
   friend struct RemoteCommand;
   friend class ConnBlockedReply;
   static constexpr int kSpansShards = -2;
+  // A fan-out over more keys than this locks the shards it touches whole instead of each key
+  // (the shards passed to it must then be all those owning its keys).
+  static constexpr size_t kMaxKeyLocks = 1024;
   struct QueuedCommand {
     const CommandSpec* spec;
     std::unique_ptr<OwnedArgs> args;

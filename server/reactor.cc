@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <mimalloc.h>  // for mi_option_t: the functions are declared weak below
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +25,11 @@
 #include "server/journal_health.h"
 #include "server/log.h"
 #include "server/server.h"
+
+// mimalloc's, when it is the allocator (the release binary); absent under the sanitizers.
+extern "C" void mi_collect(bool force) __attribute__((weak));
+extern "C" long mi_option_get(mi_option_t option) __attribute__((weak));
+extern "C" void mi_option_set(mi_option_t option, long value) __attribute__((weak));
 
 namespace deadbolt::server {
 namespace {
@@ -109,6 +116,35 @@ Reactor* Reactor::Current() { return tls_reactor; }
 uint64_t Reactor::JournalTag(const void* op) { return Encode(op, kOpJournal); }
 
 void Reactor::OnJournalDurable() { journal_moved_ = true; }
+
+namespace {
+// Reactors freeing much at once (FreeingMuch): while any does, mimalloc gives freed memory back
+// at once rather than after its decommit delay.
+std::atomic<int> freeing_much{0};
+std::atomic<long> saved_decommit_delay{0};
+}  // namespace
+
+void Reactor::FreeingMuch(const absl::FunctionRef<void()>& free_it) {
+  if (!mi_collect || !mi_option_get || !mi_option_set) {
+    free_it();
+    return;
+  }
+  // mimalloc gives the memory of a freed span back to the system only when the thread next
+  // allocates in that segment, after a delay (decommit_delay): an idle reactor after FLUSHALL
+  // kept the pages, resident and counted in used_memory, for good. With the delay at 0 the
+  // spans freed meanwhile are decommitted as they are freed, and the forced collect frees what
+  // the thread still kept (retired pages, cached segments). Other threads allocating meanwhile
+  // pay a few more madvise calls, for as long as a flush takes.
+  if (freeing_much.fetch_add(1) == 0) {
+    saved_decommit_delay.store(mi_option_get(mi_option_decommit_delay));
+    mi_option_set(mi_option_decommit_delay, 0);
+  }
+  free_it();
+  mi_collect(true);
+  if (freeing_much.fetch_sub(1) == 1) {
+    mi_option_set(mi_option_decommit_delay, saved_decommit_delay.load());
+  }
+}
 
 void Reactor::AddTimer(int64_t at_ms, absl::AnyInvocable<void()> fn) {
   timers_.emplace(at_ms, std::move(fn));
@@ -387,6 +423,7 @@ io_uring_sqe* Reactor::GetSqe() {
 }
 
 void Reactor::ArmAccept() {
+  accept_armed_ = true;
   io_uring_sqe* sqe = GetSqe();
   io_uring_prep_multishot_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
   io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpAccept));
@@ -550,7 +587,16 @@ void Reactor::MaybeFree(Connection* c) {
 }
 
 void Reactor::OnAccept(int res, uint32_t flags) {
-  if (!(flags & IORING_CQE_F_MORE) && !stop_.load(std::memory_order_relaxed)) ArmAccept();
+  if (!(flags & IORING_CQE_F_MORE)) accept_armed_ = false;
+  if (res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM) {
+    // Out of descriptors (or memory): accepting again at once would fail again at once, and
+    // spin. Pause instead; the connections waiting meanwhile stay in the listen backlog.
+    PauseAccept(-res);
+    return;
+  }
+  if (!accept_armed_ && !accept_backoff_.paused() && !stop_.load(std::memory_order_relaxed)) {
+    ArmAccept();
+  }
   if (res < 0) {
     if (res != -ECANCELED) LogWarning("accept failed: %s", strerror(-res));
     return;
@@ -563,6 +609,24 @@ void Reactor::OnAccept(int res, uint32_t flags) {
   } else {
     Send(target, [fd] { Reactor::Current()->Adopt(fd); });
   }
+}
+
+void Reactor::PauseAccept(int err) {
+  std::string line = accept_backoff_.OnExhausted(now_ms_, err);
+  if (!line.empty()) LogWarning("%s", line.c_str());
+  if (accept_armed_) {
+    // A multishot accept that is still armed would go on failing: cancel it.
+    io_uring_sqe* sqe = GetSqe();
+    io_uring_prep_cancel64(sqe, Encode(nullptr, kOpAccept), 0);
+    io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpIgnore));
+  }
+  AddTimer(accept_backoff_.resume_at_ms(), [this] { ResumeAccept(); });
+}
+
+void Reactor::ResumeAccept() {
+  if (!accept_backoff_.paused()) return;
+  accept_backoff_.Resume();
+  if (!accept_armed_ && listen_fd_ >= 0 && !stop_.load(std::memory_order_relaxed)) ArmAccept();
 }
 
 void Reactor::Adopt(int fd) {
@@ -695,7 +759,7 @@ void Reactor::Turn() {
   FlushOutboxes();
   FlushConnections();
 
-  bool block = local_tasks_.empty() && !inbox_.MaybeNonEmpty();
+  bool block = local_tasks_.empty() && yielded_.empty() && !inbox_.MaybeNonEmpty();
   if (block) {
     sleeping_.store(true, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -727,6 +791,12 @@ void Reactor::Turn() {
   }
   io_uring_cq_advance(&ring_, count);
 
+  if (!yielded_.empty()) {
+    // Work that stepped aside for this turn's input; what it yields again waits for the next.
+    std::vector<absl::AnyInvocable<void()>> batch;
+    batch.swap(yielded_);
+    for (auto& fn : batch) fn();
+  }
   if (now_ms_ >= next_tick_ms_) Tick();
   if (now_ms_ >= lock_waiters_.next_deadline_ms()) lock_waiters_.OnTimer();
   while (!timers_.empty() && timers_.begin()->first <= now_ms_) {
@@ -746,6 +816,7 @@ void Reactor::Turn() {
       conns_.erase(c->id());
       close(c->fd());
       delete c;
+      if (accept_backoff_.paused()) ResumeAccept();  // a descriptor is free again
     }
   }
   free_list_.swap(keep);

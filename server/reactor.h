@@ -3,6 +3,7 @@
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/functional/any_invocable.h>
+#include <absl/functional/function_ref.h>
 #include <liburing.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "server/config.h"
+#include "server/fd_limit.h"
 #include "server/journal.h"
 #include "server/lock_table.h"
 #include "server/lock_waiters.h"
@@ -77,6 +79,14 @@ class Reactor {
   void MaybeFree(Connection* c);
   const absl::flat_hash_map<uint64_t, Connection*>& connections() const { return conns_; }
 
+  // Any reactor thread: runs free_it, which frees much memory on this thread (FLUSHALL), and
+  // has the allocator give the freed pages back to the system at once.
+  static void FreeingMuch(const absl::FunctionRef<void()>& free_it);
+
+  // Reactor thread: runs fn in the next loop turn, after that turn's completions (other
+  // clients' input) have been handled: for long work done in steps (Connection::FanOutChunked).
+  void Yield(absl::AnyInvocable<void()> fn) { yielded_.push_back(std::move(fn)); }
+
   // Reactor thread: runs fn on this thread at (or soon after) at_ms, unix time.
   void AddTimer(int64_t at_ms, absl::AnyInvocable<void()> fn);
 
@@ -108,6 +118,9 @@ class Reactor {
   void OnRecv(Connection* c, int res, uint32_t flags);
   void OnSend(Connection* c, int res);
   void ArmAccept();
+  // Out of descriptors: stop accepting for a while (AcceptBackoff), then try again.
+  void PauseAccept(int err);
+  void ResumeAccept();
   void ArmEventfd();
   void SubmitSend(Connection* c);
   void DrainInbox();
@@ -143,6 +156,8 @@ class Reactor {
   io_uring_buf_ring* buf_ring_ = nullptr;
   char* buf_base_ = nullptr;
   int listen_fd_ = -1;
+  bool accept_armed_ = false;  // a multishot accept is in the ring
+  AcceptBackoff accept_backoff_;
   int event_fd_ = -1;
   uint64_t event_buf_ = 0;
   std::thread thread_;
@@ -161,6 +176,7 @@ class Reactor {
   std::vector<Connection*> free_list_;
 
   std::multimap<int64_t, absl::AnyInvocable<void()>> timers_;
+  std::vector<absl::AnyInvocable<void()>> yielded_;  // Yield(): for the next turn
   std::unique_ptr<Journal> journal_;
   // Messages to other reactors produced while a journal batch was not yet on disk, in order,
   // with the batch they wait for.

@@ -6,7 +6,9 @@
 #include <random>
 
 #include "server/command.h"
+#include "server/fd_limit.h"
 #include "server/journal.h"
+#include "server/log.h"
 #include "server/reactor.h"
 
 namespace deadbolt::server {
@@ -35,6 +37,18 @@ std::optional<std::string> Server::Start() {
   start_time_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
+  // Every client needs a descriptor: fit maxclients to RLIMIT_NOFILE before anyone connects,
+  // so that a client over the limit is told so instead of the server failing to accept.
+  FdFit fit = FitMaxClients(config_.maxclients, config_.threads, FdLimitOps::Real());
+  for (const std::string& line : fit.log) {
+    if (fit.maxclients == config_.maxclients && !fit.fatal) {
+      LogNotice("%s", line.c_str());
+    } else {
+      LogWarning("%s", line.c_str());
+    }
+  }
+  if (fit.fatal) return fit.log.back();
+  config_.maxclients = fit.maxclients;
   for (int i = 0; i < config_.threads; i++) {
     reactors_.push_back(std::make_unique<Reactor>(this, i, config_));
   }
