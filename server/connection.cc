@@ -83,15 +83,18 @@ struct RemoteCommand {
   uint64_t client_id;
   // A blocking command's (Connection::ForwardBlocking): shared with its connection.
   std::shared_ptr<BlockState> block;
+  // Run by the LockTable once nothing blocks it: its keys are free and it is its client's first.
+  bool resumed = false;
 
   void operator()() {
     Reactor* r = Reactor::Current();
     std::vector<std::string_view> views = args->Views();
     CmdArgs a(views.data(), views.size());
-    if (!r->locks().idle() &&
+    if (!resumed && !r->locks().idle() &&
         (KeysBlocked(spec, a, db, r->locks()) || r->locks().HasParked(client_id))) {
       std::vector<std::string> names = LockNames(spec, a, db);
       uint64_t owner = client_id;
+      resumed = true;
       r->locks().Park(std::move(names), owner, std::move(*this));
       return;
     }

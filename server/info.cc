@@ -189,7 +189,12 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     snap.pubsub_totals.channels, "\r\n", "pubsub_patterns:",
                     snap.pubsub_totals.patterns, "\r\n", "pubsubshard_channels:",
                     snap.pubsub_totals.shard_channels, "\r\n", "total_error_replies:", s.total_error_replies,
-                    "\r\n", "cross_shard_messages:", s.messages_sent, "\r\n");
+                    "\r\n", "cross_shard_messages:", s.messages_sent, "\r\n",
+                    "eventloop_cycles:", s.eventloop_cycles, "\r\n",
+                    "eventloop_duration_sum:", s.eventloop_duration_us, "\r\n",
+                    "eventloop_duration_max:", s.eventloop_duration_max_us, "\r\n",
+                    "tx_locked_keys:", s.tx_locked_keys, "\r\n",
+                    "tx_waiting:", s.tx_waiting, "\r\n");
     // Redis 7.2's name for wrong passwords; the clients closed before AUTH are deadbolt's own.
     absl::StrAppend(&out, "acl_access_denied_auth:", s.acl_access_denied_auth, "\r\n",
                     "unauthenticated_clients_closed:", s.unauth_clients_closed, "\r\n");
@@ -252,6 +257,8 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         Reactor* r = Reactor::Current();
         Snapshot& s = (*snaps)[r->id()];
         s.stats = r->stats();
+        s.stats.tx_locked_keys = r->locks().held();
+        s.stats.tx_waiting = r->locks().parked();
         s.blocked_clients = r->lock_waiters().size();
         s.pubsub = CollectPubSubInfo(r->pubsub());
         if (r->journal()) s.journals.push_back(r->journal()->Stats());

@@ -754,6 +754,8 @@ void Reactor::CloseIdleClients() {
 }
 
 void Reactor::Turn() {
+  int64_t work_start = MonotonicUs();
+  int64_t worked = 0;
   DrainInbox();
   if (journal_) journal_->EndTurn(now_ms_);
   FlushOutboxes();
@@ -776,7 +778,9 @@ void Reactor::Turn() {
     int64_t wait_ms = std::max<int64_t>(0, wake_ms - now_ms_);
     __kernel_timespec ts{wait_ms / 1000, (wait_ms % 1000) * 1000000};
     io_uring_cqe* cqe = nullptr;
+    worked = MonotonicUs() - work_start;
     io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+    work_start = MonotonicUs();
     sleeping_.store(false, std::memory_order_relaxed);
   } else {
     io_uring_submit_and_get_events(&ring_);
@@ -820,6 +824,23 @@ void Reactor::Turn() {
     }
   }
   free_list_.swap(keep);
+  CountTurn(worked + (MonotonicUs() - work_start));
+}
+
+void Reactor::CountTurn(int64_t us) {
+  stats_.eventloop_cycles++;
+  stats_.eventloop_duration_us += static_cast<uint64_t>(us);
+  if (static_cast<uint64_t>(us) > stats_.eventloop_duration_max_us) {
+    stats_.eventloop_duration_max_us = static_cast<uint64_t>(us);
+  }
+  // A turn this long kept every client of this reactor waiting: say so, at most once a minute.
+  constexpr int64_t kSlowTurnUs = 500000;
+  if (us >= kSlowTurnUs && now_ms_ - last_slow_turn_log_ms_ >= 60000) {
+    last_slow_turn_log_ms_ = now_ms_;
+    LogWarning("reactor %d: one loop turn took %lld ms (longest so far %llu ms)", id_,
+               static_cast<long long>(us / 1000),
+               static_cast<unsigned long long>(stats_.eventloop_duration_max_us / 1000));
+  }
 }
 
 void Reactor::Loop() {

@@ -112,6 +112,8 @@ class Reactor {
   friend class Connection;
   void Loop();
   void Turn();
+  // Counts one loop turn that worked `us` microseconds (INFO eventloop_*).
+  void CountTurn(int64_t us);
   void Adopt(int fd);
   void HandleCqe(io_uring_cqe* cqe);
   void OnAccept(int res, uint32_t flags);
@@ -170,6 +172,7 @@ class Reactor {
 
   int64_t now_ms_ = 0;
   int64_t next_tick_ms_ = 0;
+  int64_t last_slow_turn_log_ms_ = -60000;
   int64_t next_idle_check_ms_ = 0;
   absl::flat_hash_map<uint64_t, Connection*> conns_;
   std::vector<Connection*> flush_list_;

@@ -1,6 +1,7 @@
 #pragma once
 // Counters for INFO. Each reactor has its own; INFO sums them through messages.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -28,7 +29,16 @@ struct ReactorStats {
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
   uint64_t unauth_clients_closed = 0;   // closed before AUTH for output piling up
-  std::vector<CommandStats> commands;   // indexed by CommandTable::IndexOf
+  // Loop turns and the time they spent working (not waiting for events), in microseconds; the
+  // longest turn shows a reactor that stalled (INFO: the maximum over reactors).
+  uint64_t eventloop_cycles = 0;
+  uint64_t eventloop_duration_us = 0;
+  uint64_t eventloop_duration_max_us = 0;
+  // Gauges filled in when INFO takes its copy: keys locked by cross-shard transactions, and the
+  // work waiting for them (server/lock_table.h).
+  uint64_t tx_locked_keys = 0;
+  uint64_t tx_waiting = 0;
+  std::vector<CommandStats> commands;  // indexed by CommandTable::IndexOf
 
   void Add(const ReactorStats& o) {
     connections_received += o.connections_received;
@@ -44,6 +54,11 @@ struct ReactorStats {
     total_error_replies += o.total_error_replies;
     acl_access_denied_auth += o.acl_access_denied_auth;
     unauth_clients_closed += o.unauth_clients_closed;
+    eventloop_cycles += o.eventloop_cycles;
+    eventloop_duration_us += o.eventloop_duration_us;
+    eventloop_duration_max_us = std::max(eventloop_duration_max_us, o.eventloop_duration_max_us);
+    tx_locked_keys += o.tx_locked_keys;
+    tx_waiting += o.tx_waiting;
     if (commands.size() < o.commands.size()) commands.resize(o.commands.size());
     for (size_t i = 0; i < o.commands.size(); i++) {
       commands[i].calls += o.commands[i].calls;
