@@ -607,8 +607,27 @@ struct Connection::FanOutRun {
   int resp = 2;
   bool for_exec = false;  // the reply goes into EXEC's array, not a slot of its own
   bool pauses = false;    // the connection's later commands wait until this one is done
+  // A read (no write, not in EXEC): if its client goes while it still waits for its locks, it
+  // is dropped rather than run (Transaction::Abandon), since nobody can see its reply.
+  bool droppable = false;
   uint64_t seq = 0;
   Connection* conn = nullptr;
+
+  // Its client has gone (Connection::OnClose): a read still waiting for its locks stops waiting.
+  void ClientGone() {
+    if (!droppable) return;
+    tx.Abandon([this] { Dropped(); });
+  }
+
+  void Dropped() {
+    Connection* c = conn;
+    std::erase(c->fan_outs_, this);
+    uint64_t s = seq;
+    delete this;
+    c->CompleteSlot(s, std::string());
+    c->paused_ = false;
+    c->Unref();
+  }
 
   void NextPhase() {
     if (next == phases.size()) {
@@ -673,6 +692,11 @@ struct Connection::FanOutRun {
   }
 };
 
+void Connection::FanOutsClientGone() {
+  std::vector<FanOutRun*> runs = fan_outs_;  // a run may end (and leave the list) at once
+  for (FanOutRun* run : runs) run->ClientGone();
+}
+
 void Connection::DropFanOuts() {
   for (FanOutRun* run : fan_outs_) delete run;
   fan_outs_.clear();
@@ -723,6 +747,8 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
   run->conn = this;
   fan_outs_.push_back(run);
   run->for_exec = for_exec;
+  run->droppable = !for_exec && cur_spec_ && (cur_spec_->flags & kReadOnly) &&
+                   !(cur_spec_->flags & kWrite);
   if (for_exec) {
     exec_->async = true;
   } else {

@@ -189,6 +189,8 @@ class Connection {
   // connection goes (a reactor destroyed at shutdown mid-transaction) are deleted with it.
   std::vector<FanOutRun*> fan_outs_;
   void DropFanOuts();
+  // The client has gone: fan-outs that only read and still wait for their locks are dropped.
+  void FanOutsClientGone();
   void Dispatch(CmdArgs args);
   void Execute(const CommandSpec* spec, CmdArgs args);
   // `block`: set for a blocking command (ForwardBlocking).

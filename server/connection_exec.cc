@@ -127,6 +127,7 @@ void Connection::Unwatch() {
 
 void Connection::OnClose() {
   CancelBlock();  // a waiting LOCK.ACQUIRE leaves its queue
+  FanOutsClientGone();  // a read waiting for its locks is not worth finishing
   Unwatch();
   queued_.clear();
   PubSubTeardown();

@@ -90,6 +90,19 @@ struct Transaction::LockStep {
   void operator()() {
     Reactor* r = Reactor::Current();
     const Part& p = plan->parts[i];
+    if (plan->abandoned.load(std::memory_order_acquire)) {
+      // Given up: let go of what it holds here (it was just granted, or holds nothing yet) and
+      // tell the coordinator, which releases the earlier shards.
+      r->locks().Unlock(plan->id, p.names, p.whole);
+      Transaction* t = tx;
+      size_t held = i;
+      if (plan->origin == r->id()) {
+        t->OnAbandoned(held);
+      } else {
+        r->Send(plan->origin, [t, held] { t->OnAbandoned(held); });
+      }
+      return;
+    }
     if (!r->locks().TryLock(plan->id, p.names, p.whole)) {
       r->locks().ParkTx(plan->id, p.names, p.whole, LockStep(*this));
       return;
@@ -121,8 +134,38 @@ void Transaction::Lock(absl::AnyInvocable<void()> on_locked) {
 }
 
 void Transaction::OnLocked() {
+  if (plan_->abandoned.load(std::memory_order_relaxed)) {  // given up meanwhile
+    OnAbandoned(plan_->parts.size());
+    return;
+  }
+  locked_ = true;
   auto f = std::move(on_locked_);
   f();
+}
+
+bool Transaction::Abandon(absl::AnyInvocable<void()> on_abandoned) {
+  if (locked_ || plan_->parts.empty()) return false;
+  on_abandoned_ = std::move(on_abandoned);
+  plan_->abandoned.store(true, std::memory_order_release);
+  return true;
+}
+
+void Transaction::OnAbandoned(size_t held) {
+  // Nothing ran and nothing was journalled: the locks go, with no commit.
+  int origin = origin_->id();
+  for (size_t j = 0; j < held; j++) {
+    const Part& p = plan_->parts[j];
+    if (p.shard == origin) {
+      origin_->locks().Unlock(plan_->id, p.names, p.whole);
+    } else {
+      origin_->Send(p.shard, [plan = std::shared_ptr<const Plan>(plan_), j] {
+        const Part& part = plan->parts[j];
+        Reactor::Current()->locks().Unlock(plan->id, part.names, part.whole);
+      });
+    }
+  }
+  auto f = std::move(on_abandoned_);
+  f();  // may destroy this transaction
 }
 
 void Transaction::Hop(const std::vector<int>& shards, std::function<void(Reactor&)> fn,
@@ -180,7 +223,10 @@ void Transaction::Release(absl::AnyInvocable<void()> then) {
   plan_->commit_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
   int origin = origin_->id();
   commit_remaining_ = 1;  // the coordinator's own step, last
-  for (size_t i = 0; i < plan_->parts.size(); i++) {
+  // Without a journal (every reactor has one, or none) there is nothing to commit: the locks go
+  // at once, with no round trip to the other shards first.
+  const bool journalled = origin_->journal() != nullptr;
+  for (size_t i = 0; journalled && i < plan_->parts.size(); i++) {
     const Part& p = plan_->parts[i];
     if (p.shard == origin) continue;
     commit_remaining_++;

@@ -4,6 +4,7 @@
 
 #include <absl/functional/any_invocable.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,6 +58,12 @@ class Transaction {
 
   // Takes every lock, then runs on_locked on the coordinator.
   void Lock(absl::AnyInvocable<void()> on_locked);
+  // While Lock() is still taking locks: gives up. The shards let go of what it took (a waiting
+  // step lets go as soon as it is granted, without a pass by the coordinator), and
+  // `on_abandoned` runs on the coordinator instead of on_locked. False, and nothing changes,
+  // once every lock is held. For work that has done nothing yet and whose result nobody can
+  // see any more (a read for a client that has gone).
+  bool Abandon(absl::AnyInvocable<void()> on_abandoned);
   // Runs fn on each of `shards` (inline on the coordinator's own), then `then` on the
   // coordinator once all are done. fn may write only to state set aside for its shard.
   void Hop(const std::vector<int>& shards, std::function<void(Reactor&)> fn,
@@ -82,6 +89,7 @@ class Transaction {
     uint64_t journal_id = 0;                // id, or an enclosing EXEC's
     std::vector<uint32_t> participants;     // that transaction's shards; empty: nothing to tag
     int64_t commit_ns = 0;                  // set by Release before any part is committed
+    std::atomic<bool> abandoned{false};     // set by the coordinator (Abandon), read by shards
   };
   static uint64_t Enter(Reactor& r, const Plan& plan);
   static void Leave(Reactor& r, const Plan& plan, uint64_t prev);
@@ -91,12 +99,16 @@ class Transaction {
   void Unlock();
   struct LockStep;
   void OnLocked();
+  // On the coordinator: an abandoned transaction's lock chain stopped, holding parts [0, held).
+  void OnAbandoned(size_t held);
   void HopDone();
   void NoteFailedReply();
 
   Reactor* origin_;
   std::shared_ptr<Plan> plan_;  // shared read-only once Lock() has run
   absl::AnyInvocable<void()> on_locked_;
+  absl::AnyInvocable<void()> on_abandoned_;
+  bool locked_ = false;
   size_t hop_remaining_ = 0;
   absl::AnyInvocable<void()> hop_then_;
   bool released_ = false;
