@@ -23,7 +23,7 @@ struct ParserLimits {
   static constexpr int64_t kUnauthMaxBulk = 16384;
 };
 
-// Why a request was refused. The exact text lives in server/error_strings.h; ParseErrorText()
+// Why a request was refused. The exact text lives in server/base/error_strings.h; ParseErrorText()
 // returns it so that protocol tests can check it without depending on server/.
 enum class ParseError : uint8_t {
   kNone,

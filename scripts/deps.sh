@@ -8,7 +8,7 @@ if [[ "${1:-}" == "--test" ]]; then
   # Node.js that did not come from Debian, and Debian's npm would conflict with it).
   command -v node >/dev/null || PKGS+=(nodejs)
   command -v npm >/dev/null || PKGS+=(npm)
-  PKGS+=(libfuse3-dev fuse3)  # tools/powercutfs, for lockcrash --power-cut
+  PKGS+=(libfuse3-dev fuse3)  # tools/lockcrash/powercutfs, for lockcrash --power-cut
 fi
 if [[ "${1:-}" == "--bench" ]]; then
   PKGS+=(gnuplot-nox)  # bench/compare.py's plot

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "server/config.h"
-#include "server/log.h"
-#include "server/reactor.h"
-#include "server/server.h"
+#include "server/base/config.h"
+#include "server/base/log.h"
+#include "server/core/reactor.h"
+#include "server/core/server.h"
 
 namespace {
 deadbolt::server::Server* g_server = nullptr;

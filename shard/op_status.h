@@ -1,6 +1,6 @@
 #pragma once
 // Errors as values for shard operations. Only server/ turns these into RESP error text
-// (server/error_strings.h).
+// (server/base/error_strings.h).
 
 #include <cstdint>
 #include <utility>

@@ -60,8 +60,8 @@ class CasTestCase(harness.ServerTestCase):
         self.assertReply(OK, "FLUSHALL")
 
     def require_set_conditions(self):
-        """SET's IF* options are parsed by SET's option parser (server/cmd_string.cc), which
-        calls ParseSetCondition (server/cmd_lock.h); skip until it does."""
+        """SET's IF* options are parsed by SET's option parser (server/commands/cmd_string.cc), which
+        calls ParseSetCondition (server/commands/cmd_lock.h); skip until it does."""
         reply = self.c.cmd("SET", "__probe__", "v", "IFNE", "x")
         if reply == SYNTAX:
             self.skipTest("SET's option parser does not call ParseSetCondition yet")

@@ -1,4 +1,4 @@
-"""The journal (--appendonly yes, server/journal.h): what comes back after a restart.
+"""The journal (--appendonly yes, server/core/journal.h): what comes back after a restart.
 
 Every test starts its own servers with a temporary --dir and stops, kills (SIGKILL) and
 restarts them: state of every kind survives a clean SHUTDOWN and a SIGKILL with
@@ -16,7 +16,7 @@ names, CONFIG GET), against redis-server --appendonly yes; WAITAOF is skipped on
 than 7.2.
 
 Journal files are <dir>/deadbolt-journal-<shard>-of-<n>.aof, a sequence of frames
-[u32 len][u32 len ^ 0x5a17db0c][u32 checksum][payload] (shard/journal_format.h)."""
+[u32 len][u32 len ^ 0x5a17db0c][u32 checksum][payload] (shard/journal_format/journal_format.h)."""
 
 import os
 import random

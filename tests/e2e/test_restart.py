@@ -4,7 +4,7 @@ A killed deadbolt's listening socket outlives the process for 5-10 ms: the kerne
 io_uring down (and with it the multishot accept that holds the socket) only after the process has
 been reaped. A supervisor that restarts the server at once got `could not bind ...: Address
 already in use` (most restarts failed here before the fix); the server now tries its bind again
-for a moment (server/reactor.cc, Reactor::Init). Each round loads the server on many
+for a moment (server/core/reactor.cc, Reactor::Init). Each round loads the server on many
 connections, kills it and starts a new one on the same port straight away; every start must
 succeed and answer. A port another process listens on is still refused (after the retries),
 with the same message as before.

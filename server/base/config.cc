@@ -1,0 +1,275 @@
+#include "server/base/config.h"
+
+#include <absl/strings/ascii.h>
+#include <absl/strings/numbers.h>
+
+#include <cstring>
+#include <functional>
+
+#include "server/base/str_util.h"
+#include "shard/shard.h"
+
+namespace deadbolt::server {
+namespace {
+
+struct Setting {
+  const char* name;
+  bool mutable_at_runtime;
+  std::function<std::optional<std::string>(Config&, std::string_view)> set;
+  std::function<std::string(const Config&)> get;
+};
+
+std::optional<std::string> SetInt(int64_t* dst, std::string_view v, int64_t lo, int64_t hi,
+                                  bool memory) {
+  std::optional<int64_t> n;
+  if (memory) {
+    n = ParseMemory(v);
+  } else {
+    int64_t x;
+    if (ParseNumber(v, &x)) n = x;
+  }
+  if (!n) return std::string("argument couldn't be parsed into an integer");
+  if (*n < lo || *n > hi) return std::string("argument must be between ") + std::to_string(lo) +
+                                 " and " + std::to_string(hi) + " inclusive";
+  *dst = *n;
+  return std::nullopt;
+}
+
+template <typename T>
+std::function<std::optional<std::string>(Config&, std::string_view)> IntSetter(T Config::*field,
+                                                                               int64_t lo,
+                                                                               int64_t hi,
+                                                                               bool memory =
+                                                                                   false) {
+  return [=](Config& c, std::string_view v) -> std::optional<std::string> {
+    int64_t x = 0;
+    if (auto err = SetInt(&x, v, lo, hi, memory)) return err;
+    c.*field = static_cast<T>(x);
+    return std::nullopt;
+  };
+}
+
+template <typename T>
+std::function<std::string(const Config&)> IntGetter(T Config::*field) {
+  return [=](const Config& c) { return std::to_string(c.*field); };
+}
+
+std::function<std::optional<std::string>(Config&, std::string_view)> BoolSetter(
+    bool Config::*field) {
+  return [=](Config& c, std::string_view v) -> std::optional<std::string> {
+    std::string l = AsciiLower(v);
+    if (l != "yes" && l != "no") return std::string("argument must be 'yes' or 'no'");
+    c.*field = l == "yes";
+    return std::nullopt;
+  };
+}
+
+std::function<std::string(const Config&)> BoolGetter(bool Config::*field) {
+  return [=](const Config& c) { return std::string(c.*field ? "yes" : "no"); };
+}
+
+const std::vector<Setting>& Settings() {
+  static const std::vector<Setting> kSettings = {
+      {"port", false, IntSetter(&Config::port, 0, 65535), IntGetter(&Config::port)},
+      {"bind", false,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         c.bind = std::string(v);
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.bind; }},
+      {"threads", false, IntSetter(&Config::threads, 0, 256), IntGetter(&Config::threads)},
+      {"requirepass", true,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         c.requirepass = std::string(v);
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.requirepass; }},
+      {"databases", false, IntSetter(&Config::databases, 1, 1024), IntGetter(&Config::databases)},
+      {"proto-max-bulk-len", true,
+       IntSetter(&Config::proto_max_bulk_len, 1024 * 1024, INT64_MAX, true),
+       IntGetter(&Config::proto_max_bulk_len)},
+      {"max-multibulk-len", true, IntSetter(&Config::max_multibulk_len, 1, INT32_MAX),
+       IntGetter(&Config::max_multibulk_len)},
+      {"client-query-buffer-limit", true,
+       IntSetter(&Config::client_query_buffer_limit, 1024 * 1024, INT64_MAX, true),
+       IntGetter(&Config::client_query_buffer_limit)},
+      {"maxclients", true, IntSetter(&Config::maxclients, 1, INT32_MAX),
+       IntGetter(&Config::maxclients)},
+      {"hz", true, IntSetter(&Config::hz, 1, 500), IntGetter(&Config::hz)},
+      {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
+      {"loglevel", true,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::string l = AsciiLower(v);
+         if (l != "debug" && l != "verbose" && l != "notice" && l != "warning" &&
+             l != "nothing") {
+           return std::string("argument(s) must be one of the following: debug, verbose, "
+                              "notice, warning, nothing");
+         }
+         c.loglevel = l;
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.loglevel; }},
+      {"appendonly", false, BoolSetter(&Config::appendonly), BoolGetter(&Config::appendonly)},
+      {"appendfsync", true,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::string l = AsciiLower(v);
+         if (l == "always") {
+           c.appendfsync = Config::Fsync::kAlways;
+         } else if (l == "everysec") {
+           c.appendfsync = Config::Fsync::kEverySec;
+         } else if (l == "no") {
+           c.appendfsync = Config::Fsync::kNo;
+         } else {
+           return std::string("argument(s) must be one of the following: everysec, always, no");
+         }
+         return std::nullopt;
+       },
+       [](const Config& c) { return std::string(FsyncName(c.appendfsync)); }},
+      {"dir", false,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         if (v.empty()) return std::string("the directory name cannot be empty");
+         c.dir = std::string(v);
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.dir; }},
+      {"auto-aof-rewrite-percentage", true,
+       IntSetter(&Config::auto_aof_rewrite_percentage, 0, INT32_MAX),
+       IntGetter(&Config::auto_aof_rewrite_percentage)},
+      {"auto-aof-rewrite-min-size", true,
+       IntSetter(&Config::auto_aof_rewrite_min_size, 0, INT64_MAX, true),
+       IntGetter(&Config::auto_aof_rewrite_min_size)},
+      {"aof-load-truncated", true, BoolSetter(&Config::aof_load_truncated),
+       BoolGetter(&Config::aof_load_truncated)},
+      {"aof-load-damaged", true, BoolSetter(&Config::aof_load_damaged),
+       BoolGetter(&Config::aof_load_damaged)},
+      // Read-only facts that clients ask for.
+      {"save", false, nullptr, [](const Config&) { return std::string(); }},
+      {"maxmemory", false, nullptr, [](const Config&) { return std::string("0"); }},
+      {"maxmemory-policy", false, nullptr,
+       [](const Config&) { return std::string("noeviction"); }},
+      {"cluster-enabled", false, nullptr, [](const Config&) { return std::string("no"); }},
+      {"notify-keyspace-events", false, nullptr, [](const Config&) { return std::string(); }},
+      // Fixed at start: the delay counts from then.
+      {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
+       IntGetter(&Config::restart_delay_ms)},
+  };
+  return kSettings;
+}
+
+const Setting* Find(std::string_view name) {
+  for (const auto& s : Settings()) {
+    if (EqualsIgnoreCase(s.name, name)) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const char* FsyncName(Config::Fsync f) {
+  switch (f) {
+    case Config::Fsync::kAlways:
+      return "always";
+    case Config::Fsync::kEverySec:
+      return "everysec";
+    case Config::Fsync::kNo:
+      return "no";
+  }
+  return "everysec";
+}
+
+std::optional<int64_t> ParseMemory(std::string_view s) {
+  std::string l = AsciiLower(s);
+  int64_t mul = 1;
+  auto strip = [&](std::string_view suffix, int64_t m) {
+    if (l.size() > suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(),
+                                              suffix.data()) == 0) {
+      l.resize(l.size() - suffix.size());
+      mul = m;
+      return true;
+    }
+    return false;
+  };
+  strip("gb", 1024LL * 1024 * 1024) || strip("mb", 1024LL * 1024) || strip("kb", 1024) ||
+      strip("g", 1000LL * 1000 * 1000) || strip("m", 1000LL * 1000) || strip("k", 1000) ||
+      strip("b", 1);
+  int64_t n;
+  if (!ParseNumber(l, &n) || n < 0) return std::nullopt;
+  if (n > INT64_MAX / mul) return std::nullopt;
+  return n * mul;
+}
+
+std::string Config::Usage() {
+  return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
+         "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
+         "                       [--max-multibulk-len N]\n"
+         "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
+         "                       [--loglevel LEVEL] [--no-pin]\n"
+         "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"
+         "                       [--dir PATH] [--auto-aof-rewrite-percentage N]\n"
+         "                       [--auto-aof-rewrite-min-size BYTES]\n"
+         "                       [--aof-load-truncated yes|no] [--aof-load-damaged yes|no]\n"
+         "Defaults: --port 6379 --bind 127.0.0.1 --threads <cores> --databases 16\n"
+         "          --appendonly no --appendfsync everysec --dir .\n"
+         "With --appendonly yes every shard keeps a journal in --dir "
+         "(deadbolt-journal-<shard>-of-<n>.aof)\n"
+         "and replays it at start-up. --appendfsync always acknowledges a write only once it is\n"
+         "on disk (one fsync per reactor turn covers every write of that turn).\n"
+         "  --restart-delay MS   for MS milliseconds after start, refuse every command that\n"
+         "                       could take a lock (SET, SETNX, LOCK.ACQUIRE, acquire scripts,\n"
+         "                       ...) with a TRYAGAIN error; releases, extensions and reads\n"
+         "                       still work. For running without persistence: set it to your\n"
+         "                       longest lock lease, so no lock granted before a restart is\n"
+         "                       granted again while it may still be held (default 0: off;\n"
+         "                       see docs/LOCKS.md)\n";
+}
+
+std::optional<std::string> Config::ParseArgs(int argc, char** argv, Config* out) {
+  for (int i = 1; i < argc; i++) {
+    std::string_view a = argv[i];
+    if (a == "-h" || a == "--help") return Usage();
+    if (a == "--no-pin") {
+      out->pin_threads = false;
+      continue;
+    }
+    if (a.substr(0, 2) != "--") return "unknown argument '" + std::string(a) + "'\n" + Usage();
+    a.remove_prefix(2);
+    std::string name, value;
+    if (auto eq = a.find('='); eq != std::string_view::npos) {
+      name = std::string(a.substr(0, eq));
+      value = std::string(a.substr(eq + 1));
+    } else {
+      if (i + 1 >= argc) return "missing value for --" + std::string(a);
+      name = std::string(a);
+      value = argv[++i];
+    }
+    const Setting* s = Find(name);
+    if (!s || !s->set) return "unknown option --" + name + "\n" + Usage();
+    if (auto err = s->set(*out, value)) return "--" + name + ": " + *err;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Config::Set(std::string_view name, std::string_view value) {
+  const Setting* s = Find(name);
+  if (!s) return "ERR Unknown option or number of arguments for CONFIG SET - '" +
+                 std::string(name) + "'";
+  if (!s->mutable_at_runtime || !s->set) {
+    return "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) +
+           "') - can't set immutable config";
+  }
+  if (auto err = s->set(*this, value)) {
+    return "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) + "') - " +
+           *err;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> Config::Get(std::string_view pattern) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& s : Settings()) {
+    if (shard::GlobMatch(pattern, s.name, true)) out.emplace_back(s.name, s.get(*this));
+  }
+  return out;
+}
+
+}  // namespace deadbolt::server

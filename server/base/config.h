@@ -1,0 +1,60 @@
+#pragma once
+// Server settings: command-line flags, CONFIG GET and CONFIG SET.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace deadbolt::server {
+
+// A plain value. The main thread parses it from the command line; every reactor then keeps its
+// own copy, and CONFIG SET sends the change to every reactor as a message, so no thread ever
+// reads a Config that another thread writes.
+struct Config {
+  int port = 6379;
+  std::string bind = "127.0.0.1";
+  int threads = 0;  // 0: one per core
+  std::string requirepass;
+  int databases = 16;
+  int64_t proto_max_bulk_len = 512LL * 1024 * 1024;
+  int64_t max_multibulk_len = 1024 * 1024;
+  int64_t client_query_buffer_limit = 1024LL * 1024 * 1024;
+  int64_t maxclients = 10000;
+  int hz = 100;          // active-expiry ticks per second, per reactor
+  int64_t timeout = 0;   // idle client timeout in seconds (0: never)
+  std::string loglevel = "notice";
+  bool pin_threads = true;
+  // --restart-delay: lock acquisitions are refused for this many ms after start
+  // (server/cmdtable/restart_delay.h).
+  int64_t restart_delay_ms = 0;
+
+  // --- persistence: the journal (server/core/journal.h) ---
+  enum class Fsync : uint8_t { kAlways, kEverySec, kNo };
+  bool appendonly = false;
+  Fsync appendfsync = Fsync::kEverySec;
+  std::string dir = ".";                           // where the journal files live
+  int64_t auto_aof_rewrite_percentage = 100;       // rewrite when grown by this % since the last
+  int64_t auto_aof_rewrite_min_size = 64LL << 20;  // ... and at least this big
+  bool aof_load_truncated = true;  // a torn last frame: drop it with a warning (no: refuse)
+  bool aof_load_damaged = false;   // damage mid-file: load what precedes it (no: refuse)
+
+  // Parses argv. On error returns a message for the user.
+  static std::optional<std::string> ParseArgs(int argc, char** argv, Config* out);
+  static std::string Usage();
+
+  // CONFIG SET: validates and applies one setting. Returns an error text (Redis's wording) or
+  // nothing.
+  std::optional<std::string> Set(std::string_view name, std::string_view value);
+  // CONFIG GET: every (name, value) whose name matches the glob pattern.
+  std::vector<std::pair<std::string, std::string>> Get(std::string_view pattern) const;
+};
+
+const char* FsyncName(Config::Fsync f);
+
+// "512mb", "1gb", "100k", "42" -> bytes, as Redis's memtoull. nullopt if malformed.
+std::optional<int64_t> ParseMemory(std::string_view s);
+
+}  // namespace deadbolt::server

@@ -1,0 +1,94 @@
+#include "server/base/config.h"
+
+#include <gtest/gtest.h>
+
+namespace deadbolt::server {
+namespace {
+
+std::optional<std::string> Parse(std::vector<std::string> args, Config* c) {
+  std::vector<char*> argv = {const_cast<char*>("deadbolt-server")};
+  for (auto& a : args) argv.push_back(a.data());
+  return Config::ParseArgs(static_cast<int>(argv.size()), argv.data(), c);
+}
+
+TEST(ConfigTest, Defaults) {
+  Config c;
+  EXPECT_EQ(c.port, 6379);
+  EXPECT_EQ(c.bind, "127.0.0.1");
+  EXPECT_EQ(c.databases, 16);
+  EXPECT_EQ(c.proto_max_bulk_len, 512LL * 1024 * 1024);
+}
+
+TEST(ConfigTest, ParsesFlagsBothForms) {
+  Config c;
+  EXPECT_EQ(Parse({"--port", "7000", "--threads=3", "--requirepass", "s3cret",
+                   "--proto-max-bulk-len", "2mb"},
+                  &c),
+            std::nullopt);
+  EXPECT_EQ(c.port, 7000);
+  EXPECT_EQ(c.threads, 3);
+  EXPECT_EQ(c.requirepass, "s3cret");
+  EXPECT_EQ(c.proto_max_bulk_len, 2 * 1024 * 1024);
+}
+
+TEST(ConfigTest, RejectsBadFlags) {
+  Config c;
+  EXPECT_NE(Parse({"--port", "notanumber"}, &c), std::nullopt);
+  EXPECT_NE(Parse({"--port", "70000"}, &c), std::nullopt);
+  EXPECT_NE(Parse({"--nosuchflag", "1"}, &c), std::nullopt);
+  EXPECT_NE(Parse({"--port"}, &c), std::nullopt);
+  EXPECT_NE(Parse({"stray"}, &c), std::nullopt);
+}
+
+TEST(ConfigTest, ParseMemory) {
+  EXPECT_EQ(ParseMemory("100"), 100);
+  EXPECT_EQ(ParseMemory("1k"), 1000);
+  EXPECT_EQ(ParseMemory("1kb"), 1024);
+  EXPECT_EQ(ParseMemory("512mb"), 512LL * 1024 * 1024);
+  EXPECT_EQ(ParseMemory("1GB"), 1024LL * 1024 * 1024);
+  EXPECT_EQ(ParseMemory("x"), std::nullopt);
+  EXPECT_EQ(ParseMemory("-1"), std::nullopt);
+}
+
+TEST(ConfigTest, SetAndGet) {
+  Config c;
+  EXPECT_EQ(c.Set("requirepass", "pw"), std::nullopt);
+  EXPECT_EQ(c.requirepass, "pw");
+  EXPECT_EQ(c.Set("HZ", "50"), std::nullopt);
+  EXPECT_EQ(c.hz, 50);
+  auto err = c.Set("hz", "0");
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(c.hz, 50);
+  EXPECT_NE(c.Set("port", "1"), std::nullopt);  // immutable at runtime
+  EXPECT_EQ(*c.Set("nosuch", "1"),
+            "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'");
+  auto got = c.Get("databases");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (std::pair<std::string, std::string>{"databases", "16"}));
+  EXPECT_GT(c.Get("*").size(), 5u);
+  EXPECT_TRUE(c.Get("nosuch*").empty());
+}
+
+// Every flag the command line takes is in --help (--max-multibulk-len was missing).
+TEST(ConfigTest, HelpListsEveryFlag) {
+  const std::string usage = Config::Usage();
+  auto listed = [&](const std::string& flag) {
+    for (size_t at = usage.find(flag); at != std::string::npos; at = usage.find(flag, at + 1)) {
+      char next = at + flag.size() < usage.size() ? usage[at + flag.size()] : '\n';
+      if (next == ' ' || next == ']' || next == '\n') return true;
+    }
+    return false;
+  };
+  int flags = 0;
+  for (const auto& [name, value] : Config().Get("*")) {
+    Config c;
+    if (Parse({"--" + name + "=" + value}, &c) != std::nullopt) continue;  // not a flag
+    flags++;
+    EXPECT_TRUE(listed("--" + name)) << "--" << name << " is missing from --help";
+  }
+  EXPECT_GT(flags, 15);
+  EXPECT_TRUE(listed("--no-pin"));
+}
+
+}  // namespace
+}  // namespace deadbolt::server

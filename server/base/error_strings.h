@@ -1,0 +1,182 @@
+#pragma once
+// Every error text deadbolt sends, in one place. Texts match Redis 7 byte for byte (including
+// the error code); ReplyBuilder::Error() adds the leading '-' and the CRLF.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "shard/op_status.h"
+
+namespace deadbolt::server::errors {
+
+inline constexpr std::string_view kSyntax = "ERR syntax error";
+inline constexpr std::string_view kWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
+inline constexpr std::string_view kIncrOverflow = "ERR increment or decrement would overflow";
+inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
+inline constexpr std::string_view kNanOrInf = "ERR increment would produce NaN or Infinity";
+inline constexpr std::string_view kOffsetOutOfRange = "ERR offset is out of range";
+inline constexpr std::string_view kStringTooLong =
+    "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+inline constexpr std::string_view kNoSuchKey = "ERR no such key";
+inline constexpr std::string_view kCopySameObject =
+    "ERR source and destination objects are the same";
+inline constexpr std::string_view kHashNotInteger = "ERR hash value is not an integer";
+inline constexpr std::string_view kHashNotFloat = "ERR hash value is not a float";
+inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
+inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
+inline constexpr std::string_view kWrongPass =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+inline constexpr std::string_view kAuthNotConfigured =
+    "ERR AUTH <password> called without any password configured for the default user. Are you "
+    "sure your configuration is correct?";
+inline constexpr std::string_view kNoProto = "NOPROTO unsupported protocol version";
+inline constexpr std::string_view kTimeoutNotInteger = "ERR timeout is not an integer or out of range";
+inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
+inline constexpr std::string_view kNxXx =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+inline constexpr std::string_view kGtAndLt =
+    "ERR GT and LT options at the same time are not compatible";
+inline constexpr std::string_view kDecrOverflow = "ERR decrement would overflow";
+inline constexpr std::string_view kCrossShard =
+    "CROSSSLOT Keys in request don't hash to the same slot";
+inline constexpr std::string_view kClientNameSpaces =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+inline constexpr std::string_view kNoSuchClient = "ERR No such client";
+inline constexpr std::string_view kShutdownFailed = "ERR Errors trying to SHUTDOWN. Check logs.";
+inline constexpr std::string_view kMaxClients = "ERR max number of clients reached";
+
+// --- hashes ---
+// HINCRBYFLOAT's increment is NaN or infinite (checked before the key is looked at).
+inline constexpr std::string_view kNanOrInfIncrement = "ERR value is NaN or Infinity";
+
+// --- lock commands ---
+// DELEX with a condition on a key that is not a string (Redis 8.4's text; not WRONGTYPE).
+inline constexpr std::string_view kDelexNotString =
+    "ERR Key should be of string type if conditions are specified";
+inline constexpr std::string_view kDelexCondition =
+    "ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE";
+// The digest of IFDEQ / IFDNE (SET, DELEX) is not 16 characters long.
+inline constexpr std::string_view kDigestLength = "ERR must be exactly 16 hexadecimal characters";
+// LOCK.ACQUIRE ... WAIT with a negative timeout (Redis's text for blocking commands).
+inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
+
+// --- scripts ---
+inline constexpr std::string_view kNoScript = "NOSCRIPT No matching script. Please use EVAL.";
+inline constexpr std::string_view kNumKeysTooBig =
+    "ERR Number of keys can't be greater than number of args";
+inline constexpr std::string_view kNumKeysNegative = "ERR Number of keys can't be negative";
+// EVAL or SCRIPT LOAD of a text that is not in the catalogue: deadbolt has no Lua VM.
+inline constexpr std::string_view kUnknownScript =
+    "ERR deadbolt runs no general Lua: it runs natively only the lock scripts of popular clients "
+    "(redis-py, Redisson, redsync, node-redlock, redis-semaphore, the classic compare-and-delete), "
+    "known by their SHA1. Use the built-in lock commands instead: DELIFEQ key token, DELEX key "
+    "IFEQ token, SET key token IFEQ token PX ms (see README)";
+inline constexpr std::string_view kScriptFlushOption =
+    "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+inline constexpr std::string_view kScriptNotBusy = "NOTBUSY No scripts in execution right now.";
+// The errors a redis.call() raises inside a script before running the command (Redis 7.0).
+inline constexpr std::string_view kScriptArgs =
+    "ERR Lua redis lib command arguments must be strings or integers";
+inline constexpr std::string_view kScriptWriteInReadOnly =
+    "ERR Write commands are not allowed from read-only scripts.";
+inline constexpr std::string_view kScriptUnknownCommand =
+    "ERR Unknown Redis command called from script";
+// An error raised inside a script, as Redis 7.0 replies it: "WRONGTYPE Operation against a key
+// holding the wrong kind of value script: <sha>, on @user_script:2."
+inline std::string ScriptError(std::string_view error, std::string_view sha, int line) {
+  std::string s(error);
+  s.append(" script: ");
+  s.append(sha);
+  s.append(", on @user_script:");
+  s.append(std::to_string(line));
+  s.push_back('.');
+  return s;
+}
+// Lua's own error for arithmetic on a table field that is not a number: "ERR user_script:16:
+// attempt to perform arithmetic on field '?' (a string value)".
+inline std::string ScriptArithmeticError(int line, std::string_view lua_type) {
+  return "ERR user_script:" + std::to_string(line) +
+         ": attempt to perform arithmetic on field '?' (a " + std::string(lua_type) + " value)";
+}
+
+// --- pub/sub ---
+// A RESP2 connection in subscribed mode running anything else: "ERR Can't execute 'get': only
+// (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context".
+inline std::string PubSubNotAllowed(std::string_view fullname) {
+  std::string s = "ERR Can't execute '";
+  s.append(fullname);
+  s.append(
+      "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+      "context");
+  return s;
+}
+// PUBSUB CHANNELS / SHARDCHANNELS with more than one pattern: "ERR unknown subcommand or wrong
+// number of arguments for 'CHANNELS'. Try PUBSUB HELP." (the subcommand as typed, at most 128
+// bytes).
+inline std::string PubSubSubcommandSyntax(std::string_view sub) {
+  std::string s = "ERR unknown subcommand or wrong number of arguments for '";
+  s.append(sub.substr(0, 128));
+  s.append("'. Try PUBSUB HELP.");
+  return s;
+}
+
+// --- persistence (the journal) ---
+inline constexpr std::string_view kWaitAofAppendOnly =
+    "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.";
+// Redis's getRangeLongFromObjectOrReply / getPositiveLongFromObjectOrReply (sic: "must between").
+inline constexpr std::string_view kWaitAofNumLocalRange =
+    "ERR value is out of range, value must between 0 and 1";
+inline constexpr std::string_view kNotPositive = "ERR value is out of range, must be positive";
+inline constexpr std::string_view kRewriteInProgress =
+    "ERR Background append only file rewriting already in progress";
+// BGREWRITEAOF with --appendonly no (Redis would write a file nobody reads; deadbolt says so).
+inline constexpr std::string_view kJournalOff =
+    "ERR the journal is off (start deadbolt with --appendonly yes): nothing to rewrite";
+// A write (or PING) while the journal cannot be written (server/cmdtable/journal_health.h), and a
+// reply whose journal write failed: "MISCONF Errors writing to the AOF file: No space left on
+// device".
+std::string AofWriteError(int err);
+// --- --restart-delay (server/cmdtable/restart_delay.h) ---
+// A call that may take a lock while the delay runs: "TRYAGAIN deadbolt restarted 1234 ms ago;
+// lock acquisitions are refused for 8766 ms more (--restart-delay 10000)". TRYAGAIN is Redis's
+// code for "not now, retry later" (a cluster slot being migrated): a client reports it as an
+// error (redis-py raises ResponseError), and a Redlock client counts the instance as one that did
+// not grant the lock.
+inline std::string RestartDelayRefusal(int64_t elapsed_ms, int64_t remaining_ms,
+                                       int64_t delay_ms) {
+  return "TRYAGAIN deadbolt restarted " + std::to_string(elapsed_ms) +
+         " ms ago; lock acquisitions are refused for " + std::to_string(remaining_ms) +
+         " ms more (--restart-delay " + std::to_string(delay_ms) + ")";
+}
+
+// --- transactions ---
+inline constexpr std::string_view kMultiNested = "ERR MULTI calls can not be nested";
+inline constexpr std::string_view kExecWithoutMulti = "ERR EXEC without MULTI";
+inline constexpr std::string_view kDiscardWithoutMulti = "ERR DISCARD without MULTI";
+inline constexpr std::string_view kWatchInMulti = "ERR WATCH inside MULTI is not allowed";
+inline constexpr std::string_view kExecAbort =
+    "EXECABORT Transaction discarded because of previous errors.";
+// "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command"
+// (the rejection's text without its "ERR " code).
+std::string ExecAbortBecause(std::string_view error);
+
+// "ERR wrong number of arguments for 'get' command"
+std::string WrongArity(std::string_view fullname);
+// "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+std::string UnknownCommand(std::string_view name, const std::string_view* args, size_t nargs);
+// "ERR unknown subcommand 'foo'. Try CLIENT HELP."
+std::string UnknownSubcommand(std::string_view sub, std::string_view command_upper);
+// "ERR invalid expire time in 'set' command"
+std::string InvalidExpire(std::string_view command_lower);
+// "ERR Unsupported option foo" (EXPIRE and friends); cut at a NUL byte as Redis's %s does.
+std::string UnsupportedOption(std::string_view opt);
+// "ERR Protocol error: invalid bulk length" (from the parser's text)
+std::string ProtocolError(std::string_view parser_text);
+
+// The error text for a shard status; kOk and kSkipped have none (empty view).
+std::string_view ForStatus(shard::OpStatus s);
+
+}  // namespace deadbolt::server::errors

@@ -1,0 +1,72 @@
+#pragma once
+// Counters for INFO. Each reactor has its own; INFO sums them through messages.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace deadbolt::server {
+
+struct CommandStats {
+  uint64_t calls = 0;
+  uint64_t usec = 0;
+  uint64_t rejected_calls = 0;
+  uint64_t failed_calls = 0;
+};
+
+// Owned by one reactor thread. Read by others only as a copy made on that thread.
+struct ReactorStats {
+  uint64_t connections_received = 0;
+  uint64_t rejected_connections = 0;
+  uint64_t commands_processed = 0;
+  uint64_t net_input_bytes = 0;
+  uint64_t net_output_bytes = 0;
+  uint64_t expired_keys = 0;
+  uint64_t expire_cycle_us = 0;  // time spent in active expiry
+  uint64_t keyspace_hits = 0;
+  uint64_t keyspace_misses = 0;
+  uint64_t messages_sent = 0;
+  uint64_t total_error_replies = 0;
+  uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
+  uint64_t unauth_clients_closed = 0;   // closed before AUTH for output piling up
+  // Loop turns and the time they spent working (not waiting for events), in microseconds; the
+  // longest turn shows a reactor that stalled (INFO: the maximum over reactors).
+  uint64_t eventloop_cycles = 0;
+  uint64_t eventloop_duration_us = 0;
+  uint64_t eventloop_duration_max_us = 0;
+  // Gauges filled in when INFO takes its copy: keys locked by cross-shard transactions, and the
+  // work waiting for them (server/txn/lock_table.h).
+  uint64_t tx_locked_keys = 0;
+  uint64_t tx_waiting = 0;
+  std::vector<CommandStats> commands;  // indexed by CommandTable::IndexOf
+
+  void Add(const ReactorStats& o) {
+    connections_received += o.connections_received;
+    rejected_connections += o.rejected_connections;
+    commands_processed += o.commands_processed;
+    net_input_bytes += o.net_input_bytes;
+    net_output_bytes += o.net_output_bytes;
+    expired_keys += o.expired_keys;
+    expire_cycle_us += o.expire_cycle_us;
+    keyspace_hits += o.keyspace_hits;
+    keyspace_misses += o.keyspace_misses;
+    messages_sent += o.messages_sent;
+    total_error_replies += o.total_error_replies;
+    acl_access_denied_auth += o.acl_access_denied_auth;
+    unauth_clients_closed += o.unauth_clients_closed;
+    eventloop_cycles += o.eventloop_cycles;
+    eventloop_duration_us += o.eventloop_duration_us;
+    eventloop_duration_max_us = std::max(eventloop_duration_max_us, o.eventloop_duration_max_us);
+    tx_locked_keys += o.tx_locked_keys;
+    tx_waiting += o.tx_waiting;
+    if (commands.size() < o.commands.size()) commands.resize(o.commands.size());
+    for (size_t i = 0; i < o.commands.size(); i++) {
+      commands[i].calls += o.commands[i].calls;
+      commands[i].usec += o.commands[i].usec;
+      commands[i].rejected_calls += o.commands[i].rejected_calls;
+      commands[i].failed_calls += o.commands[i].failed_calls;
+    }
+  }
+};
+
+}  // namespace deadbolt::server

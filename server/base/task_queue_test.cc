@@ -1,0 +1,79 @@
+#include "server/base/task_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace deadbolt::server {
+namespace {
+
+TEST(TaskQueueTest, EmptyPopsNothing) {
+  TaskQueue q;
+  EXPECT_EQ(q.Pop(), nullptr);
+  EXPECT_FALSE(q.MaybeNonEmpty());
+}
+
+TEST(TaskQueueTest, FifoForOneProducer) {
+  TaskQueue q;
+  std::vector<int> seen;
+  for (int i = 0; i < 100; i++) q.Push(new Task([&seen, i] { seen.push_back(i); }));
+  EXPECT_TRUE(q.MaybeNonEmpty());
+  while (Task* t = q.Pop()) {
+    t->fn();
+    delete t;
+  }
+  ASSERT_EQ(seen.size(), 100u);
+  for (int i = 0; i < 100; i++) EXPECT_EQ(seen[i], i);
+}
+
+TEST(TaskQueueTest, ChainKeepsOrder) {
+  TaskQueue q;
+  std::vector<int> seen;
+  Task* a = new Task([&] { seen.push_back(1); });
+  Task* b = new Task([&] { seen.push_back(2); });
+  Task* c = new Task([&] { seen.push_back(3); });
+  a->next.store(b);
+  b->next.store(c);
+  q.PushChain(a, c);
+  while (Task* t = q.Pop()) {
+    t->fn();
+    delete t;
+  }
+  EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
+}
+
+// Several producers push concurrently; the consumer must see every task exactly once and each
+// producer's tasks in the order it pushed them.
+TEST(TaskQueueTest, ManyProducersEveryTaskOnceInProducerOrder) {
+  constexpr int kProducers = 4, kPerProducer = 50000;
+  TaskQueue q;
+  std::vector<int> last(kProducers, -1);
+  int total = 0;
+  bool order_ok = true;
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; p++) {
+    producers.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; i++) {
+        q.Push(new Task([&, p, i] {
+          if (last[p] != i - 1) order_ok = false;
+          last[p] = i;
+          total++;
+        }));
+      }
+    });
+  }
+  while (total < kProducers * kPerProducer) {
+    if (Task* t = q.Pop()) {
+      t->fn();
+      delete t;
+    }
+  }
+  for (auto& t : producers) t.join();
+  EXPECT_EQ(q.Pop(), nullptr);
+  EXPECT_TRUE(order_ok);
+  EXPECT_EQ(total, kProducers * kPerProducer);
+}
+
+}  // namespace
+}  // namespace deadbolt::server

@@ -1,0 +1,116 @@
+#include "server/cmdtable/command.h"
+
+#include <cstdint>
+
+namespace deadbolt::server {
+
+CommandTable::CommandTable() {
+  RegisterServerCommands(this);
+  RegisterStringCommands(this);
+  RegisterKeyCommands(this);
+  RegisterHashCommands(this);
+  RegisterLockCommands(this);
+  RegisterNativeLockCommands(this);
+  RegisterScriptCommands(this);
+  RegisterPubSubCommands(this);
+  RegisterTransactionCommands(this);
+  RegisterPersistenceCommands(this);
+  // Redis marks denyoom every command that may grow memory, which includes every command that
+  // can create a key: each of them may create one (--restart-delay refuses them).
+  for (CommandSpec& s : all_) {
+    if (s.flags & kDenyOom) s.flags |= kMayCreate;
+  }
+  Index();
+}
+
+namespace {
+
+// A hash of the name with every byte OR 0x20, which maps each upper-case letter to its lower
+// case (and leaves the letters, digits, '.', '|' and '-' of command names as they are). Other
+// bytes may collide once folded; Find's exact comparison sorts those out.
+inline uint32_t FoldedNameHash(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL ^ s.size();
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c | 0x20)) * 0x100000001b3ULL;
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+}  // namespace
+
+void CommandTable::Index() {
+  size_t cap = 16;
+  while (cap < all_.size() * 4) cap *= 2;
+  by_name_.assign(cap, NameSlot{});
+  name_mask_ = cap - 1;
+  for (size_t i = 0; i < all_.size(); i++) {
+    const uint32_t h = FoldedNameHash(all_[i].name);
+    size_t j = h & name_mask_;
+    while (by_name_[j].index != 0) j = (j + 1) & name_mask_;
+    by_name_[j] = NameSlot{h, static_cast<uint32_t>(i + 1)};
+  }
+}
+
+CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler h,
+                        std::vector<std::string> acl, int first_key, int last_key, int key_step) {
+  CommandSpec s;
+  s.name = std::move(name);
+  s.arity = arity;
+  s.flags = flags;
+  s.first_key = first_key;
+  s.last_key = last_key;
+  s.key_step = key_step;
+  s.conn_handler = h;
+  s.acl_categories = std::move(acl);
+  return s;
+}
+
+CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
+                 std::vector<std::string> acl) {
+  CommandSpec s;
+  s.name = std::move(name);
+  s.arity = arity;
+  s.flags = flags;
+  s.first_key = 1;
+  s.last_key = 1;
+  s.key_step = 1;
+  s.shard_handler = h;
+  s.acl_categories = std::move(acl);
+  return s;
+}
+
+CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHandler across,
+                            ShardHandler one_shard, std::vector<std::string> acl, int first_key,
+                            int last_key, int key_step) {
+  CommandSpec s = ConnCommand(std::move(name), arity, flags | kMultiKey, across, std::move(acl),
+                              first_key, last_key, key_step);
+  s.shard_handler = one_shard;
+  return s;
+}
+
+const CommandSpec* CommandTable::Find(std::string_view name) const {
+  const uint32_t h = FoldedNameHash(name);
+  for (size_t j = h & name_mask_;; j = (j + 1) & name_mask_) {
+    const NameSlot& slot = by_name_[j];
+    if (slot.index == 0) return nullptr;
+    if (slot.hash == h) {
+      const CommandSpec& spec = all_[slot.index - 1];
+      if (NameMatches(name, spec)) return &spec;
+    }
+  }
+}
+
+const CommandSpec* CommandTable::FindSubcommand(const CommandSpec& parent, std::string_view sub) {
+  const size_t prefix = parent.name.size() + 1;  // "client|"
+  for (const CommandSpec& s : parent.subcommands) {
+    if (s.name.size() != prefix + sub.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < sub.size() && same; i++) {
+      char c = sub[i];
+      if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+      same = c == s.name[prefix + i];
+    }
+    if (same) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,201 @@
+#pragma once
+// The command table: name, arity, flags, key positions and handler of every command.
+
+#include <absl/types/span.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/reply_builder.h"
+
+namespace deadbolt::shard {
+class Shard;
+class Db;
+}  // namespace deadbolt::shard
+
+namespace deadbolt::server {
+
+class BlockedReply;  // server/txn/blocked_reply.h
+class Connection;
+class Reactor;
+struct Config;
+
+using CmdArgs = absl::Span<const std::string_view>;  // args[0] is the command name
+
+// Where and how a command runs. Owned by the reactor that runs the command, for that call only.
+struct ShardCtx {
+  shard::Shard& shard;
+  shard::Db& db;
+  int db_index;
+  int64_t now_ms;
+  const Config& config;
+  protocol::ReplyBuilder& rb;
+  // Set only for a blocking command (CommandSpec::blocks) called by a client connection that
+  // can wait for its reply: not inside MULTI/EXEC, scripts or fan-outs, where a blocking command
+  // does not wait (as in Redis). A handler that has to wait moves the BlockedReply out, writes
+  // nothing to rb and finishes it later (server/txn/blocked_reply.h).
+  std::unique_ptr<BlockedReply>* block = nullptr;
+};
+
+// A command that touches the keys of one shard. Runs on the reactor owning its keys: inline when
+// that is the connection's own reactor, otherwise as a message to the owner. It parses its
+// arguments, calls one pure shard operation and writes the reply.
+using ShardHandler = void (*)(CmdArgs args, ShardCtx& ctx);
+// A command about the connection or the whole server (or with keys on several shards). Runs on the
+// connection's reactor; it may fan out to other shards through Connection::FanOut().
+using ConnHandler = void (*)(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb);
+
+enum CommandFlag : uint32_t {
+  kWrite = 1 << 0,
+  kReadOnly = 1 << 1,
+  kFast = 1 << 2,
+  kAdmin = 1 << 3,
+  kNoAuth = 1 << 4,     // allowed before AUTH
+  kLoading = 1 << 5,
+  kStale = 1 << 6,
+  kNoScript = 1 << 7,
+  kPubSub = 1 << 8,
+  kDenyOom = 1 << 9,
+  kBarrier = 1 << 10,   // waits until the connection's earlier commands have replied
+  kMultiKey = 1 << 11,  // keys may span shards: handled by a ConnHandler that fans out
+  kNoQueue = 1 << 12,   // runs at once inside MULTI instead of being queued (EXEC, WATCH, ...)
+  kBlocking = 1 << 13,  // may wait in the server (set with CommandSpec::blocks)
+  // May bring a key into existence, and so grant a lock: every denyoom command (SET in any form,
+  // SETNX, INCR, HSET, COPY, LOCK.ACQUIRE, ...; the table adds it to them), RENAME, RENAMENX,
+  // and EVAL/EVALSHA (per script: CommandSpec::may_create). Refused while --restart-delay runs
+  // (server/cmdtable/restart_delay.h). deadbolt's own: COMMAND does not list it.
+  kMayCreate = 1 << 14,
+};
+
+// For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and
+// last key index (step 1; first > last for none) and returns true, or returns false when the
+// arguments are malformed (the handler then replies the error).
+using KeyRangeFn = bool (*)(CmdArgs args, int* first, int* last);
+
+// For a blocking command: whether this call may wait in the server (LOCK.ACQUIRE with WAIT).
+using BlocksFn = bool (*)(CmdArgs args);
+
+// For a kMayCreate command whose calls differ: whether this call may create a key (EVALSHA: only
+// when the script is one that acquires a lock).
+using MayCreateFn = bool (*)(CmdArgs args);
+
+struct CommandSpec {
+  std::string name;      // lower case; "client|setname" for a subcommand
+  int arity;             // Redis convention: N exact, -N at least N (name included)
+  uint32_t flags;
+  int first_key;         // 0: no keys
+  int last_key;          // -1: last argument
+  int key_step;
+  // A command with keys runs its shard_handler on the shard owning them when they all live on
+  // one shard; when they span shards it runs its conn_handler (which fans out atomically). A
+  // command may have either or both.
+  ShardHandler shard_handler = nullptr;
+  ConnHandler conn_handler = nullptr;
+  KeyRangeFn key_range = nullptr;
+  // A blocking command (flag kBlocking) has a shard_handler and this. A call for which it says
+  // true gets a ShardCtx::block, and if it waits (or runs on another shard) the connection runs
+  // none of its later commands until it has replied.
+  BlocksFn blocks = nullptr;
+  // A kMayCreate command may have this; without it every call may create a key.
+  MayCreateFn may_create = nullptr;
+  std::vector<std::string> acl_categories;  // "@string", "@keyspace", ...
+  std::vector<CommandSpec> subcommands;      // for COMMAND INFO/DOCS
+
+  bool has_keys() const { return first_key > 0 || key_range != nullptr; }
+  bool ArityOk(size_t argc) const {
+    return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
+  }
+  // The key arguments of a call (indexes into args).
+  template <typename F>
+  void ForEachKey(CmdArgs args, F&& f) const {
+    int first = first_key, last = last_key, step = key_step;
+    if (key_range) {
+      if (!key_range(args, &first, &last)) return;
+      step = 1;
+    } else if (first_key <= 0) {
+      return;
+    } else if (last_key < 0) {
+      last = static_cast<int>(args.size()) + last_key;
+    }
+    for (int i = first; i <= last && i < static_cast<int>(args.size()); i += step) f(i);
+  }
+};
+
+// Built once by the main thread before the reactors start; read-only afterwards, shared by all.
+class CommandTable {
+ public:
+  // Inline: called for every command, where an out-of-line call and its guard showed up.
+  static const CommandTable& Get() {
+    static const CommandTable* const table = new CommandTable();
+    return *table;
+  }
+  // Case-insensitive lookup of a top-level command. Runs for every command a client sends, so
+  // it neither copies nor lower-cases the name: it hashes the bytes case-folded and compares
+  // them with the (lower-case) name of the one candidate the hash points to.
+  const CommandSpec* Find(std::string_view name) const;
+  // The subcommand of a container command (CLIENT, CONFIG, ...) called `sub` in any case
+  // ("client|list" for CLIENT LIST), or null when `parent` has none of that name. Like Redis's
+  // lookup, it never echoes the client's bytes: a caller keeps the table's own spec.
+  static const CommandSpec* FindSubcommand(const CommandSpec& parent, std::string_view sub);
+  // True if `name` is spec's name ignoring ASCII case: what Find compares once its hash has
+  // pointed at a candidate. Lets a connection check its previous command first.
+  static bool NameMatches(std::string_view name, const CommandSpec& spec) {
+    const std::string& lower = spec.name;
+    if (name.size() != lower.size()) return false;
+    for (size_t i = 0; i < name.size(); i++) {
+      char c = name[i];
+      if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+      if (c != lower[i]) return false;
+    }
+    return true;
+  }
+  // Index of a command in All(), for per-command statistics.
+  size_t IndexOf(const CommandSpec* spec) const { return spec - all_.data(); }
+  const std::vector<CommandSpec>& All() const { return all_; }
+
+  void Add(CommandSpec spec) { all_.push_back(std::move(spec)); }
+
+ private:
+  CommandTable();
+  void Index();
+  std::vector<CommandSpec> all_;
+  // Open addressing over the names of all_ (linear probing, at most a quarter full).
+  struct NameSlot {
+    uint32_t hash = 0;
+    uint32_t index = 0;  // into all_, plus one; 0: empty
+  };
+  std::vector<NameSlot> by_name_;
+  size_t name_mask_ = 0;
+};
+
+// Table builders for the command families.
+// A command run by a ConnHandler on the connection's reactor; keys (if any) are
+// args[first_key..last_key] every key_step (last_key -1: to the end).
+CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler h,
+                        std::vector<std::string> acl, int first_key = 0, int last_key = 0,
+                        int key_step = 0);
+// A command with one key, args[1], run by a ShardHandler on the shard that owns it.
+CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
+                 std::vector<std::string> acl);
+// A command whose keys may span shards: `across` coordinates them, `one_shard` runs when every
+// key sits on one shard (kMultiKey is added to the flags).
+CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHandler across,
+                            ShardHandler one_shard, std::vector<std::string> acl, int first_key,
+                            int last_key, int key_step);
+
+// Each command family registers its commands (cmd_*.cc).
+void RegisterServerCommands(CommandTable* t);
+void RegisterStringCommands(CommandTable* t);
+void RegisterKeyCommands(CommandTable* t);
+void RegisterHashCommands(CommandTable* t);
+void RegisterLockCommands(CommandTable* t);
+void RegisterNativeLockCommands(CommandTable* t);
+void RegisterScriptCommands(CommandTable* t);
+void RegisterPubSubCommands(CommandTable* t);
+void RegisterTransactionCommands(CommandTable* t);
+void RegisterPersistenceCommands(CommandTable* t);
+
+}  // namespace deadbolt::server

@@ -1,0 +1,261 @@
+// Hash commands: HSET HMSET HSETNX HGET HMGET HDEL HEXISTS HINCRBY HINCRBYFLOAT HLEN HSTRLEN
+// HKEYS HVALS HGETALL HSCAN, with Redis 7.0's replies and errors (t_hash.c).
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/base/error_strings.h"
+#include "server/cmdtable/command.h"
+#include "server/commands/cmd_util.h"
+#include "shard/db.h"
+#include "shard/numeric.h"
+
+namespace deadbolt::server {
+
+namespace {
+
+using protocol::ReplyBuilder;
+using shard::OpStatus;
+
+void ReplyStatus(ReplyBuilder& rb, OpStatus s) { rb.Error(errors::ForStatus(s)); }
+
+// args[from..] as the span the Db operations take.
+std::span<const std::string_view> Tail(CmdArgs args, size_t from) {
+  return {args.data() + from, args.size() - from};
+}
+
+// HSET key field value [field value ...] / HMSET (the same, replying +OK).
+void HSetGeneric(CmdArgs args, ShardCtx& ctx, bool hmset) {
+  if (args.size() % 2 == 1) {
+    ctx.rb.Error(errors::WrongArity(hmset ? "hmset" : "hset"));
+    return;
+  }
+  auto r = ctx.db.HSet(args[1], Tail(args, 2), ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+  } else if (hmset) {
+    ctx.rb.Ok();
+  } else {
+    ctx.rb.Integer(*r);
+  }
+}
+
+void HSet(CmdArgs args, ShardCtx& ctx) { HSetGeneric(args, ctx, false); }
+void HMSet(CmdArgs args, ShardCtx& ctx) { HSetGeneric(args, ctx, true); }
+
+void HSetNx(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.HSetNx(args[1], args[2], args[3], ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r ? 1 : 0);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void HGet(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.HGet(args[1], args[2], ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Bulk(*r);
+  } else if (r.status() == OpStatus::kKeyNotFound) {
+    ctx.rb.Null();
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void HMGet(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.HMGet(args[1], Tail(args, 2), ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  ctx.rb.ArrayHeader(r->size());
+  for (const auto& v : *r) {
+    if (v) {
+      ctx.rb.Bulk(*v);
+    } else {
+      ctx.rb.Null();
+    }
+  }
+}
+
+void HDel(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.HDel(args[1], Tail(args, 2), ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void HExists(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.HExists(args[1], args[2], ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r ? 1 : 0);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void HIncrBy(CmdArgs args, ShardCtx& ctx) {
+  int64_t delta;
+  if (!StringToInt64(args[3], &delta)) {  // read before the key is looked at, as Redis
+    ctx.rb.Error(errors::kNotInteger);
+    return;
+  }
+  auto r = ctx.db.HIncrBy(args[1], args[2], delta, ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void HIncrByFloat(CmdArgs args, ShardCtx& ctx) {
+  long double delta;
+  if (!shard::ParseLongDouble(args[3], &delta)) {  // also refuses "nan"
+    ctx.rb.Error(errors::kNotFloat);
+    return;
+  }
+  if (std::isinf(delta)) {
+    ctx.rb.Error(errors::kNanOrInfIncrement);
+    return;
+  }
+  auto r = ctx.db.HIncrByFloat(args[1], args[2], delta, ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Bulk(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void HLen(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.HLen(args[1], ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void HStrLen(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.HStrLen(args[1], args[2], ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+// HKEYS, HVALS, HGETALL: one read of all pairs; `what` picks the reply.
+enum class PairsReply { kKeys, kValues, kAll };
+
+void ReplyPairs(CmdArgs args, ShardCtx& ctx, PairsReply what) {
+  auto r = ctx.db.HGetAll(args[1], ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  if (what == PairsReply::kAll) {
+    ctx.rb.MapHeader(r->size());  // RESP3: a map; RESP2: a flat array
+  } else {
+    ctx.rb.ArrayHeader(r->size());
+  }
+  for (const auto& [field, value] : *r) {
+    if (what != PairsReply::kValues) ctx.rb.Bulk(field);
+    if (what != PairsReply::kKeys) ctx.rb.Bulk(value);
+  }
+}
+
+void HKeys(CmdArgs args, ShardCtx& ctx) { ReplyPairs(args, ctx, PairsReply::kKeys); }
+void HVals(CmdArgs args, ShardCtx& ctx) { ReplyPairs(args, ctx, PairsReply::kValues); }
+void HGetAll(CmdArgs args, ShardCtx& ctx) { ReplyPairs(args, ctx, PairsReply::kAll); }
+
+// HSCAN key cursor [MATCH pattern] [COUNT count]. As Redis 7.0: the cursor is read first, then
+// the key is looked up (missing: an empty, finished scan; another type: WRONGTYPE), and only
+// then the options. (NOVALUES came with 7.4 and is a syntax error here, as in 7.0.)
+void HScan(CmdArgs args, ShardCtx& ctx) {
+  uint64_t cursor;
+  if (!ParseScanCursor(args[2], &cursor)) {
+    ctx.rb.Error(errors::kInvalidCursor);
+    return;
+  }
+  std::string_view pattern = "*";
+  int64_t count = 10;
+  std::string_view error;
+  for (size_t i = 3; i < args.size() && error.empty(); i += 2) {
+    const bool has_value = i + 1 < args.size();
+    if (OptionIs(args[i], "count") && has_value) {
+      if (!StringToInt64(args[i + 1], &count)) {
+        error = errors::kNotInteger;
+      } else if (count < 1) {
+        error = errors::kSyntax;
+      }
+    } else if (OptionIs(args[i], "match") && has_value) {
+      pattern = args[i + 1];
+    } else {
+      error = errors::kSyntax;
+    }
+  }
+  if (!error.empty()) {
+    switch (ctx.db.Type(args[1], ctx.now_ms)) {
+      case shard::ValueType::kNone:
+        ctx.rb.ArrayHeader(2);
+        ctx.rb.Bulk("0");
+        ctx.rb.ArrayHeader(0);
+        break;
+      case shard::ValueType::kHash:
+        ctx.rb.Error(error);
+        break;
+      default:
+        ctx.rb.Error(errors::kWrongType);
+        break;
+    }
+    return;
+  }
+  auto r = ctx.db.HScan(args[1], cursor, pattern, static_cast<size_t>(count), ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  char buf[24];
+  auto end = std::to_chars(buf, buf + sizeof(buf), r->cursor).ptr;
+  ctx.rb.ArrayHeader(2);
+  ctx.rb.Bulk(std::string_view(buf, end - buf));
+  ctx.rb.ArrayHeader(2 * r->pairs.size());
+  for (const auto& [field, value] : r->pairs) {
+    ctx.rb.Bulk(field);
+    ctx.rb.Bulk(value);
+  }
+}
+
+}  // namespace
+
+void RegisterHashCommands(CommandTable* t) {
+  const std::vector<std::string> kReadFast = {"@read", "@hash", "@fast"};
+  const std::vector<std::string> kReadSlow = {"@read", "@hash", "@slow"};
+  const std::vector<std::string> kWriteFast = {"@write", "@hash", "@fast"};
+  t->Add(Key1("hset", -4, kWrite | kDenyOom | kFast, HSet, kWriteFast));
+  t->Add(Key1("hmset", -4, kWrite | kDenyOom | kFast, HMSet, kWriteFast));
+  t->Add(Key1("hsetnx", 4, kWrite | kDenyOom | kFast, HSetNx, kWriteFast));
+  t->Add(Key1("hget", 3, kReadOnly | kFast, HGet, kReadFast));
+  t->Add(Key1("hmget", -3, kReadOnly | kFast, HMGet, kReadFast));
+  t->Add(Key1("hdel", -3, kWrite | kFast, HDel, kWriteFast));
+  t->Add(Key1("hexists", 3, kReadOnly | kFast, HExists, kReadFast));
+  t->Add(Key1("hincrby", 4, kWrite | kDenyOom | kFast, HIncrBy, kWriteFast));
+  t->Add(Key1("hincrbyfloat", 4, kWrite | kDenyOom | kFast, HIncrByFloat, kWriteFast));
+  t->Add(Key1("hlen", 2, kReadOnly | kFast, HLen, kReadFast));
+  t->Add(Key1("hstrlen", 3, kReadOnly | kFast, HStrLen, kReadFast));
+  t->Add(Key1("hkeys", 2, kReadOnly, HKeys, kReadSlow));
+  t->Add(Key1("hvals", 2, kReadOnly, HVals, kReadSlow));
+  t->Add(Key1("hgetall", 2, kReadOnly, HGetAll, kReadSlow));
+  t->Add(Key1("hscan", -3, kReadOnly, HScan, kReadSlow));
+}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,783 @@
+// Connection and server commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT COMMAND INFO
+// CONFIG TIME SHUTDOWN WAIT ROLE.
+
+#include <absl/strings/ascii.h>
+#include <absl/strings/match.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+
+#include "server/base/error_strings.h"
+#include "server/base/log.h"
+#include "server/base/str_util.h"
+#include "server/cmdtable/command.h"
+#include "server/commands/cmd_util.h"
+#include "server/commands/info.h"
+#include "server/core/connection.h"
+#include "server/core/pubsub.h"
+#include "server/core/reactor.h"
+#include "server/core/server.h"
+
+namespace deadbolt::server {
+namespace {
+
+using protocol::ReplyBuilder;
+
+bool Eq(std::string_view a, std::string_view b) { return EqualsIgnoreCase(a, b); }
+
+// A subcommand of a container command (CLIENT, COMMAND, CONFIG) with its own arity, as Redis 7
+// checks it: "ERR wrong number of arguments for 'client|setname' command".
+struct Sub {
+  const char* name;
+  int arity;
+  void (*fn)(CmdArgs, Connection&, ReplyBuilder&);
+};
+
+void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Connection& conn,
+            ReplyBuilder& rb) {
+  for (size_t i = 0; i < n; i++) {
+    if (!Eq(args[1], subs[i].name)) continue;
+    int a = subs[i].arity;
+    size_t argc = args.size();
+    if (a >= 0 ? argc != static_cast<size_t>(a) : argc < static_cast<size_t>(-a)) {
+      rb.Error(errors::WrongArity(absl::StrCat(container, "|", AsciiLower(args[1]))));
+      return;
+    }
+    subs[i].fn(args, conn, rb);
+    return;
+  }
+  rb.Error(errors::UnknownSubcommand(args[1], AsciiUpper(container)));
+}
+
+void Ping(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  if (args.size() > 2) {
+    rb.Error(errors::WrongArity("ping"));
+  } else if (conn.subscribed() && rb.resp() == 2) {
+    // RESP2 subscribed mode: PING answers as a pub/sub message.
+    rb.ArrayHeader(2);
+    rb.Bulk("pong");
+    rb.Bulk(args.size() == 2 ? args[1] : std::string_view());
+  } else if (args.size() == 2) {
+    rb.Bulk(args[1]);
+  } else {
+    rb.SimpleString("PONG");
+  }
+}
+
+void Echo(CmdArgs args, Connection& conn, ReplyBuilder& rb) { rb.Bulk(args[1]); }
+
+// A wrong password: counted (INFO stats acl_access_denied_auth, and the command's failed_calls
+// as Redis 7.0 counts it) and logged with the client's address, at most 10 lines a minute per
+// reactor so that a flood of guesses cannot fill the disk.
+void WrongPassword(Connection& conn, std::string_view command) {
+  Reactor& r = conn.reactor();
+  ReactorStats& stats = r.stats();
+  stats.acl_access_denied_auth++;
+  if (const CommandSpec* spec = CommandTable::Get().Find(command)) {
+    stats.commands[CommandTable::Get().IndexOf(spec)].failed_calls++;
+  }
+  static thread_local LogRateLimiter limiter(60 * 1000, 10);
+  uint64_t left_out = 0;
+  if (!limiter.Allow(r.now_ms(), &left_out)) return;
+  std::string more = left_out ? " (" + std::to_string(left_out) + " more not logged)" : "";
+  LogWarning("wrong password in %s from client id=%llu addr=%s%s", AsciiUpper(command).c_str(),
+             static_cast<unsigned long long>(conn.id()), conn.peer().c_str(), more.c_str());
+}
+
+// AUTH against the default user: the password is --requirepass (or any password when none is
+// set and a user name is given, as Redis's nopass default user does). The password is compared
+// in constant time.
+std::string_view CheckAuth(Connection& conn, std::string_view command, std::string_view user,
+                           std::string_view pass, bool with_user) {
+  const std::string& required = conn.reactor().config().requirepass;
+  if (!with_user && required.empty()) return errors::kAuthNotConfigured;
+  // Both checks always run: which of them failed does not show in the time taken.
+  const bool user_ok = user == "default";
+  const bool pass_ok = required.empty() || ConstantTimeEquals(pass, required);
+  if (!user_ok || !pass_ok) {
+    WrongPassword(conn, command);
+    return errors::kWrongPass;
+  }
+  conn.set_authenticated(true);
+  return {};
+}
+
+void Auth(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  if (args.size() > 3) {
+    rb.Error(errors::kSyntax);
+    return;
+  }
+  bool with_user = args.size() == 3;
+  std::string_view err = CheckAuth(conn, "auth", with_user ? args[1] : "default",
+                                   with_user ? args[2] : args[1], with_user);
+  if (err.empty()) {
+    rb.Ok();
+  } else {
+    rb.Error(err);
+  }
+}
+
+void Hello(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  int ver = conn.resp();
+  size_t i = 1;
+  if (args.size() >= 2) {
+    int64_t v;
+    if (!ParseNumber(args[1], &v)) {
+      rb.Error("ERR Protocol version is not an integer or out of range");
+      return;
+    }
+    if (v < 2 || v > 3) {
+      rb.Error(errors::kNoProto);
+      return;
+    }
+    ver = static_cast<int>(v);
+    i = 2;
+  }
+  std::string_view setname;
+  bool has_setname = false;
+  for (; i < args.size(); i++) {
+    bool more = i + 1 < args.size();
+    if (Eq(args[i], "AUTH") && i + 2 < args.size()) {
+      std::string_view err = CheckAuth(conn, "hello", args[i + 1], args[i + 2], true);
+      if (!err.empty()) {
+        rb.Error(err);
+        return;
+      }
+      i += 2;
+    } else if (Eq(args[i], "SETNAME") && more) {
+      setname = args[i + 1];
+      has_setname = true;
+      i++;
+    } else {
+      rb.Error(absl::StrCat("ERR Syntax error in HELLO option '", AV(args[i]), "'"));
+      return;
+    }
+  }
+  if (!conn.authenticated()) {
+    rb.Error(
+        "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
+        "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
+        "RESP protocol version at the same time");
+    return;
+  }
+  if (has_setname) {
+    for (char c : setname) {
+      if (c < '!' || c > '~') {
+        rb.Error(errors::kClientNameSpaces);
+        return;
+      }
+    }
+    conn.set_name(std::string(setname));
+  }
+  conn.set_resp(ver);
+  rb.set_resp(ver);
+  rb.MapHeader(7);
+  rb.Bulk("server");
+  rb.Bulk("redis");
+  rb.Bulk("version");
+  rb.Bulk(kVersion);
+  rb.Bulk("proto");
+  rb.Integer(ver);
+  rb.Bulk("id");
+  rb.Integer(static_cast<int64_t>(conn.id()));
+  rb.Bulk("mode");
+  rb.Bulk("standalone");
+  rb.Bulk("role");
+  rb.Bulk("master");
+  rb.Bulk("modules");
+  rb.ArrayHeader(0);
+}
+
+void Select(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  int64_t db;
+  if (!ParseNumber(args[1], &db)) {
+    rb.Error(errors::kNotInteger);
+    return;
+  }
+  if (db < 0 || db >= conn.reactor().config().databases) {
+    rb.Error(errors::kDbIndexOutOfRange);
+    return;
+  }
+  conn.set_db_index(static_cast<int>(db));
+  rb.Ok();
+}
+
+void Quit(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  rb.Ok();
+  conn.CloseAfterReply();
+}
+
+void Reset(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  conn.ResetTransactionState();
+  conn.set_db_index(0);
+  conn.set_resp(2);
+  rb.set_resp(2);
+  conn.set_name("");
+  conn.set_authenticated(conn.reactor().config().requirepass.empty());
+  rb.SimpleString("RESET");
+}
+
+// --- CLIENT ---
+
+size_t SubCount(const Connection& c, PubSubKind k) {
+  return c.pubsub_state() ? c.pubsub_state()->count(k) : 0;
+}
+
+// CLIENT LIST's flags, in Redis's order: P subscribed, x in MULTI, b blocked (waiting in
+// LOCK.ACQUIRE ... WAIT, as Redis's BLPOP), N none.
+std::string ClientFlags(const Connection& c) {
+  std::string f;
+  if (c.subscribed()) f += 'P';
+  if (c.in_multi()) f += 'x';
+  if (c.blocked()) f += 'b';
+  if (f.empty()) f = "N";
+  return f;
+}
+
+// One CLIENT LIST / CLIENT INFO line, without its newline. No field can hold a space or a
+// newline: names and lib-name/lib-ver are checked when set, cmd= is the table's name.
+std::string ClientLine(Connection& c, int64_t now_ms) {
+  return absl::StrCat(
+      "id=", c.id(), " addr=", c.peer(), " laddr=", c.local(), " fd=", c.fd(), " name=", c.name(),
+      " age=", (now_ms - c.created_ms()) / 1000, " idle=", (now_ms - c.last_interaction_ms()) / 1000,
+      " flags=", ClientFlags(c), " db=", c.db_index(),
+      " sub=", SubCount(c, PubSubKind::kChannel), " psub=", SubCount(c, PubSubKind::kPattern),
+      " ssub=", SubCount(c, PubSubKind::kShard), " multi=", c.in_multi() ? 0 : -1,
+      " qbuf=", c.query_buffer_size(),
+      " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=", c.output_buffer_size(),
+      " tot-mem=0 events=r cmd=", AV(c.last_command()), " user=default redir=-1 resp=", c.resp(),
+      " lib-name=", c.lib_name(), " lib-ver=", c.lib_ver());
+}
+
+void ClientId(CmdArgs, Connection& conn, ReplyBuilder& rb) {
+  rb.Integer(static_cast<int64_t>(conn.id()));
+}
+
+void ClientSetName(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  for (char c : args[2]) {
+    if (c < '!' || c > '~') {
+      rb.Error(errors::kClientNameSpaces);
+      return;
+    }
+  }
+  conn.set_name(std::string(args[2]));
+  rb.Ok();
+}
+
+void ClientGetName(CmdArgs, Connection& conn, ReplyBuilder& rb) {
+  if (conn.name().empty()) {
+    rb.Null();
+  } else {
+    rb.Bulk(conn.name());
+  }
+}
+
+void ClientSetInfo(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  std::string* field = nullptr;
+  if (Eq(args[2], "lib-name")) {
+    field = &conn.lib_name();
+  } else if (Eq(args[2], "lib-ver")) {
+    field = &conn.lib_ver();
+  } else {
+    rb.Error(absl::StrCat("ERR Unrecognized option '", AV(args[2]), "'"));
+    return;
+  }
+  for (char c : args[3]) {
+    if (c < '!' || c > '~') {
+      rb.Error(absl::StrCat("ERR ", AsciiUpper(args[2]),
+                            " cannot contain spaces, newlines or special characters."));
+      return;
+    }
+  }
+  *field = std::string(args[3]);
+  rb.Ok();
+}
+
+void ClientInfo(CmdArgs, Connection& conn, ReplyBuilder& rb) {
+  std::string line = ClientLine(conn, conn.reactor().now_ms()) + "\n";
+  rb.Verbatim(line);
+}
+
+// Runs fn on every reactor (for connection-level state, not keys) and gathers one result each.
+template <typename T = std::string>
+void AllReactors(
+    Connection& conn, std::type_identity_t<std::function<T(Reactor&)>> fn,
+    std::type_identity_t<absl::AnyInvocable<void(std::vector<T>&, ReplyBuilder&)>> finish) {
+  int n = conn.reactor().server().num_shards();
+  auto results = std::make_shared<std::vector<T>>(n);
+  std::vector<int> all(n);
+  for (int i = 0; i < n; i++) all[i] = i;
+  conn.FanOut(
+      all,
+      [results, fn](ShardCtx&) {
+        Reactor* r = Reactor::Current();
+        (*results)[r->id()] = fn(*r);
+      },
+      [results, finish = std::move(finish)](ReplyBuilder& rb) mutable { finish(*results, rb); });
+}
+
+void ClientList(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  if (args.size() > 2) {
+    // CLIENT LIST TYPE normal | ID id... : accept TYPE normal, ID list.
+    if (!(args.size() >= 4 && (Eq(args[2], "TYPE") || Eq(args[2], "ID")))) {
+      rb.Error(errors::kSyntax);
+      return;
+    }
+  }
+  std::vector<uint64_t> ids;
+  bool by_type = false;
+  bool want_pubsub = false;
+  if (args.size() >= 4 && Eq(args[2], "ID")) {
+    for (size_t i = 3; i < args.size(); i++) {
+      uint64_t id;
+      if (!ParseNumber(args[i], &id)) {
+        rb.Error("ERR Invalid client ID");
+        return;
+      }
+      ids.push_back(id);
+    }
+  } else if (args.size() >= 4) {
+    by_type = true;
+    if (!Eq(args[3], "normal") && !Eq(args[3], "pubsub") && !Eq(args[3], "master") &&
+        !Eq(args[3], "replica") && !Eq(args[3], "slave")) {
+      rb.Error(absl::StrCat("ERR Unknown client type '", AV(args[3]), "'"));
+      return;
+    }
+    want_pubsub = Eq(args[3], "pubsub");
+    if (!Eq(args[3], "normal") && !want_pubsub) ids.push_back(0);  // no replicas or masters
+  }
+  // Each reactor lists its clients as (id, line); the lines are merged in id order without
+  // parsing them again.
+  using Lines = std::vector<std::pair<uint64_t, std::string>>;
+  AllReactors<Lines>(
+      conn,
+      [ids, by_type, want_pubsub](Reactor& r) {
+        Lines lines;
+        for (auto& [id, c] : r.connections()) {
+          if (c->closing()) continue;
+          if (by_type && c->subscribed() != want_pubsub) continue;
+          if (!ids.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+          lines.emplace_back(id, ClientLine(*c, r.now_ms()));
+        }
+        return lines;
+      },
+      [](std::vector<Lines>& parts, ReplyBuilder& rb) {
+        std::vector<std::pair<uint64_t, std::string>*> all;
+        for (auto& p : parts) {
+          for (auto& l : p) all.push_back(&l);
+        }
+        std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->first < b->first; });
+        std::string out;
+        for (auto* l : all) absl::StrAppend(&out, l->second, "\n");
+        rb.Verbatim(out);
+      });
+}
+
+void ClientKill(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  // CLIENT KILL addr (old form) or CLIENT KILL <filter> <value> ... (new form).
+  std::string addr, laddr;
+  uint64_t id = 0;
+  bool skipme = true;
+  bool old_form = args.size() == 3;
+  if (old_form) {
+    addr = std::string(args[2]);
+  } else {
+    if (args.size() % 2 != 0) {
+      rb.Error(errors::kSyntax);
+      return;
+    }
+    for (size_t i = 2; i + 1 < args.size(); i += 2) {
+      if (Eq(args[i], "ID")) {
+        if (!ParseNumber(args[i + 1], &id) || id == 0) {
+          rb.Error("ERR client-id should be greater than 0");
+          return;
+        }
+      } else if (Eq(args[i], "ADDR")) {
+        addr = std::string(args[i + 1]);
+      } else if (Eq(args[i], "LADDR")) {
+        laddr = std::string(args[i + 1]);
+      } else if (Eq(args[i], "SKIPME")) {
+        if (Eq(args[i + 1], "yes")) {
+          skipme = true;
+        } else if (Eq(args[i + 1], "no")) {
+          skipme = false;
+        } else {
+          rb.Error(errors::kSyntax);
+          return;
+        }
+      } else if (Eq(args[i], "TYPE") || Eq(args[i], "USER") || Eq(args[i], "MAXAGE")) {
+        // Accepted; every client is a normal client of the default user.
+      } else {
+        rb.Error(errors::kSyntax);
+        return;
+      }
+    }
+  }
+  uint64_t self = conn.id();
+  AllReactors(
+      conn,
+      [addr, laddr, id, skipme, self](Reactor& r) {
+        std::vector<Connection*> victims;
+        for (auto& [cid, c] : r.connections()) {
+          if (c->closing()) continue;
+          if (!addr.empty() && c->peer() != addr) continue;
+          if (!laddr.empty() && c->local() != laddr) continue;
+          if (id && cid != id) continue;
+          if (skipme && cid == self) continue;
+          victims.push_back(c);
+        }
+        for (Connection* c : victims) {
+          if (c->id() == self) {
+            c->CloseAfterReply();
+          } else {
+            c->Kill();
+          }
+        }
+        return std::to_string(victims.size());
+      },
+      [old_form](std::vector<std::string>& parts, ReplyBuilder& rb) {
+        int64_t total = 0;
+        for (auto& p : parts) total += std::stoll(p);
+        if (old_form) {
+          if (total == 0) {
+            rb.Error(errors::kNoSuchClient);
+          } else {
+            rb.Ok();
+          }
+        } else {
+          rb.Integer(total);
+        }
+      });
+}
+
+void ClientOk(CmdArgs, Connection&, ReplyBuilder& rb) { rb.Ok(); }
+
+void ClientHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
+  static const char* kLines[] = {
+      "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+      "GETNAME", "    Return the name of the current connection.",
+      "ID", "    Return the ID of the current connection.",
+      "INFO", "    Return information about the current client connection.",
+      "KILL <ip:port>", "    Kill connection made from <ip:port>.",
+      "KILL <option> <value> [<option> <value> [...]]",
+      "    Kill connections. Options are: ID, ADDR, LADDR, SKIPME (yes|no).",
+      "LIST [options ...]", "    Return information about client connections.",
+      "SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+      "SETNAME <name>", "    Assign the name <name> to the current connection.",
+      "HELP", "    Print this help."};
+  rb.ArrayHeader(std::size(kLines));
+  for (const char* l : kLines) rb.SimpleString(l);
+}
+
+void Client(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  static const Sub kSubs[] = {
+      {"id", 2, ClientId},           {"setname", 3, ClientSetName},
+      {"getname", 2, ClientGetName}, {"setinfo", 4, ClientSetInfo},
+      {"list", -2, ClientList},      {"kill", -3, ClientKill},
+      {"info", 2, ClientInfo},       {"help", 2, ClientHelp},
+      {"no-evict", 3, ClientOk},     {"no-touch", 3, ClientOk},
+  };
+  RunSub("client", kSubs, std::size(kSubs), args, conn, rb);
+}
+
+// --- COMMAND ---
+
+void WriteFlags(const CommandSpec& s, ReplyBuilder& rb) {
+  static const std::pair<uint32_t, const char*> kNames[] = {
+      {kWrite, "write"},       {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},
+      {kAdmin, "admin"},       {kPubSub, "pubsub"},     {kNoScript, "noscript"},
+      {kLoading, "loading"},   {kStale, "stale"},       {kNoAuth, "no_auth"},
+      {kFast, "fast"},         {kBlocking, "blocking"},
+  };
+  size_t n = 0;
+  for (auto& [f, name] : kNames) n += (s.flags & f) ? 1 : 0;
+  rb.SetHeader(n);
+  for (auto& [f, name] : kNames) {
+    if (s.flags & f) rb.SimpleString(name);
+  }
+}
+
+void WriteCommandInfo(const CommandSpec& s, ReplyBuilder& rb) {
+  rb.ArrayHeader(10);
+  rb.Bulk(s.name);
+  rb.Integer(s.arity);
+  WriteFlags(s, rb);
+  rb.Integer(s.first_key);
+  rb.Integer(s.last_key);
+  rb.Integer(s.key_step);
+  rb.SetHeader(s.acl_categories.size());
+  for (auto& c : s.acl_categories) rb.SimpleString(c);
+  rb.ArrayHeader(0);  // tips
+  rb.ArrayHeader(0);  // key specs
+  rb.ArrayHeader(s.subcommands.size());
+  for (auto& sub : s.subcommands) WriteCommandInfo(sub, rb);
+}
+
+void CommandCount(CmdArgs, Connection&, ReplyBuilder& rb) {
+  rb.Integer(static_cast<int64_t>(CommandTable::Get().All().size()));
+}
+
+void CommandInfo(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  const auto& t = CommandTable::Get();
+  if (args.size() == 2) {
+    rb.ArrayHeader(t.All().size());
+    for (auto& s : t.All()) WriteCommandInfo(s, rb);
+    return;
+  }
+  rb.ArrayHeader(args.size() - 2);
+  for (size_t i = 2; i < args.size(); i++) {
+    const CommandSpec* s = t.Find(args[i]);
+    if (s) {
+      WriteCommandInfo(*s, rb);
+    } else {
+      rb.NullArray();
+    }
+  }
+}
+
+void WriteDocs(const CommandSpec& s, ReplyBuilder& rb) {
+  std::string group = "server";
+  for (auto& c : s.acl_categories) {
+    if (c == "@string" || c == "@hash" || c == "@pubsub" || c == "@connection" ||
+        c == "@transactions" || c == "@scripting") {
+      group = c.substr(1);
+    } else if (c == "@keyspace" && group == "server") {
+      group = "generic";
+    }
+  }
+  rb.MapHeader(s.subcommands.empty() ? 3 : 4);
+  rb.Bulk("summary");
+  rb.Bulk(absl::StrCat("The ", AsciiUpper(s.name), " command."));
+  rb.Bulk("since");
+  rb.Bulk("1.0.0");
+  rb.Bulk("group");
+  rb.Bulk(group);
+  if (!s.subcommands.empty()) {
+    rb.Bulk("subcommands");
+    rb.MapHeader(s.subcommands.size());
+    for (auto& sub : s.subcommands) {
+      rb.Bulk(sub.name);
+      WriteDocs(sub, rb);
+    }
+  }
+}
+
+void CommandDocs(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  const auto& t = CommandTable::Get();
+  std::vector<const CommandSpec*> specs;
+  if (args.size() == 2) {
+    for (auto& s : t.All()) specs.push_back(&s);
+  } else {
+    for (size_t i = 2; i < args.size(); i++) {
+      if (const CommandSpec* s = t.Find(args[i])) specs.push_back(s);
+    }
+  }
+  rb.MapHeader(specs.size());
+  for (const CommandSpec* s : specs) {
+    rb.Bulk(s->name);
+    WriteDocs(*s, rb);
+  }
+}
+
+void CommandList(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  const auto& t = CommandTable::Get();
+  rb.ArrayHeader(t.All().size());
+  for (auto& s : t.All()) rb.Bulk(s.name);
+}
+
+void CommandHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
+  static const char* kLines[] = {
+      "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+      "(no subcommand)", "    Return details about all commands.",
+      "COUNT", "    Return the total number of commands in this server.",
+      "LIST", "    Return a list of all commands in this server.",
+      "INFO [<command-name> ...]", "    Return details about the given commands.",
+      "DOCS [<command-name> ...]", "    Return documentation details about the given commands.",
+      "HELP", "    Print this help."};
+  rb.ArrayHeader(std::size(kLines));
+  for (const char* l : kLines) rb.SimpleString(l);
+}
+
+void Command(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  if (args.size() == 1) {
+    const auto& t = CommandTable::Get();
+    rb.ArrayHeader(t.All().size());
+    for (auto& s : t.All()) WriteCommandInfo(s, rb);
+    return;
+  }
+  static const Sub kSubs[] = {
+      {"count", 2, CommandCount}, {"info", -2, CommandInfo}, {"docs", -2, CommandDocs},
+      {"list", -2, CommandList},  {"help", 2, CommandHelp},
+  };
+  RunSub("command", kSubs, std::size(kSubs), args, conn, rb);
+}
+
+// --- CONFIG ---
+
+void ConfigGet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  std::vector<std::pair<std::string, std::string>> all;
+  for (size_t i = 2; i < args.size(); i++) {
+    for (auto& kv : conn.reactor().config().Get(args[i])) {
+      if (std::find(all.begin(), all.end(), kv) == all.end()) all.push_back(kv);
+    }
+  }
+  rb.MapHeader(all.size());
+  for (auto& [k, v] : all) {
+    rb.Bulk(k);
+    rb.Bulk(v);
+  }
+}
+
+void ConfigSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  if (args.size() % 2 != 0) {
+    rb.Error(errors::WrongArity("config|set"));
+    return;
+  }
+  // Validate on a copy first, so a bad value changes nothing anywhere.
+  Config probe = conn.reactor().config();
+  std::vector<std::pair<std::string, std::string>> changes;
+  for (size_t i = 2; i + 1 < args.size(); i += 2) {
+    if (auto err = probe.Set(args[i], args[i + 1])) {
+      rb.Error(*err);
+      return;
+    }
+    changes.emplace_back(std::string(args[i]), std::string(args[i + 1]));
+  }
+  AllReactors(
+      conn,
+      [changes](Reactor& r) {
+        for (auto& [k, v] : changes) r.mutable_config().Set(k, v);
+        return std::string();
+      },
+      [](std::vector<std::string>&, ReplyBuilder& rb) { rb.Ok(); });
+}
+
+void ConfigResetStat(CmdArgs, Connection& conn, ReplyBuilder& rb) {
+  AllReactors(
+      conn,
+      [](Reactor& r) {
+        size_t n = r.stats().commands.size();
+        r.stats() = ReactorStats();
+        r.stats().commands.resize(n);
+        return std::string();
+      },
+      [](std::vector<std::string>&, ReplyBuilder& rb) { rb.Ok(); });
+}
+
+void ConfigRewrite(CmdArgs, Connection&, ReplyBuilder& rb) {
+  rb.Error("ERR The server is running without a config file");
+}
+
+void ConfigCmd(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  static const Sub kSubs[] = {
+      {"get", -3, ConfigGet},
+      {"set", -4, ConfigSet},
+      {"resetstat", 2, ConfigResetStat},
+      {"rewrite", 2, ConfigRewrite},
+  };
+  RunSub("config", kSubs, std::size(kSubs), args, conn, rb);
+}
+
+// --- misc ---
+
+void Time(CmdArgs, Connection&, ReplyBuilder& rb) {
+  timeval tv;
+  gettimeofday(&tv, nullptr);
+  rb.ArrayHeader(2);
+  rb.Bulk(std::to_string(tv.tv_sec));
+  rb.Bulk(std::to_string(tv.tv_usec));
+}
+
+void Shutdown(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  for (size_t i = 1; i < args.size(); i++) {
+    if (!Eq(args[i], "NOSAVE") && !Eq(args[i], "SAVE") && !Eq(args[i], "NOW") &&
+        !Eq(args[i], "FORCE") && !Eq(args[i], "ABORT")) {
+      rb.Error(errors::kSyntax);
+      return;
+    }
+    if (Eq(args[i], "ABORT")) {
+      rb.Error("ERR No shutdown in progress.");
+      return;
+    }
+  }
+  LogNotice("User requested shutdown...");
+  conn.reactor().server().RequestShutdown();
+  conn.CloseAfterReply();
+}
+
+void Wait(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  // As Redis: the replica count first, then the timeout with its own error texts.
+  int64_t n, timeout;
+  if (!ParseNumber(args[1], &n)) {
+    rb.Error(errors::kNotInteger);
+    return;
+  }
+  if (!ParseNumber(args[2], &timeout)) {
+    rb.Error(errors::kTimeoutNotInteger);
+    return;
+  }
+  if (timeout < 0) {
+    rb.Error(errors::kTimeoutNegative);
+    return;
+  }
+  rb.Integer(0);  // no replicas
+}
+
+void Role(CmdArgs, Connection&, ReplyBuilder& rb) {
+  rb.ArrayHeader(3);
+  rb.Bulk("master");
+  rb.Integer(0);
+  rb.ArrayHeader(0);
+}
+
+CommandSpec Conn(std::string name, int arity, uint32_t flags, ConnHandler h,
+                 std::vector<std::string> acl) {
+  return ConnCommand(std::move(name), arity, flags, h, std::move(acl));
+}
+
+CommandSpec Subs(CommandSpec parent, std::initializer_list<std::pair<const char*, int>> subs) {
+  for (auto& [name, arity] : subs) {
+    parent.subcommands.push_back(Conn(parent.name + "|" + name, arity, parent.flags, nullptr,
+                                      parent.acl_categories));
+  }
+  return parent;
+}
+
+}  // namespace
+
+void RegisterServerCommands(CommandTable* t) {
+  const uint32_t kConnFlags = kFast | kLoading | kStale | kNoScript;
+  t->Add(Conn("ping", -1, kFast, Ping, {"@fast", "@connection"}));
+  t->Add(Conn("echo", 2, kFast, Echo, {"@fast", "@connection"}));
+  t->Add(Conn("hello", -1, kConnFlags | kNoAuth, Hello, {"@fast", "@connection"}));
+  t->Add(Conn("auth", -2, kConnFlags | kNoAuth, Auth, {"@fast", "@connection"}));
+  t->Add(Conn("select", 2, kConnFlags, Select, {"@fast", "@connection"}));
+  t->Add(Conn("quit", -1, kConnFlags | kNoAuth | kNoQueue, Quit, {"@fast", "@connection"}));
+  t->Add(Conn("reset", 1, kConnFlags | kNoAuth | kNoQueue, Reset, {"@fast", "@connection"}));
+  t->Add(Subs(Conn("client", -2, kLoading | kStale | kNoScript, Client, {"@slow", "@connection"}),
+              {{"id", 2}, {"setname", 3}, {"getname", 2}, {"setinfo", 4}, {"list", -2},
+               {"kill", -3}, {"info", 2}, {"help", 2}, {"no-evict", 3}, {"no-touch", 3}}));
+  t->Add(Subs(Conn("command", -1, kLoading | kStale, Command, {"@slow", "@connection"}),
+              {{"count", 2}, {"info", -2}, {"docs", -2}, {"list", -2}, {"help", 2}}));
+  t->Add(Conn("info", -1, kLoading | kStale, Info, {"@slow", "@dangerous"}));
+  t->Add(Subs(Conn("config", -2, kAdmin | kNoScript | kLoading | kStale, ConfigCmd,
+                   {"@admin", "@slow", "@dangerous"}),
+              {{"get", -3}, {"set", -4}, {"resetstat", 2}, {"rewrite", 2}}));
+  t->Add(Conn("time", 1, kFast | kLoading | kStale, Time, {"@fast"}));
+  t->Add(Conn("shutdown", -1, kAdmin | kNoScript | kLoading | kStale, Shutdown,
+              {"@admin", "@slow", "@dangerous"}));
+  t->Add(Conn("wait", 3, kNoScript, Wait, {"@slow", "@connection"}));
+  t->Add(Conn("role", 1, kNoScript | kLoading | kStale | kFast, Role,
+              {"@admin", "@fast", "@dangerous"}));
+}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,98 @@
+#include "server/commands/cmd_util.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "server/core/connection.h"
+#include "server/core/reactor.h"
+#include "server/core/server.h"
+
+namespace deadbolt::server {
+
+bool ConstantTimeEquals(std::string_view given, std::string_view secret) {
+  // volatile: keeps the compiler from turning the loop into one that stops at a difference.
+  volatile unsigned char diff = given.size() == secret.size() ? 0 : 1;
+  const unsigned char* g = reinterpret_cast<const unsigned char*>(given.data());
+  const unsigned char* s = reinterpret_cast<const unsigned char*>(secret.data());
+  const size_t n = secret.size();
+  size_t j = 0;
+  for (size_t i = 0; i < given.size(); i++) {
+    const unsigned char expected = n == 0 ? 0 : s[j];
+    diff = diff | (g[i] ^ expected);
+    j = j + 1 == n ? 0 : j + 1;
+  }
+  return diff == 0;
+}
+
+bool ParseScanCursor(std::string_view s, uint64_t* out) {
+  // strtoul needs a terminated string; cursors are short, anything long is copied to the heap.
+  char small[32];
+  std::string large;
+  char* buf = small;
+  if (s.size() >= sizeof(small)) {
+    large.assign(s);
+    buf = large.data();
+  } else {
+    std::memcpy(small, s.data(), s.size());
+    small[s.size()] = '\0';
+  }
+  if (std::isspace(static_cast<unsigned char>(buf[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(buf, &end, 10);
+  // As Redis, the parse ends at the first NUL byte, and what follows it is not looked at.
+  if (*end != '\0' || errno == ERANGE) return false;
+  *out = v;
+  return true;
+}
+
+ShardCtx LocalShardCtx(Connection& conn, protocol::ReplyBuilder& rb) {
+  Reactor& r = conn.reactor();
+  return ShardCtx{r.shard(), r.shard().db(conn.db_index()), conn.db_index(), r.now_ms(), r.config(),
+                  rb};
+}
+
+bool AllKeysOn(CmdArgs args, size_t first, size_t step, const Server& server, int shard) {
+  for (size_t i = first; i < args.size(); i += step) {
+    if (server.ShardOf(args[i]) != shard) return false;
+  }
+  return true;
+}
+
+const std::vector<int>& AllShards(const Server& server) {
+  thread_local std::vector<int> all;
+  if (all.size() != static_cast<size_t>(server.num_shards())) {
+    all.clear();
+    for (int i = 0; i < server.num_shards(); i++) all.push_back(i);
+  }
+  return all;
+}
+
+ShardedKeys::ShardedKeys(CmdArgs args, size_t first, size_t step, const Server& server)
+    : step_(step) {
+  size_t total = 0;
+  for (size_t i = first; i < args.size(); i++) total += args[i].size();
+  bytes_.reserve(total);  // never reallocated below: the views point into it
+  args_.reserve(args.size() - first);
+  for (size_t i = first; i < args.size(); i++) {
+    const size_t off = bytes_.size();
+    bytes_.append(args[i]);
+    args_.emplace_back(bytes_.data() + off, args[i].size());
+  }
+  const size_t groups = args_.size() / step;
+  owner_.reserve(groups);
+  for (size_t i = 0; i < groups; i++) {
+    const int s = server.ShardOf(args_[i * step]);
+    owner_.push_back(s);
+    if (static_cast<size_t>(s) >= on_.size()) on_.resize(s + 1);
+    on_[s].push_back(static_cast<uint32_t>(i));
+  }
+  for (int s = 0; s < static_cast<int>(on_.size()); s++) {
+    if (!on_[s].empty()) shards_.push_back(s);
+  }
+}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,768 @@
+#include "server/core/connection.h"
+
+#include <absl/strings/ascii.h>
+
+#include <cstring>
+
+#include "server/base/error_strings.h"
+#include "server/base/log.h"
+#include "server/base/str_util.h"
+#include "server/cmdtable/journal_health.h"
+#include "server/cmdtable/restart_delay.h"
+#include "server/core/pubsub.h"
+#include "server/core/reactor.h"
+#include "server/core/server.h"
+#include "server/txn/blocked_reply.h"
+#include "server/txn/lock_table.h"
+#include "server/txn/watch_table.h"
+
+namespace deadbolt::server {
+namespace {
+
+// Whether any key of the call is locked by a transaction on this shard.
+bool KeysBlocked(const CommandSpec* spec, CmdArgs args, int db, const LockTable& locks) {
+  bool blocked = false;
+  spec->ForEachKey(args, [&](int i) { blocked = blocked || locks.Blocked(db, args[i]); });
+  return blocked;
+}
+
+std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db) {
+  std::vector<std::string> names;
+  spec->ForEachKey(args, [&](int i) { names.push_back(LockTable::Name(db, args[i])); });
+  return names;
+}
+
+}  // namespace
+
+// The reply slot of a blocking command (LOCK.ACQUIRE ... WAIT) kept open on its shard: Finish()
+// sends the reply back to the connection's reactor (see BlockedReply).
+class ConnBlockedReply final : public BlockedReply {
+ public:
+  ConnBlockedReply(int origin, Connection* conn, uint64_t seq, int resp, uint64_t client_id,
+                   std::shared_ptr<BlockState> state)
+      : origin_(origin),
+        conn_(conn),
+        seq_(seq),
+        resp_(resp),
+        client_id_(client_id),
+        state_(std::move(state)) {}
+  int resp() const override { return resp_; }
+  uint64_t client_id() const override { return client_id_; }
+  bool cancelled() const override { return state_->cancelled.load(std::memory_order_relaxed); }
+  void Finish(std::string reply, absl::AnyInvocable<void()> undo) override {
+    state_->waiting.store(false, std::memory_order_relaxed);  // no longer blocked
+    Reactor* r = Reactor::Current();
+    Connection* c = conn_;  // dereferenced only back on origin_
+    uint64_t seq = seq_;
+    int shard = r->id();
+    r->Send(origin_, [c, seq, shard, reply = std::move(reply), undo = std::move(undo)]() mutable {
+      if (const std::string* e = Reactor::FailedReplyError()) reply = FailHeldReplies(reply, *e);
+      c->EndBlock(seq, std::move(reply), shard, std::move(undo));
+    });
+  }
+
+ private:
+  int origin_;
+  Connection* conn_;
+  uint64_t seq_;
+  int resp_;
+  uint64_t client_id_;
+  std::shared_ptr<BlockState> state_;
+};
+
+// A single-shard command travelling to the shard that owns its keys. If a transaction holds one
+// of them there, it waits in that shard's LockTable and runs when the lock is released.
+struct RemoteCommand {
+  const CommandSpec* spec;
+  std::unique_ptr<OwnedArgs> args;
+  int origin;
+  int db;
+  int resp;
+  Connection* conn;  // dereferenced only back on `origin`
+  uint64_t seq;
+  uint64_t client_id;
+  // A blocking command's (Connection::ForwardBlocking): shared with its connection.
+  std::shared_ptr<BlockState> block;
+  // Run by the LockTable once nothing blocks it: its keys are free and it is its client's first.
+  bool resumed = false;
+
+  void operator()() {
+    Reactor* r = Reactor::Current();
+    std::vector<std::string_view> views = args->Views();
+    CmdArgs a(views.data(), views.size());
+    if (!resumed && !r->locks().idle() &&
+        (KeysBlocked(spec, a, db, r->locks()) || r->locks().HasParked(client_id))) {
+      std::vector<std::string> names = LockNames(spec, a, db);
+      uint64_t owner = client_id;
+      resumed = true;
+      r->locks().Park(std::move(names), owner, std::move(*this));
+      return;
+    }
+    r->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+    std::string reply;
+    protocol::ReplyBuilder rb(&reply, resp);
+    ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
+    if (block) {
+      // A blocking command: the handler may keep the reply open by taking `pending` (the client
+      // now waits); if it does not, the reply goes now. One whose client has already gone is not
+      // run at all.
+      std::unique_ptr<BlockedReply> pending =
+          std::make_unique<ConnBlockedReply>(origin, conn, seq, resp, client_id, block);
+      if (!pending->cancelled()) {
+        ctx.block = &pending;
+        spec->shard_handler(a, ctx);
+      }
+      if (pending) {
+        pending->Finish(std::move(reply), nullptr);
+      } else {
+        block->waiting.store(true, std::memory_order_relaxed);
+      }
+      return;
+    }
+    spec->shard_handler(a, ctx);
+    Connection* c = conn;
+    uint64_t s = seq;
+    r->Send(origin, [c, s, reply = std::move(reply)]() mutable {
+      // Held for a journal batch of that shard that could not be written: an error, not OK.
+      if (const std::string* e = Reactor::FailedReplyError()) reply = FailHeldReplies(reply, *e);
+      c->CompleteSlot(s, std::move(reply));
+      c->OnForwardDone();
+      c->Unref();
+    });
+  }
+};
+
+namespace {
+thread_local std::string NullSink;  // fan-out work writes no reply of its own
+
+}  // namespace
+
+OwnedArgs::OwnedArgs(CmdArgs args) {
+  size_t total = 0;
+  for (auto a : args) total += a.size();
+  bytes.reserve(total);
+  lens.reserve(args.size());
+  for (auto a : args) {
+    bytes.append(a);
+    lens.push_back(a.size());
+  }
+}
+
+std::vector<std::string_view> OwnedArgs::Views() const {
+  std::vector<std::string_view> v;
+  v.reserve(lens.size());
+  size_t off = 0;
+  for (size_t n : lens) {
+    v.emplace_back(bytes.data() + off, n);
+    off += n;
+  }
+  return v;
+}
+
+Connection::Connection(Reactor* reactor, int fd, uint64_t id, std::string peer, std::string local)
+    : reactor_(reactor),
+      fd_(fd),
+      id_(id),
+      peer_(std::move(peer)),
+      local_(std::move(local)),
+      rb_(&out_, 2) {
+  const Config& cfg = reactor_->config();
+  protocol::ParserLimits limits;
+  limits.max_bulk_len = cfg.proto_max_bulk_len;
+  limits.max_multibulk_len = cfg.max_multibulk_len;
+  parser_.set_limits(limits);
+  set_authenticated(cfg.requirepass.empty());
+  created_ms_ = last_interaction_ms_ = reactor_->now_ms();
+}
+
+void Connection::set_authenticated(bool v) {
+  authenticated_ = v;
+  protocol::ParserLimits limits = parser_.limits();
+  limits.unauthenticated = !v;
+  parser_.set_limits(limits);
+}
+
+Connection::~Connection() {
+  PubSubTeardown();  // pub/sub: leave the registry
+  DropFanOuts();
+}
+
+void Connection::Unref() {
+  refs_--;
+  if (closing_) reactor_->MaybeFree(this);
+}
+
+void Connection::Kill() { reactor_->CloseConnection(this); }
+
+void Connection::OnRead(const char* data, size_t n) {
+  reactor_->stats().net_input_bytes += n;
+  if (close_after_reply_) return;  // input after QUIT or a protocol error is ignored
+  in_.append(data, n);
+  ProcessInput();
+}
+
+void Connection::ProcessInput() {
+  if (processing_) return;
+  processing_ = true;
+  while (!closing_ && !close_after_reply_ && !paused_ && in_start_ < in_.size()) {
+    size_t consumed = 0;
+    std::string_view buf(in_.data() + in_start_, in_.size() - in_start_);
+    protocol::ParseStatus st = parser_.Parse(buf, &consumed, &args_);
+    if (st == protocol::ParseStatus::kIncomplete) {
+      if (static_cast<int64_t>(buf.size()) > reactor_->config().client_query_buffer_limit) {
+        LogWarning("closing client %s that reached max query buffer length (%zu bytes)",
+                   peer_.c_str(), buf.size());
+        Kill();
+        break;
+      }
+      if (size_t want = parser_.BytesWanted(); want > buf.size()) in_.reserve(in_start_ + want);
+      break;
+    }
+    if (st == protocol::ParseStatus::kError) {
+      ReplyError(errors::ProtocolError(parser_.ErrorText()));
+      CloseAfterReply();
+      in_.clear();
+      in_start_ = 0;
+      break;
+    }
+    in_start_ += consumed;
+    if (args_.empty()) continue;
+    Dispatch(CmdArgs(args_.data(), args_.size()));
+    if (!authenticated_ && unsent_output() > kUnauthMaxUnsentOutput) {
+      CloseUnauthenticated();
+      break;
+    }
+  }
+  if (in_start_ == in_.size()) {
+    in_.clear();
+    in_start_ = 0;
+    if (in_.capacity() > (4 << 20)) std::string().swap(in_);
+  } else if (in_start_ > 0 && (in_start_ >= 65536 || in_start_ * 2 >= in_.size())) {
+    in_.erase(0, in_start_);
+    in_start_ = 0;
+  }
+  processing_ = false;
+  AfterOutput();
+}
+
+void Connection::CloseUnauthenticated() {
+  reactor_->stats().unauth_clients_closed++;
+  static thread_local LogRateLimiter limiter(60 * 1000, 10);
+  uint64_t left_out = 0;
+  if (limiter.Allow(reactor_->now_ms(), &left_out)) {
+    std::string more = left_out ? " (" + std::to_string(left_out) + " more not logged)" : "";
+    LogWarning(
+        "closing unauthenticated client id=%llu addr=%s: %zu bytes of replies unread, "
+        "over the %zu allowed before AUTH%s",
+        static_cast<unsigned long long>(id_), peer_.c_str(), unsent_output(),
+        kUnauthMaxUnsentOutput, more.c_str());
+  }
+  Kill();
+}
+
+void Connection::AfterOutput() {
+  if (!out_.empty() || close_after_reply_) reactor_->MarkForFlush(this);
+}
+
+void Connection::ReplyError(std::string_view msg) {
+  reactor_->stats().total_error_replies++;
+  std::string* target = ReplyTarget();
+  protocol::ReplyBuilder rb(target, resp_);
+  rb.Error(msg);
+  if (target != &out_) CompleteSlot(pending_base_ + pending_.size() - 1, std::move(*target));
+}
+
+std::string* Connection::ReplyTarget() {
+  if (pending_.empty()) return &out_;
+  ReserveSlot();
+  return &pending_.back().data;
+}
+
+uint64_t Connection::ReserveSlot() {
+  pending_.emplace_back();
+  return pending_base_ + pending_.size() - 1;
+}
+
+void Connection::CompleteSlot(uint64_t seq, std::string data) {
+  Slot& s = pending_[seq - pending_base_];
+  if (&s.data != &data) s.data = std::move(data);
+  s.done = true;
+  while (!pending_.empty() && pending_.front().done) {
+    out_.append(pending_.front().data);
+    pending_.pop_front();
+    pending_base_++;
+  }
+  AfterOutput();
+}
+
+void Connection::Dispatch(CmdArgs args) {
+  last_interaction_ms_ = reactor_->now_ms();
+  // A pipeline mostly repeats one command: try the previous one before the table.
+  const CommandSpec* spec = lookup_cache_;
+  if (spec == nullptr || !CommandTable::NameMatches(args[0], *spec)) {
+    spec = CommandTable::Get().Find(args[0]);
+    if (spec) lookup_cache_ = spec;
+  }
+  // What CLIENT LIST shows as cmd=: the looked-up spec, never the client's bytes.
+  last_cmd_ = spec;
+  if (spec && !spec->subcommands.empty() && args.size() > 1) {
+    last_cmd_ = CommandTable::FindSubcommand(*spec, args[1]);
+  }
+  if (!spec) {
+    if (in_multi_) multi_error_ = true;
+    ReplyError(errors::UnknownCommand(args[0], args.data() + 1, args.size() - 1));
+    return;
+  }
+  CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
+  if (!spec->ArityOk(args.size())) {
+    cs.rejected_calls++;
+    if (in_multi_ && spec->name == "exec") {
+      // A rejected EXEC discards the transaction, saying why (Redis's execCommandAbort).
+      ResetTransactionState();
+      std::string why = errors::WrongArity(spec->name);
+      ReplyError(errors::ExecAbortBecause(why));
+      return;
+    }
+    if (in_multi_) multi_error_ = true;
+    ReplyError(errors::WrongArity(spec->name));
+    return;
+  }
+  if (!authenticated_ && !(spec->flags & kNoAuth)) {
+    cs.rejected_calls++;
+    if (in_multi_) multi_error_ = true;
+    ReplyError(errors::kNoAuth);
+    return;
+  }
+  if ((spec->flags & kMayCreate) && reactor_->config().restart_delay_ms > 0) {
+    // --restart-delay: a call that could take a lock is refused while it runs. Before queueing,
+    // as Redis rejects a denyoom command under OOM: inside MULTI, EXEC then aborts.
+    if (auto refusal = RestartDelayRefusal(reactor_->server().restart_delay(), *spec, args,
+                                           reactor_->now_ms())) {
+      cs.rejected_calls++;
+      if (in_multi_) multi_error_ = true;
+      ReplyError(*refusal);
+      return;
+    }
+  }
+  if (int err = reactor_->server().journal_health().Error(); err != 0) {
+    // The journal cannot be written (disk full, EPERM, EIO): as Redis, refuse writes (and PING,
+    // and an EXEC that would write) with MISCONF until a journal write succeeds again.
+    const bool is_exec = in_multi_ && spec->name == "exec";
+    bool exec_writes = false;
+    if (is_exec) {
+      for (const QueuedCommand& q : queued_) exec_writes = exec_writes || (q.spec->flags & kWrite);
+    }
+    if (auto refusal = JournalRefusal(reactor_->server().journal_health(), *spec, exec_writes)) {
+      cs.rejected_calls++;
+      if (is_exec) {
+        ResetTransactionState();  // Redis's execCommandAbort
+        ReplyError(errors::ExecAbortBecause(*refusal));
+        return;
+      }
+      if (in_multi_ && !(spec->flags & kNoQueue)) multi_error_ = true;
+      ReplyError(*refusal);
+      return;
+    }
+  }
+  if (pubsub_ && PubSubFilter(spec, args)) return;  // pub/sub: subscribed-mode rules
+  if (in_multi_ && !(spec->flags & kNoQueue)) {
+    Queue(spec, args);
+    return;
+  }
+  Execute(spec, args);
+}
+
+std::string_view Connection::last_command() const {
+  return last_cmd_ ? std::string_view(last_cmd_->name) : std::string_view("NULL");
+}
+
+int Connection::KeyShard(const CommandSpec* spec, CmdArgs args) const {
+  const Server& server = reactor_->server();
+  int shard = -1;
+  spec->ForEachKey(args, [&](int i) {
+    if (shard == kSpansShards) return;
+    int s = server.ShardOf(args[i]);
+    if (shard == -1) {
+      shard = s;
+    } else if (s != shard) {
+      shard = kSpansShards;
+    }
+  });
+  return shard;
+}
+
+void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
+  // Where it runs: the one shard owning its keys, or (conn_handler) here.
+  int shard = kSpansShards;
+  if (spec->shard_handler) {
+    // With one shard every key is this reactor's (KeyShard would say 0, or -1 for none).
+    shard = spec->has_keys() && !reactor_->server().single_shard() ? KeyShard(spec, args) : -1;
+    if (shard == -1) shard = reactor_->id();
+    if (shard == kSpansShards && !spec->conn_handler) {
+      ReplyError(errors::kCrossShard);
+      return;
+    }
+  }
+  const bool on_shard = shard != kSpansShards;
+  // Effects happen in the order the client sent its commands. Commands may be in flight to one
+  // shard at a time (that shard's queue keeps them in order); a command for another shard, or
+  // one that touches keys through a fan-out, waits until they are done.
+  if (inflight_ > 0 &&
+      (on_shard ? shard != inflight_shard_
+                : (spec->has_keys() || (spec->flags & (kWrite | kReadOnly | kBarrier))))) {
+    Defer(spec, args);
+    return;
+  }
+  reactor_->stats().commands_processed++;
+  if (on_shard) {
+    const bool blocking = spec->blocks && spec->blocks(args);  // LOCK.ACQUIRE ... WAIT
+    if (shard != reactor_->id() || inflight_ > 0 ||
+        (!reactor_->locks().idle() && KeysBlocked(spec, args, db_index_, reactor_->locks()))) {
+      // To the owner, or behind a lock (or earlier work) here.
+      if (blocking) {
+        ForwardBlocking(spec, args, shard);
+      } else {
+        Forward(spec, args, shard);
+      }
+      return;
+    }
+    reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+    if (blocking) {
+      RunBlockingHere(spec, args);
+      return;
+    }
+    bool slotted = !pending_.empty();
+    uint64_t seq = 0;
+    if (slotted) {
+      seq = ReserveSlot();
+      rb_.set_out(&pending_.back().data);
+    } else {
+      rb_.set_out(&out_);
+    }
+    rb_.set_resp(resp_);
+    ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
+                 reactor_->now_ms(), reactor_->config(), rb_};
+    spec->shard_handler(args, ctx);
+    if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
+    return;
+  }
+  reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+  bool slotted = !pending_.empty();
+  uint64_t seq = 0;
+  if (slotted) {
+    seq = ReserveSlot();
+    rb_.set_out(&pending_.back().data);
+  } else {
+    rb_.set_out(&out_);
+  }
+  rb_.set_resp(resp_);
+  RunConnHandler(spec, args, rb_);
+  if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
+}
+
+void Connection::Defer(const CommandSpec* spec, CmdArgs args) {
+  deferred_spec_ = spec;
+  deferred_args_ = std::make_unique<OwnedArgs>(args);
+  paused_ = true;
+}
+
+void Connection::OnForwardDone() {
+  if (--inflight_ > 0 || !deferred_spec_) return;
+  const CommandSpec* spec = deferred_spec_;
+  std::unique_ptr<OwnedArgs> owned = std::move(deferred_args_);
+  deferred_spec_ = nullptr;
+  paused_ = false;
+  std::vector<std::string_view> views = owned->Views();
+  Execute(spec, CmdArgs(views.data(), views.size()));
+  if (!paused_ && !closing_) ProcessInput();
+}
+
+void Connection::RunConnHandler(const CommandSpec* spec, CmdArgs args,
+                                protocol::ReplyBuilder& rb) {
+  cur_spec_ = spec;
+  cur_args_ = args;
+  spec->conn_handler(args, *this, rb);
+  cur_spec_ = nullptr;
+  cur_args_ = {};
+}
+
+void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
+                         std::shared_ptr<BlockState> block) {
+  uint64_t seq = ReserveSlot();
+  Ref();
+  inflight_++;
+  inflight_shard_ = shard;
+  reactor_->Send(shard, RemoteCommand{spec, std::make_unique<OwnedArgs>(args), reactor_->id(),
+                                      db_index_, resp_, this, seq, id_, std::move(block)});
+}
+
+// --- blocking commands ---
+//
+// A call that may wait in the server (LOCK.ACQUIRE ... WAIT) hands its shard handler a reply
+// slot it can keep open (ConnBlockedReply). On another shard the call travels as a message and
+// the connection pauses at once (its later commands would otherwise reach that shard behind it
+// and run while it waits). On this reactor's shard it runs inline and the connection pauses only
+// if the handler keeps the reply. While paused, the connection's later commands, pipelined or
+// not, wait, as with a blocked client in Redis. The shard marks the shared BlockState `waiting`
+// while the call sits in a queue (CLIENT LIST's flag b). Closing the connection sets its
+// `cancelled` flag and sends a cancel to the shard, so the waiter leaves the queue at once; the
+// shard still finishes the reply, which is what releases this connection's reference.
+
+void Connection::RunBlockingHere(const CommandSpec* spec, CmdArgs args) {
+  const uint64_t seq = ReserveSlot();
+  auto state = std::make_shared<BlockState>();
+  std::unique_ptr<BlockedReply> pending = std::make_unique<ConnBlockedReply>(
+      reactor_->id(), this, seq, resp_, id_, state);
+  std::string reply;
+  protocol::ReplyBuilder rb(&reply, resp_);
+  ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
+               reactor_->now_ms(), reactor_->config(), rb, &pending};
+  spec->shard_handler(args, ctx);
+  if (pending) {  // answered now
+    CompleteSlot(seq, std::move(reply));
+    return;
+  }
+  // Waiting: as if forwarded to this shard (EndBlock undoes all of it).
+  Ref();
+  inflight_++;
+  inflight_shard_ = reactor_->id();
+  state->waiting.store(true, std::memory_order_relaxed);
+  block_state_ = std::move(state);
+  block_shard_ = reactor_->id();
+  paused_ = true;
+}
+
+absl::AnyInvocable<void(std::string)> Connection::ReplyLater() {
+  const uint64_t seq = ReserveSlot();
+  Ref();
+  paused_ = true;
+  return [this, seq](std::string reply) {
+    paused_ = false;
+    CompleteSlot(seq, std::move(reply));
+    if (!closing_) ProcessInput();  // the commands that came in meanwhile
+    Unref();
+  };
+}
+
+void Connection::ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shard) {
+  block_state_ = std::make_shared<BlockState>();
+  block_shard_ = shard;
+  paused_ = true;
+  Forward(spec, args, shard, block_state_);
+}
+
+void Connection::EndBlock(uint64_t seq, std::string reply, int shard,
+                          absl::AnyInvocable<void()> undo) {
+  // Granted to a client that has gone (its reply would go nowhere): give it back.
+  if (closing_ && undo) reactor_->Send(shard, std::move(undo));
+  block_state_.reset();
+  block_shard_ = -1;
+  paused_ = false;
+  CompleteSlot(seq, std::move(reply));
+  OnForwardDone();
+  if (!paused_ && !closing_) ProcessInput();  // the commands that came in meanwhile
+  Unref();
+}
+
+void Connection::CancelBlock() {
+  if (!block_state_) return;
+  block_state_->cancelled.store(true, std::memory_order_relaxed);
+  uint64_t id = id_;
+  reactor_->Send(block_shard_, [id] { Reactor::Current()->lock_waiters().Cancel(id); });
+}
+
+void Connection::FanOut(const std::vector<int>& shards, ShardFn per_shard,
+                        absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+  std::vector<ShardFn> phases;
+  phases.push_back(std::move(per_shard));
+  FanOutPhases(shards, std::move(phases), std::move(finish));
+}
+
+void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
+                              absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+  std::vector<ChunkFn> whole;
+  whole.reserve(phases.size());
+  for (ShardFn& p : phases) {
+    whole.push_back([p = std::move(p)](ShardCtx& ctx) {
+      p(ctx);
+      return false;
+    });
+  }
+  FanOutChunked(shards, std::move(whole), std::move(finish));
+}
+
+// One fan-out in progress: its transaction, the phases left and where its reply goes.
+struct Connection::FanOutRun {
+  FanOutRun(Reactor* r, std::vector<Transaction::Part> parts) : tx(r, std::move(parts)) {}
+  Transaction tx;
+  std::vector<int> shards;
+  std::vector<ChunkFn> phases;
+  size_t next = 0;
+  // Per shard (by index): the current phase has work left there. Written by each shard for
+  // itself during a hop, read here after it; shared so that a shard never writes into a run
+  // deleted under it.
+  std::shared_ptr<std::vector<char>> more;
+  absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish;
+  int db = 0;
+  int resp = 2;
+  bool for_exec = false;  // the reply goes into EXEC's array, not a slot of its own
+  bool pauses = false;    // the connection's later commands wait until this one is done
+  // A read (no write, not in EXEC): if its client goes while it still waits for its locks, it
+  // is dropped rather than run (Transaction::Abandon), since nobody can see its reply.
+  bool droppable = false;
+  uint64_t seq = 0;
+  Connection* conn = nullptr;
+
+  // Its client has gone (Connection::OnClose): a read still waiting for its locks stops waiting.
+  void ClientGone() {
+    if (!droppable) return;
+    tx.Abandon([this] { Dropped(); });
+  }
+
+  void Dropped() {
+    Connection* c = conn;
+    std::erase(c->fan_outs_, this);
+    uint64_t s = seq;
+    delete this;
+    c->CompleteSlot(s, std::string());
+    c->paused_ = false;
+    c->Unref();
+  }
+
+  void NextPhase() {
+    if (next == phases.size()) {
+      // The reply waits until every shard's part is in its journal (Transaction::Release).
+      tx.Release([this] { Finish(); });
+      return;
+    }
+    RunPhaseOn(shards);
+  }
+
+  void RunPhaseOn(const std::vector<int>& on) {
+    ChunkFn phase = phases[next];
+    int d = db;
+    std::shared_ptr<std::vector<char>> m = more;
+    tx.Hop(
+        on,
+        [phase, d, m](Reactor& r) {
+          protocol::ReplyBuilder sink(&NullSink, 2);
+          ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
+          (*m)[r.id()] = phase(ctx) ? 1 : 0;
+          NullSink.clear();
+        },
+        [this, on] {
+          std::vector<int> left;
+          for (int s : on) {
+            if ((*more)[s]) left.push_back(s);
+          }
+          if (!left.empty()) {
+            // The same phase again where work is left, in the next loop turn: the reactors
+            // serve other clients in between (a hop on this reactor alone would otherwise run
+            // every chunk in one go).
+            conn->reactor_->Yield([this, left = std::move(left)] { RunPhaseOn(left); });
+            return;
+          }
+          next++;
+          NextPhase();
+        });
+  }
+
+  void Finish() {
+    std::string data;
+    protocol::ReplyBuilder rb(&data, resp);
+    finish(rb);
+    if (!tx.failed_error().empty()) data = FailHeldReplies(data, tx.failed_error());
+    Connection* c = conn;
+    std::erase(c->fan_outs_, this);
+    if (for_exec) {
+      delete this;
+      c->exec_->replies += data;
+      c->ExecNext();
+    } else {
+      uint64_t s = seq;
+      bool paused = pauses;
+      delete this;
+      c->CompleteSlot(s, std::move(data));
+      if (paused) {
+        c->paused_ = false;
+        if (!c->closing_) c->ProcessInput();  // commands that arrived meanwhile
+      }
+      c->Unref();
+    }
+  }
+};
+
+void Connection::FanOutsClientGone() {
+  std::vector<FanOutRun*> runs = fan_outs_;  // a run may end (and leave the list) at once
+  for (FanOutRun* run : runs) run->ClientGone();
+}
+
+void Connection::DropFanOuts() {
+  for (FanOutRun* run : fan_outs_) delete run;
+  fan_outs_.clear();
+}
+
+void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<ChunkFn> phases,
+                               absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+  std::vector<Transaction::Part> parts;
+  bool for_exec = exec_ && exec_in_handler_;
+  // Inside EXEC the transaction's locks are already held. Otherwise a command that touches keys
+  // (or the whole keyspace) locks what it touches on every shard it fans out to.
+  if (!for_exec && cur_spec_ && (cur_spec_->flags & (kWrite | kReadOnly))) {
+    size_t nkeys = 0;
+    if (cur_spec_->has_keys()) cur_spec_->ForEachKey(cur_args_, [&](int) { nkeys++; });
+    if (!cur_spec_->has_keys()) {
+      for (int s : shards) parts.push_back(Transaction::Part{s, {}, true});
+    } else if (nkeys > kMaxKeyLocks) {
+      // So many keys that locking each would cost more than the command (a lock name and a
+      // hash-table entry per key): lock the shards whole, as Redis runs any command alone.
+      for (int s : shards) parts.push_back(Transaction::Part{s, {}, true});
+    } else if (nkeys > 0) {
+      // One part per shard, not per key.
+      const Server& server = reactor_->server();
+      std::vector<int> part_of(server.num_shards(), -1);
+      cur_spec_->ForEachKey(cur_args_, [&](int i) {
+        const int s = server.ShardOf(cur_args_[i]);
+        if (part_of[s] < 0) {
+          part_of[s] = static_cast<int>(parts.size());
+          parts.push_back(Transaction::Part{s, {}});
+        }
+        parts[part_of[s]].names.push_back(LockTable::Name(db_index_, cur_args_[i]));
+      });
+    }
+  }
+  auto* run = new FanOutRun(reactor_, std::move(parts));
+  // The journal tags a cross-shard write so that a crash cannot bring back part of it.
+  if (for_exec) {
+    run->tx.JournalAs(*exec_->tx);
+  } else {
+    run->tx.set_writes(cur_spec_ && (cur_spec_->flags & kWrite));
+  }
+  run->shards = shards;
+  run->phases = std::move(phases);
+  run->more = std::make_shared<std::vector<char>>(reactor_->server().num_shards(), 0);
+  run->finish = std::move(finish);
+  run->db = db_index_;
+  run->resp = resp_;
+  run->conn = this;
+  fan_outs_.push_back(run);
+  run->for_exec = for_exec;
+  run->droppable = !for_exec && cur_spec_ && (cur_spec_->flags & kReadOnly) &&
+                   !(cur_spec_->flags & kWrite);
+  if (for_exec) {
+    exec_->async = true;
+  } else {
+    run->seq = ReserveSlot();
+    Ref();
+    // A locking fan-out takes its locks asynchronously, so a later command of this connection on
+    // the same key could otherwise overtake it. The connection's next commands wait for it (at
+    // most one transaction in flight per connection, as with EXEC).
+    if (!run->tx.Shards().empty()) {
+      run->pauses = true;
+      paused_ = true;
+    }
+  }
+  run->tx.Lock([run] { run->NextPhase(); });
+}
+
+}  // namespace deadbolt::server

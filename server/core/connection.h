@@ -1,0 +1,328 @@
+#pragma once
+// One client connection: its input, its replies in pipeline order, and its session state.
+
+#include <absl/functional/any_invocable.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/reply_builder.h"
+#include "protocol/resp_parser.h"
+#include "server/cmdtable/command.h"
+#include "server/core/transaction.h"
+
+namespace deadbolt::server {
+
+class Reactor;
+class Transaction;
+class PubSubClient;               // pub/sub (server/core/pubsub.h)
+enum class PubSubKind : uint8_t;  // pub/sub
+struct WatchFlag;
+struct RemoteCommand;
+class ConnBlockedReply;
+
+// What a connection and the shard its blocking command (LOCK.ACQUIRE ... WAIT) went to share
+// while the call is out. Either thread may read it.
+struct BlockState {
+  // Set by the connection when it closes: the reply will go nowhere.
+  std::atomic<bool> cancelled{false};
+  // Set by the shard while the call waits in a queue (the client is blocked, as Redis counts
+  // it); cleared when the wait ends.
+  std::atomic<bool> waiting{false};
+};
+
+// A command's arguments copied into one block, so it can travel to another reactor or wait in a
+// MULTI queue after the connection's input buffer has moved on.
+struct OwnedArgs {
+  explicit OwnedArgs(CmdArgs args);
+  std::vector<std::string_view> Views() const;
+  std::string bytes;
+  std::vector<size_t> lens;
+};
+
+// Owned by the reactor thread that accepted it; no other thread touches it. A command sent to
+// another shard holds a reference (Ref/Unref, on this thread only) so the object outlives its
+// socket until every reply has come back.
+//
+// Replies leave in pipeline order: a command that runs inline writes straight to the output
+// buffer when nothing is outstanding; otherwise it takes a slot in `pending_`, and slots are
+// flushed in order as they complete.
+class Connection {
+ public:
+  Connection(Reactor* reactor, int fd, uint64_t id, std::string peer, std::string local);
+  ~Connection();
+
+  // Reactor thread: bytes arrived.
+  void OnRead(const char* data, size_t n);
+  // Reactor thread: runs as many complete commands from the input as possible.
+  void ProcessInput();
+
+  // --- for command handlers (reactor thread) ---
+  Reactor& reactor() { return *reactor_; }
+  uint64_t id() const { return id_; }
+  int db_index() const { return db_index_; }
+  void set_db_index(int i) { db_index_ = i; }
+  int resp() const { return resp_; }
+  void set_resp(int v) { resp_ = v; }
+  bool authenticated() const { return authenticated_; }
+  void set_authenticated(bool v);
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+  std::string& lib_name() { return lib_name_; }
+  std::string& lib_ver() { return lib_ver_; }
+  const std::string& peer() const { return peer_; }
+  const std::string& local() const { return local_; }
+  int64_t created_ms() const { return created_ms_; }
+  int64_t last_interaction_ms() const { return last_interaction_ms_; }
+  // The last command this client sent, as CLIENT LIST shows it: the table's name for it ("get",
+  // "client|list"), or "NULL" for an unknown command or subcommand (as Redis). Never the
+  // client's own bytes, so it cannot break or forge a CLIENT LIST line.
+  std::string_view last_command() const;
+  size_t query_buffer_size() const { return in_.size() - in_start_; }
+  size_t output_buffer_size() const { return out_.size() + sending_.size(); }
+  // Replies written but not yet taken by the kernel.
+  size_t unsent_output() const {
+    // sending_off_ keeps the size of the last send until the next one starts.
+    return out_.size() + (sending_.size() > sending_off_ ? sending_.size() - sending_off_ : 0);
+  }
+  // Before AUTH (when a password is required) a client may leave at most this many bytes of
+  // replies unread; past it the server closes it, as Redis 7.0.15 does (its 16 KB reply buffer
+  // plus 1 KB in its reply list). With the parser's limits for such clients (10 arguments, bulks
+  // of 16 KB) this bounds both what a stranger can make the server hold: its input and its
+  // replies.
+  static constexpr size_t kUnauthMaxUnsentOutput = 17 * 1024;
+  // Close after the replies so far have been written (QUIT, protocol errors, CLIENT KILL).
+  void CloseAfterReply() { close_after_reply_ = true; }
+  void Kill();
+
+  // Runs per_shard on each shard in `shards` (inline for this reactor's shard, as a message to the
+  // others), then finish() here, which writes the command's reply. per_shard is copied to every
+  // shard; it may write only to state set aside for that shard. Replies keep pipeline order.
+  //
+  // A command that reads or writes keys (or the whole keyspace) on several shards is atomic:
+  // the fan-out takes the command's key locks on every shard first (see Transaction), so no
+  // other client sees it half done. Inside EXEC it runs under EXEC's locks.
+  using ShardFn = std::function<void(ShardCtx&)>;
+  void FanOut(const std::vector<int>& shards, ShardFn per_shard,
+              absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
+  // The same in several phases, all under the same locks: phase k+1 starts on every shard once
+  // phase k has finished on all of them, and may read what phase k wrote (MSETNX: check, then
+  // write).
+  void FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
+                    absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
+  // The same with phases done in bounded chunks, for commands with many keys: a ChunkFn does
+  // some of its shard's work and returns true if some is left; it then runs again, in another
+  // hop, on the shards that said so (the locks still held), and the reactors serve other clients
+  // in between. The next phase starts once no shard has work left.
+  using ChunkFn = std::function<bool(ShardCtx&)>;
+  void FanOutChunked(const std::vector<int>& shards, std::vector<ChunkFn> phases,
+                     absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
+
+  // For a command whose reply waits on something other than a key (WAITAOF waiting for
+  // fsyncs): takes this command's reply slot and holds back the connection's later commands
+  // until the returned function is called, on this reactor's thread, with the reply's RESP
+  // bytes. The handler writes nothing to its ReplyBuilder then.
+  absl::AnyInvocable<void(std::string)> ReplyLater();
+
+  // --- MULTI / EXEC / WATCH (connection_exec.cc) ---
+  bool in_multi() const { return in_multi_; }
+  // A handler running as part of EXEC.
+  bool in_exec() const { return exec_ != nullptr && exec_in_handler_; }
+  void Multi(protocol::ReplyBuilder& rb);
+  void Exec(protocol::ReplyBuilder& rb);
+  void Discard(protocol::ReplyBuilder& rb);
+  void Watch(CmdArgs args, protocol::ReplyBuilder& rb);
+  void Unwatch();
+  // RESET: leaves MULTI and forgets WATCHed keys.
+  void ResetTransactionState();
+
+  // --- for the reactor ---
+  int fd() const { return fd_; }
+  void Ref() { refs_++; }
+  void Unref();
+  bool closing() const { return closing_; }
+  // Waiting for replies from other shards (or an EXEC, fan-out or blocked command).
+  bool busy() const { return !pending_.empty() || paused_; }
+  // Its blocking command waits in the server for a lock (CLIENT LIST's flag b; INFO's
+  // blocked_clients counts the waiters where they wait, LockWaiters::size()).
+  bool blocked() const {
+    return block_state_ && block_state_->waiting.load(std::memory_order_relaxed);
+  }
+  // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
+  void OnClose();
+  bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }
+
+ private:
+  friend class Reactor;
+  friend struct RemoteCommand;
+  friend class ConnBlockedReply;
+  static constexpr int kSpansShards = -2;
+  // A fan-out over more keys than this locks the shards it touches whole instead of each key
+  // (the shards passed to it must then be all those owning its keys).
+  static constexpr size_t kMaxKeyLocks = 1024;
+  struct QueuedCommand {
+    const CommandSpec* spec;
+    std::unique_ptr<OwnedArgs> args;
+    int db;
+  };
+  // An EXEC in progress: runs the queued commands one after another under its transaction's
+  // locks, gathering their replies.
+  struct ExecState {
+    std::vector<QueuedCommand> cmds;
+    size_t next = 0;
+    std::string replies;
+    std::unique_ptr<Transaction> tx;
+    uint64_t seq = 0;
+    int resp = 2;
+    bool async = false;    // the current command went to other shards; ExecNext resumes
+    bool in_loop = false;  // ExecNext's loop is running (a nested call only flags a resume)
+    bool resumed = false;
+  };
+  struct FanOutRun;
+  // Fan-outs in flight: each deletes itself when it finishes; those still here when the
+  // connection goes (a reactor destroyed at shutdown mid-transaction) are deleted with it.
+  std::vector<FanOutRun*> fan_outs_;
+  void DropFanOuts();
+  // The client has gone: fan-outs that only read and still wait for their locks are dropped.
+  void FanOutsClientGone();
+  void Dispatch(CmdArgs args);
+  void Execute(const CommandSpec* spec, CmdArgs args);
+  // `block`: set for a blocking command (ForwardBlocking).
+  void Forward(const CommandSpec* spec, CmdArgs args, int shard,
+               std::shared_ptr<BlockState> block = nullptr);
+  // --- blocking commands (LOCK.ACQUIRE ... WAIT) ---
+  // Sends a call that may wait in the server to its shard (even this reactor's own) and holds
+  // back the connection's later commands until it replies.
+  void ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shard);
+  // Runs one on this reactor's shard (nothing in flight): pauses only if it has to wait.
+  void RunBlockingHere(const CommandSpec* spec, CmdArgs args);
+  // Its reply is back (sent by ConnBlockedReply::Finish from the shard). If this connection has
+  // closed meanwhile, `undo` is sent back to that shard.
+  void EndBlock(uint64_t seq, std::string reply, int shard, absl::AnyInvocable<void()> undo);
+  // OnClose: tells the shard that the client no longer waits.
+  void CancelBlock();
+  // Holds a command (and the input after it) until the commands in flight are done.
+  void Defer(const CommandSpec* spec, CmdArgs args);
+  void OnForwardDone();
+  // The shard owning every key of the call; -1 without keys, kSpansShards when they span shards.
+  int KeyShard(const CommandSpec* spec, CmdArgs args) const;
+  void RunConnHandler(const CommandSpec* spec, CmdArgs args, protocol::ReplyBuilder& rb);
+  void Queue(const CommandSpec* spec, CmdArgs args);
+  void ExecCheckWatches();
+  void ExecNext();
+  void ExecFinish(bool aborted);
+  void ExecReply(ExecState& st, bool aborted);  // ExecFinish's second half, once released
+  uint64_t ReserveSlot();
+  void CompleteSlot(uint64_t seq, std::string data);
+  std::string* ReplyTarget();  // out_ when nothing is pending, else a fresh slot
+  void ReplyError(std::string_view msg);
+  // Closes a client that left too many replies unread before AUTH (kUnauthMaxUnsentOutput).
+  void CloseUnauthenticated();
+  void AfterOutput();
+
+  Reactor* reactor_;
+  int fd_;
+  uint64_t id_;
+  std::string peer_, local_;
+  protocol::RespParser parser_;
+  std::vector<std::string_view> args_;
+  std::string in_;
+  size_t in_start_ = 0;
+  std::string out_;      // replies not yet handed to the kernel
+  std::string sending_;  // the send in flight
+  size_t sending_off_ = 0;
+  struct Slot {
+    std::string data;
+    bool done = false;
+  };
+  std::deque<Slot> pending_;
+  // appendfsync always: (end offset in out_, journal batch) — out_'s bytes up to the offset
+  // leave once the batch is on disk. Empty when nothing is held.
+  std::deque<std::pair<size_t, uint64_t>> hold_marks_;
+  bool held_ = false;  // in the reactor's held_conns_
+  uint64_t pending_base_ = 0;  // sequence number of pending_.front()
+  protocol::ReplyBuilder rb_;
+
+  int db_index_ = 0;
+  int resp_ = 2;
+  bool authenticated_ = false;
+  std::string name_, lib_name_, lib_ver_;
+  // The last command looked up (the subcommand's own spec for a container command); null when
+  // it was unknown. Set before the arity, AUTH and MULTI checks, as Redis sets its lastcmd.
+  const CommandSpec* last_cmd_ = nullptr;
+  const CommandSpec* lookup_cache_ = nullptr;  // the last command name Dispatch looked up
+  int64_t created_ms_ = 0;
+  int64_t last_interaction_ms_ = 0;
+
+  int refs_ = 0;
+  bool recv_armed_ = false;
+  bool send_in_flight_ = false;
+  bool in_flush_list_ = false;
+  bool in_free_list_ = false;
+  bool closing_ = false;
+  bool close_after_reply_ = false;
+  bool processing_ = false;
+  bool paused_ = false;  // an EXEC, a fan-out, a deferred or a blocking command holds back input
+  int inflight_ = 0;     // forwarded commands not yet answered, all to inflight_shard_
+  int inflight_shard_ = -1;
+  const CommandSpec* deferred_spec_ = nullptr;
+  std::unique_ptr<OwnedArgs> deferred_args_;
+  // While a blocking command is out: what it shares with its shard, and the shard it went to.
+  std::shared_ptr<BlockState> block_state_;
+  int block_shard_ = -1;
+
+  // The command a conn_handler is running, for FanOut's lock plan.
+  const CommandSpec* cur_spec_ = nullptr;
+  CmdArgs cur_args_;
+
+  // MULTI / EXEC / WATCH
+  bool in_multi_ = false;
+  bool multi_error_ = false;
+  int multi_db_ = 0;
+  size_t queued_bytes_ = 0;
+  std::vector<QueuedCommand> queued_;
+  std::unique_ptr<ExecState> exec_;
+  std::unique_ptr<ExecState> exec_releasing_;  // EXEC done, its reply waits for the release
+  bool exec_in_handler_ = false;
+  struct Watched {
+    int shard;
+    int db;
+    std::string key;
+  };
+  std::vector<Watched> watched_;
+  std::shared_ptr<WatchFlag> watch_flag_;
+
+  // --- pub/sub (defined in server/core/pubsub.cc) ---
+ public:
+  // This connection's subscriptions; null until its first (P|S)SUBSCRIBE.
+  PubSubClient* pubsub_state() { return pubsub_.get(); }
+  const PubSubClient* pubsub_state() const { return pubsub_.get(); }
+  PubSubClient& EnsurePubSubState();
+  // Subscribed to any channel, pattern or shard channel (CLIENT LIST's flag P).
+  bool subscribed() const;
+  // Appends a published message (a RESP3 push, or a RESP2 array) after every reply so far.
+  // Returns false when the output went over the pub/sub output buffer limit: the caller closes
+  // the connection.
+  bool WritePubSubMessage(PubSubKind kind, const std::string* pattern, std::string_view channel,
+                          std::string_view payload);
+  // True if a handler writing to `target` writes this connection's next reply to the client (the
+  // output buffer or the newest slot), not into a reply being assembled (EXEC's array).
+  bool IsDirectReply(const std::string* target) const;
+
+ private:
+  // Dispatch(), for a connection that has subscribed: RESET drops the subscriptions; in RESP2
+  // subscribed mode only (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PING, QUIT and RESET run, and PING
+  // answers [pong, msg]. True when the command was answered here.
+  bool PubSubFilter(const CommandSpec* spec, CmdArgs args);
+  // Leaves the reactor's registry (destructor; safe to call again, e.g. from OnClose()).
+  void PubSubTeardown();
+  std::unique_ptr<PubSubClient> pubsub_;
+};
+
+}  // namespace deadbolt::server

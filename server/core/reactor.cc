@@ -1,0 +1,876 @@
+#include "server/core/reactor.h"
+
+#include <arpa/inet.h>
+#include <mimalloc.h>  // for mi_option_t: the functions are declared weak below
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "server/base/error_strings.h"
+#include "server/base/log.h"
+#include "server/cmdtable/command.h"
+#include "server/cmdtable/journal_health.h"
+#include "server/core/connection.h"
+#include "server/core/server.h"
+
+// mimalloc's, when it is the allocator (the release binary); absent under the sanitizers.
+extern "C" void mi_collect(bool force) __attribute__((weak));
+extern "C" long mi_option_get(mi_option_t option) __attribute__((weak));
+extern "C" void mi_option_set(mi_option_t option, long value) __attribute__((weak));
+
+namespace deadbolt::server {
+namespace {
+
+thread_local Reactor* tls_reactor = nullptr;
+
+constexpr unsigned kRingEntries = 1024;
+constexpr unsigned kBufCount = 512;  // power of two
+constexpr unsigned kBufSize = 16 * 1024;
+constexpr int kBufGroup = 0;
+// Bounds how long one active-expiry tick may run, so lock traffic never stalls behind it.
+constexpr int64_t kExpireBudgetUs = 1000;
+constexpr size_t kExpireStep = 256;  // buckets visited per active-expiry step
+
+enum OpKind : uint64_t {
+  kOpAccept = 1,
+  kOpRecv = 2,
+  kOpSend = 3,
+  kOpEvent = 4,
+  kOpIgnore = 5,
+  kOpJournal = 6,
+};
+
+uint64_t Encode(const void* p, OpKind k) { return reinterpret_cast<uint64_t>(p) | k; }
+
+int64_t RealtimeMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t MonotonicUs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
+}
+
+std::string AddrToString(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    port = ntohs(a->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+Reactor::Reactor(Server* server, int id, const Config& config)
+    : server_(server), id_(id), config_(config), shard_(id, config.databases) {
+  stats_.commands.resize(CommandTable::Get().All().size());
+}
+
+Reactor::~Reactor() {
+  // Tasks still queued at shutdown are dropped without running.
+  while (Task* t = inbox_.Pop()) delete t;
+  for (Task* t : local_tasks_) delete t;
+  for (auto& [first, last] : outbox_) {
+    for (Task* t = first; t;) {
+      Task* next = t == last ? nullptr : t->next.load(std::memory_order_relaxed);
+      delete t;
+      t = next;
+    }
+  }
+  for (auto& [id, c] : conns_) {
+    close(c->fd());
+    delete c;
+  }
+  if (ring_ready_) io_uring_queue_exit(&ring_);
+  if (buf_ring_) munmap(buf_ring_, kBufCount * sizeof(io_uring_buf));
+  free(buf_base_);
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (event_fd_ >= 0) close(event_fd_);
+}
+
+Reactor* Reactor::Current() { return tls_reactor; }
+
+uint64_t Reactor::JournalTag(const void* op) { return Encode(op, kOpJournal); }
+
+void Reactor::OnJournalDurable() { journal_moved_ = true; }
+
+namespace {
+// Reactors freeing much at once (FreeingMuch): while any does, mimalloc gives freed memory back
+// at once rather than after its decommit delay.
+std::atomic<int> freeing_much{0};
+std::atomic<long> saved_decommit_delay{0};
+}  // namespace
+
+void Reactor::FreeingMuch(const absl::FunctionRef<void()>& free_it) {
+  if (!mi_collect || !mi_option_get || !mi_option_set) {
+    free_it();
+    return;
+  }
+  // mimalloc gives the memory of a freed span back to the system only when the thread next
+  // allocates in that segment, after a delay (decommit_delay): an idle reactor after FLUSHALL
+  // kept the pages, resident and counted in used_memory, for good. With the delay at 0 the
+  // spans freed meanwhile are decommitted as they are freed, and the forced collect frees what
+  // the thread still kept (retired pages, cached segments). Other threads allocating meanwhile
+  // pay a few more madvise calls, for as long as a flush takes.
+  if (freeing_much.fetch_add(1) == 0) {
+    saved_decommit_delay.store(mi_option_get(mi_option_decommit_delay));
+    mi_option_set(mi_option_decommit_delay, 0);
+  }
+  free_it();
+  mi_collect(true);
+  if (freeing_much.fetch_sub(1) == 1) {
+    mi_option_set(mi_option_decommit_delay, saved_decommit_delay.load());
+  }
+}
+
+void Reactor::AddTimer(int64_t at_ms, absl::AnyInvocable<void()> fn) {
+  timers_.emplace(at_ms, std::move(fn));
+}
+
+void Reactor::HoldConnection(Connection* c) {
+  if (c->held_) return;
+  c->held_ = true;
+  held_conns_.push_back(c->id());
+}
+
+namespace {
+thread_local const std::string* tls_failed_reply_error = nullptr;
+}  // namespace
+
+const std::string* Reactor::FailedReplyError() { return tls_failed_reply_error; }
+
+void Reactor::ReleaseHeldOutboxes() {
+  uint64_t durable = journal_ ? journal_->durable_batch() : UINT64_MAX;
+  uint64_t failed = journal_ ? journal_->failed_batch() : 0;
+  while (!held_outboxes_.empty() &&
+         (held_outboxes_.front().batch <= durable || held_outboxes_.front().batch <= failed)) {
+    HeldChain h = held_outboxes_.front();
+    held_outboxes_.pop_front();
+    if (h.batch > durable) {
+      // Its batch failed: the chain runs on its target between two markers, and the replies it
+      // carries become errors there (FailedReplyError) rather than wait for the disk.
+      auto error = std::make_shared<const std::string>(
+          errors::AofWriteError(journal_->error() ? journal_->error() : EIO));
+      Task* on = new Task([error] { tls_failed_reply_error = error.get(); });
+      Task* off = new Task([error] { tls_failed_reply_error = nullptr; });
+      on->next.store(h.first, std::memory_order_relaxed);
+      h.last->next.store(off, std::memory_order_relaxed);
+      h.first = on;
+      h.last = off;
+    }
+    Reactor& r = server_->reactor(h.target);
+    r.inbox_.PushChain(h.first, h.last);
+    r.Wake();
+  }
+}
+
+std::optional<std::string> Reactor::Init() {
+  // The ring is created on the reactor's own thread: with SINGLE_ISSUER the creating thread is
+  // the only one allowed to submit.
+  io_uring_params p{};
+  p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE;
+  p.cq_entries = kRingEntries * 8;
+  int r = io_uring_queue_init_params(kRingEntries, &ring_, &p);
+  ring_mode_ = "single-issuer+defer-taskrun";
+  if (r == -EINVAL) {
+    p = {};
+    p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE;
+    p.cq_entries = kRingEntries * 8;
+    r = io_uring_queue_init_params(kRingEntries, &ring_, &p);
+    ring_mode_ = "coop-taskrun";
+  }
+  if (r == -EINVAL) {
+    p = {};
+    r = io_uring_queue_init_params(kRingEntries, &ring_, &p);
+    ring_mode_ = "plain";
+  }
+  if (r < 0) {
+    return std::string("cannot set up io_uring: ") + strerror(-r) +
+           (r == -EPERM || r == -ENOSYS
+                ? " (io_uring is disabled here: see /proc/sys/kernel/io_uring_disabled, or a "
+                  "seccomp profile that blocks it)"
+                : "");
+  }
+  ring_ready_ = true;
+  if (!(p.features & IORING_FEAT_EXT_ARG)) {
+    return std::string("this kernel's io_uring lacks IORING_FEAT_EXT_ARG (needs Linux 5.11+)");
+  }
+
+  // Provided buffers for multishot receive.
+  size_t ring_bytes = kBufCount * sizeof(io_uring_buf);
+  void* mem = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  if (mem == MAP_FAILED) return std::string("mmap of the buffer ring failed: ") + strerror(errno);
+  buf_ring_ = static_cast<io_uring_buf_ring*>(mem);
+  io_uring_buf_ring_init(buf_ring_);
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<uint64_t>(mem);
+  reg.ring_entries = kBufCount;
+  reg.bgid = kBufGroup;
+  r = io_uring_register_buf_ring(&ring_, &reg, 0);
+  if (r < 0) {
+    return std::string("cannot register an io_uring buffer ring (needs Linux 5.19+): ") +
+           strerror(-r);
+  }
+  if (posix_memalign(reinterpret_cast<void**>(&buf_base_), 4096, size_t{kBufCount} * kBufSize)) {
+    return std::string("out of memory for receive buffers");
+  }
+  for (unsigned i = 0; i < kBufCount; i++) {
+    io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t{i} * kBufSize, kBufSize, i,
+                          io_uring_buf_ring_mask(kBufCount), i);
+  }
+  io_uring_buf_ring_advance(buf_ring_, kBufCount);
+
+  event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (event_fd_ < 0) return std::string("eventfd failed: ") + strerror(errno);
+
+  outbox_.assign(server_->num_shards(), {nullptr, nullptr});
+
+  if (config_.appendonly) {
+    journal_ = std::make_unique<Journal>(this, &shard_, id_, server_->num_shards());
+    if (auto err = journal_->Open(RealtimeMs())) return err;
+  }
+
+  if (id_ == 0) {
+    // One listening socket, owned by reactor 0, which hands connections out round-robin.
+    // (SO_REUSEPORT would silently share the port with a second server started by mistake.)
+    bool v6 = config_.bind.find(':') != std::string::npos;
+    listen_fd_ = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) return std::string("socket failed: ") + strerror(errno);
+    int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (v6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      a->sin6_family = AF_INET6;
+      a->sin6_port = htons(config_.port);
+      if (inet_pton(AF_INET6, config_.bind.c_str(), &a->sin6_addr) != 1) {
+        return "invalid bind address '" + config_.bind + "'";
+      }
+      len = sizeof(*a);
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      a->sin_family = AF_INET;
+      a->sin_port = htons(config_.port);
+      std::string host = config_.bind == "localhost" ? "127.0.0.1" : config_.bind;
+      if (inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) {
+        return "invalid bind address '" + config_.bind + "'";
+      }
+      len = sizeof(*a);
+    }
+    // A server SIGKILLed a moment ago still holds its port for 5-10 ms after it has been reaped:
+    // the kernel tears its io_uring down (and with it the multishot accept that keeps the
+    // listening socket open) asynchronously. So a restart at once, by a supervisor or a test,
+    // would fail; EADDRINUSE is tried again for up to a second before it is reported.
+    constexpr auto kBindRetryFor = std::chrono::seconds(1);
+    constexpr auto kBindRetryEvery = std::chrono::milliseconds(5);
+    const auto give_up = std::chrono::steady_clock::now() + kBindRetryFor;
+    while (bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) < 0) {
+      const int bind_errno = errno;
+      if (bind_errno != EADDRINUSE || std::chrono::steady_clock::now() >= give_up) {
+        return "could not bind to " + config_.bind + ":" + std::to_string(config_.port) + ": " +
+               strerror(bind_errno);
+      }
+      std::this_thread::sleep_for(kBindRetryEvery);
+    }
+    if (listen(listen_fd_, 511) < 0) return std::string("listen failed: ") + strerror(errno);
+  }
+  return std::nullopt;
+}
+
+void Reactor::Start() {
+  std::promise<std::optional<std::string>> ready;
+  auto fut = ready.get_future();
+  thread_ = std::thread([this, &ready] {
+    tls_reactor = this;
+    if (config_.pin_threads) {
+      long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(id_ % (ncpu > 0 ? ncpu : 1), &set);
+      pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    }
+    auto err = Init();
+    bool ok = !err.has_value();
+    ready.set_value(std::move(err));
+    if (ok) Loop();
+  });
+  auto err = fut.get();
+  if (err) {
+    thread_.join();
+    LogWarning("reactor %d: %s", id_, err->c_str());
+    fprintf(stderr, "deadbolt: %s\n", err->c_str());
+    exit(1);
+  }
+}
+
+void Reactor::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Reactor::RequestStop() {
+  stop_.store(true, std::memory_order_release);
+  uint64_t one = 1;
+  if (event_fd_ >= 0) {
+    ssize_t ignored = write(event_fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+}
+
+void Reactor::Wake() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.exchange(false, std::memory_order_acq_rel)) {
+    uint64_t one = 1;
+    ssize_t ignored = write(event_fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+}
+
+void Reactor::Send(int target, absl::AnyInvocable<void()> fn) {
+  Task* t = new Task(std::move(fn));
+  if (target == id_) {
+    local_tasks_.push_back(t);
+    return;
+  }
+  auto& [first, last] = outbox_[target];
+  if (!first) {
+    first = last = t;
+  } else {
+    last->next.store(t, std::memory_order_relaxed);
+    last = t;
+  }
+  stats_.messages_sent++;
+}
+
+void Reactor::Post(absl::AnyInvocable<void()> fn) {
+  inbox_.Push(new Task(std::move(fn)));
+  Wake();
+}
+
+void Reactor::FlushOutboxes() {
+  // appendfsync always: what this turn sends may reveal a write not yet on disk (a reply to a
+  // forwarded command, a lock handed over), so it waits for the journal, behind what waits
+  // already (messages to one target keep their order).
+  uint64_t hold = 0;
+  if (journal_) {
+    ReleaseHeldOutboxes();
+    hold = journal_->HoldBatch();
+    if (!hold && !held_outboxes_.empty()) hold = held_outboxes_.back().batch;
+  }
+  for (int target = 0; target < static_cast<int>(outbox_.size()); target++) {
+    auto& [first, last] = outbox_[target];
+    if (!first) continue;
+    if (hold) {
+      held_outboxes_.push_back(HeldChain{hold, target, first, last});
+      first = last = nullptr;
+      continue;
+    }
+    Reactor& r = server_->reactor(target);
+    r.inbox_.PushChain(first, last);
+    first = last = nullptr;
+    r.Wake();
+  }
+}
+
+void Reactor::DrainInbox() {
+  // Bounded so that a flood of messages cannot starve this reactor's own sockets.
+  for (int i = 0; i < 4096; i++) {
+    Task* t = inbox_.Pop();
+    if (!t) break;
+    t->fn();
+    delete t;
+  }
+  while (!local_tasks_.empty()) {
+    std::vector<Task*> batch;
+    batch.swap(local_tasks_);
+    for (Task* t : batch) {
+      t->fn();
+      delete t;
+    }
+  }
+}
+
+io_uring_sqe* Reactor::GetSqe() {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe) {
+    io_uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  return sqe;
+}
+
+void Reactor::ArmAccept() {
+  accept_armed_ = true;
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_multishot_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpAccept));
+}
+
+void Reactor::ArmEventfd() {
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_read(sqe, event_fd_, &event_buf_, sizeof(event_buf_), 0);
+  io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpEvent));
+}
+
+void Reactor::ArmRecv(Connection* c) {
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_recv_multishot(sqe, c->fd(), nullptr, 0, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kBufGroup;
+  io_uring_sqe_set_data64(sqe, Encode(c, kOpRecv));
+  c->recv_armed_ = true;
+}
+
+void Reactor::RecycleBuffer(uint16_t bid) {
+  io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t{bid} * kBufSize, kBufSize, bid,
+                        io_uring_buf_ring_mask(kBufCount), 0);
+  io_uring_buf_ring_advance(buf_ring_, 1);
+}
+
+void Reactor::SubmitSend(Connection* c) {
+  if (c->sending_.empty()) {
+    if (c->hold_marks_.empty()) {
+      c->sending_.swap(c->out_);
+    } else {
+      // Only the output whose journal batch is on disk may leave.
+      uint64_t durable = journal_ ? journal_->durable_batch() : UINT64_MAX;
+      size_t n = 0;
+      while (!c->hold_marks_.empty() && c->hold_marks_.front().second <= durable) {
+        n = c->hold_marks_.front().first;
+        c->hold_marks_.pop_front();
+      }
+      if (c->hold_marks_.empty()) n = c->out_.size();
+      if (n == 0) {
+        HoldConnection(c);
+        return;
+      }
+      if (!c->hold_marks_.empty()) HoldConnection(c);
+      c->sending_.assign(c->out_, 0, n);
+      c->out_.erase(0, n);
+      for (auto& m : c->hold_marks_) m.first -= n;
+    }
+    c->sending_off_ = 0;
+  }
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_send(sqe, c->fd(), c->sending_.data() + c->sending_off_,
+                     c->sending_.size() - c->sending_off_, MSG_NOSIGNAL);
+  io_uring_sqe_set_data64(sqe, Encode(c, kOpSend));
+  c->send_in_flight_ = true;
+}
+
+void Reactor::MarkForFlush(Connection* c) {
+  if (c->in_flush_list_) return;
+  c->in_flush_list_ = true;
+  flush_list_.push_back(c);
+}
+
+void Reactor::FailHeldOutput(Connection* c, uint64_t failed, const std::string& error) {
+  if (c->hold_marks_.empty()) return;
+  uint64_t durable = journal_->durable_batch();
+  // out_[0, begin) may leave as it is (its batches are on disk); out_[begin, end) waited for a
+  // batch that failed: its replies become errors. Marks are in batch order.
+  size_t begin = 0, end = 0;
+  size_t i = 0;
+  for (; i < c->hold_marks_.size() && c->hold_marks_[i].second <= durable; i++) {
+    begin = end = c->hold_marks_[i].first;
+  }
+  size_t first_failed = i;
+  for (; i < c->hold_marks_.size() && c->hold_marks_[i].second <= failed; i++) {
+    end = c->hold_marks_[i].first;
+  }
+  if (i == first_failed) return;
+  // A RESP2 subscriber's output is messages (it can run no write): they leave as they are.
+  std::string_view held = std::string_view(c->out_).substr(begin, end - begin);
+  std::string replaced =
+      c->subscribed() && c->resp() == 2 ? std::string(held) : FailHeldReplies(held, error);
+  c->out_.replace(begin, end - begin, replaced);
+  // The errors leave with what precedes them (batch 0 is always "on disk").
+  const size_t new_end = begin + replaced.size();
+  c->hold_marks_.erase(c->hold_marks_.begin() + static_cast<long>(first_failed),
+                       c->hold_marks_.begin() + static_cast<long>(i));
+  c->hold_marks_.insert(c->hold_marks_.begin() + static_cast<long>(first_failed),
+                        {new_end, uint64_t{0}});
+  for (size_t k = first_failed + 1; k < c->hold_marks_.size(); k++) {
+    c->hold_marks_[k].first = c->hold_marks_[k].first - end + new_end;
+  }
+}
+
+void Reactor::FlushConnections() {
+  uint64_t hold = 0;
+  if (journal_) {
+    if (journal_failed_) {
+      // A journal write failed: output that waited for the batches it held leaves now, as
+      // errors, rather than wait for a disk that may stay full (new output is not held for
+      // them: HoldBatch). Rare, so every connection is looked at.
+      journal_failed_ = false;
+      journal_moved_ = true;
+      const std::string error = errors::AofWriteError(journal_->error() ? journal_->error() : EIO);
+      for (auto& [id, c] : conns_) {
+        if (!c->closing_) FailHeldOutput(c, journal_->failed_batch(), error);
+      }
+    }
+    if (journal_moved_) {
+      journal_moved_ = false;
+      std::vector<uint64_t> ids;
+      ids.swap(held_conns_);
+      for (uint64_t id : ids) {
+        auto it = conns_.find(id);
+        if (it == conns_.end()) continue;
+        it->second->held_ = false;
+        MarkForFlush(it->second);
+      }
+    }
+    hold = journal_->HoldBatch();
+  }
+  for (size_t i = 0; i < flush_list_.size(); i++) {
+    Connection* c = flush_list_[i];
+    c->in_flush_list_ = false;
+    if (c->closing_) continue;
+    if (hold && !c->out_.empty() &&
+        (c->hold_marks_.empty() || c->hold_marks_.back().first != c->out_.size())) {
+      // Written while a journal batch is not on disk yet: leaves once it is (always).
+      c->hold_marks_.emplace_back(c->out_.size(), hold);
+    }
+    if (!c->send_in_flight_ && !c->out_.empty()) {
+      SubmitSend(c);
+    } else if (!c->send_in_flight_ && c->out_.empty() && c->pending_.empty() &&
+               c->close_after_reply_) {
+      CloseConnection(c);
+    }
+  }
+  flush_list_.clear();
+}
+
+void Reactor::CloseConnection(Connection* c) {
+  if (c->closing_) return;
+  c->closing_ = true;
+  c->OnClose();
+  shutdown(c->fd(), SHUT_RDWR);
+  if (c->recv_armed_) {
+    io_uring_sqe* sqe = GetSqe();
+    io_uring_prep_cancel64(sqe, Encode(c, kOpRecv), 0);
+    io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpIgnore));
+  }
+  server_->connected_clients().fetch_sub(1, std::memory_order_relaxed);
+  MaybeFree(c);
+}
+
+void Reactor::MaybeFree(Connection* c) {
+  // Freed at the end of the loop turn: the caller may still be inside one of c's methods.
+  if (c->CanFree() && !c->in_free_list_) {
+    c->in_free_list_ = true;
+    free_list_.push_back(c);
+  }
+}
+
+void Reactor::OnAccept(int res, uint32_t flags) {
+  if (!(flags & IORING_CQE_F_MORE)) accept_armed_ = false;
+  if (res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM) {
+    // Out of descriptors (or memory): accepting again at once would fail again at once, and
+    // spin. Pause instead; the connections waiting meanwhile stay in the listen backlog.
+    PauseAccept(-res);
+    return;
+  }
+  if (!accept_armed_ && !accept_backoff_.paused() && !stop_.load(std::memory_order_relaxed)) {
+    ArmAccept();
+  }
+  if (res < 0) {
+    if (res != -ECANCELED) LogWarning("accept failed: %s", strerror(-res));
+    return;
+  }
+  static thread_local unsigned next = 0;
+  int target = static_cast<int>(next++ % server_->num_shards());
+  int fd = res;
+  if (target == id_) {
+    Adopt(fd);
+  } else {
+    Send(target, [fd] { Reactor::Current()->Adopt(fd); });
+  }
+}
+
+void Reactor::PauseAccept(int err) {
+  std::string line = accept_backoff_.OnExhausted(now_ms_, err);
+  if (!line.empty()) LogWarning("%s", line.c_str());
+  if (accept_armed_) {
+    // A multishot accept that is still armed would go on failing: cancel it.
+    io_uring_sqe* sqe = GetSqe();
+    io_uring_prep_cancel64(sqe, Encode(nullptr, kOpAccept), 0);
+    io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpIgnore));
+  }
+  AddTimer(accept_backoff_.resume_at_ms(), [this] { ResumeAccept(); });
+}
+
+void Reactor::ResumeAccept() {
+  if (!accept_backoff_.paused()) return;
+  accept_backoff_.Resume();
+  if (!accept_armed_ && listen_fd_ >= 0 && !stop_.load(std::memory_order_relaxed)) ArmAccept();
+}
+
+void Reactor::Adopt(int fd) {
+  if (server_->connected_clients().load(std::memory_order_relaxed) >= config_.maxclients) {
+    static const char kMsg[] = "-ERR max number of clients reached\r\n";
+    ssize_t ignored = write(fd, kMsg, sizeof(kMsg) - 1);
+    (void)ignored;
+    close(fd);
+    stats_.rejected_connections++;
+    return;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  sockaddr_storage peer{}, local{};
+  socklen_t plen = sizeof(peer), llen = sizeof(local);
+  getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen);
+  auto* c = new Connection(this, fd, server_->NextClientId(), AddrToString(peer),
+                           AddrToString(local));
+  conns_[c->id()] = c;
+  server_->connected_clients().fetch_add(1, std::memory_order_relaxed);
+  stats_.connections_received++;
+  ArmRecv(c);
+}
+
+void Reactor::OnRecv(Connection* c, int res, uint32_t flags) {
+  bool more = flags & IORING_CQE_F_MORE;
+  if (!more) c->recv_armed_ = false;
+  if (res > 0) {
+    uint16_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
+    if (!c->closing_) c->OnRead(buf_base_ + size_t{bid} * kBufSize, res);
+    RecycleBuffer(bid);
+    if (!more && !c->closing_ && !c->recv_armed_) ArmRecv(c);
+  } else if (res == -ENOBUFS) {
+    // Every buffer was in use; they are back now.
+    if (!c->closing_ && !c->recv_armed_) ArmRecv(c);
+  } else if (!more) {
+    CloseConnection(c);  // EOF (0) or an error
+  }
+  MaybeFree(c);
+}
+
+void Reactor::OnSend(Connection* c, int res) {
+  c->send_in_flight_ = false;
+  if (res < 0) {
+    if (res == -EINTR || res == -EAGAIN) {
+      if (!c->closing_) SubmitSend(c);
+    } else {
+      CloseConnection(c);
+    }
+    MaybeFree(c);
+    return;
+  }
+  stats_.net_output_bytes += res;
+  c->sending_off_ += res;
+  if (c->closing_) {
+    MaybeFree(c);
+    return;
+  }
+  if (c->sending_off_ < c->sending_.size()) {
+    SubmitSend(c);
+    return;
+  }
+  c->sending_.clear();
+  if (c->sending_.capacity() > (1 << 20)) std::string().swap(c->sending_);
+  MarkForFlush(c);
+}
+
+void Reactor::HandleCqe(io_uring_cqe* cqe) {
+  uint64_t ud = cqe->user_data;
+  auto kind = static_cast<OpKind>(ud & 7);
+  auto* c = reinterpret_cast<Connection*>(ud & ~uint64_t{7});
+  switch (kind) {
+    case kOpAccept:
+      OnAccept(cqe->res, cqe->flags);
+      break;
+    case kOpRecv:
+      OnRecv(c, cqe->res, cqe->flags);
+      break;
+    case kOpSend:
+      OnSend(c, cqe->res);
+      break;
+    case kOpEvent:
+      if (!stop_.load(std::memory_order_relaxed)) ArmEventfd();
+      break;
+    case kOpIgnore:
+      break;
+    case kOpJournal:
+      if (journal_) journal_->OnCompletion(reinterpret_cast<Journal::Op*>(c), cqe->res);
+      break;
+  }
+}
+
+void Reactor::Tick() {
+  int64_t start = MonotonicUs();
+  size_t removed = 0;
+  // A small step, repeated while at least an eighth of what it visits has expired, within the
+  // time budget. Each tick delays whatever arrives meanwhile: with nothing to expire it costs a
+  // few microseconds (a 1,024-bucket step cost about 30 us, 0.3% of the time at hz 100).
+  for (;;) {
+    size_t n = shard_.ActiveExpire(now_ms_, kExpireStep);
+    removed += n;
+    if (n < kExpireStep / 8 || MonotonicUs() - start > kExpireBudgetUs) break;
+  }
+  stats_.expired_keys += removed;
+  stats_.expire_cycle_us += static_cast<uint64_t>(MonotonicUs() - start);
+  if (journal_) journal_->Tick(now_ms_);
+  next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
+  if (config_.timeout > 0 && now_ms_ >= next_idle_check_ms_) CloseIdleClients();
+}
+
+// --timeout: closes clients idle for longer, as Redis does — except subscribers and clients
+// waiting for a reply (a blocked command, a transaction in flight).
+void Reactor::CloseIdleClients() {
+  next_idle_check_ms_ = now_ms_ + 1000;
+  const int64_t limit_ms = config_.timeout * 1000;
+  std::vector<Connection*> idle;
+  for (auto& [id, c] : conns_) {
+    if (!c->closing() && !c->subscribed() && !c->busy() &&
+        now_ms_ - c->last_interaction_ms() > limit_ms) {
+      idle.push_back(c);
+    }
+  }
+  for (Connection* c : idle) CloseConnection(c);
+}
+
+void Reactor::Turn() {
+  int64_t work_start = MonotonicUs();
+  int64_t worked = 0;
+  DrainInbox();
+  if (journal_) journal_->EndTurn(now_ms_);
+  FlushOutboxes();
+  FlushConnections();
+
+  bool block = local_tasks_.empty() && yielded_.empty() && !inbox_.MaybeNonEmpty();
+  if (block) {
+    sleeping_.store(true, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (inbox_.MaybeNonEmpty() || stop_.load(std::memory_order_acquire)) {
+      block = false;
+      sleeping_.store(false, std::memory_order_relaxed);
+    }
+  }
+  if (block) {
+    // Sleep until the next tick, or the next lock timer (a lease ending on a key with waiters,
+    // a waiter's timeout) if that comes first.
+    int64_t wake_ms = std::min(next_tick_ms_, lock_waiters_.next_deadline_ms());
+    if (!timers_.empty()) wake_ms = std::min(wake_ms, timers_.begin()->first);
+    int64_t wait_ms = std::max<int64_t>(0, wake_ms - now_ms_);
+    __kernel_timespec ts{wait_ms / 1000, (wait_ms % 1000) * 1000000};
+    io_uring_cqe* cqe = nullptr;
+    worked = MonotonicUs() - work_start;
+    io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+    work_start = MonotonicUs();
+    sleeping_.store(false, std::memory_order_relaxed);
+  } else {
+    io_uring_submit_and_get_events(&ring_);
+  }
+  now_ms_ = RealtimeMs();
+
+  unsigned head, count = 0;
+  io_uring_cqe* cqe;
+  io_uring_for_each_cqe(&ring_, head, cqe) {
+    HandleCqe(cqe);
+    count++;
+  }
+  io_uring_cq_advance(&ring_, count);
+
+  if (!yielded_.empty()) {
+    // Work that stepped aside for this turn's input; what it yields again waits for the next.
+    std::vector<absl::AnyInvocable<void()>> batch;
+    batch.swap(yielded_);
+    for (auto& fn : batch) fn();
+  }
+  if (now_ms_ >= next_tick_ms_) Tick();
+  if (now_ms_ >= lock_waiters_.next_deadline_ms()) lock_waiters_.OnTimer();
+  while (!timers_.empty() && timers_.begin()->first <= now_ms_) {
+    auto fn = std::move(timers_.begin()->second);
+    timers_.erase(timers_.begin());
+    fn();
+  }
+
+  std::vector<Connection*> keep;
+  for (Connection* c : free_list_) {
+    if (c->in_flush_list_) {
+      keep.push_back(c);  // still named in flush_list_: free it next turn
+      continue;
+    }
+    c->in_free_list_ = false;
+    if (c->CanFree()) {
+      conns_.erase(c->id());
+      close(c->fd());
+      delete c;
+      if (accept_backoff_.paused()) ResumeAccept();  // a descriptor is free again
+    }
+  }
+  free_list_.swap(keep);
+  CountTurn(worked + (MonotonicUs() - work_start));
+}
+
+void Reactor::CountTurn(int64_t us) {
+  stats_.eventloop_cycles++;
+  stats_.eventloop_duration_us += static_cast<uint64_t>(us);
+  if (static_cast<uint64_t>(us) > stats_.eventloop_duration_max_us) {
+    stats_.eventloop_duration_max_us = static_cast<uint64_t>(us);
+  }
+  // A turn this long kept every client of this reactor waiting: say so, at most once a minute.
+  constexpr int64_t kSlowTurnUs = 500000;
+  if (us >= kSlowTurnUs && now_ms_ - last_slow_turn_log_ms_ >= 60000) {
+    last_slow_turn_log_ms_ = now_ms_;
+    LogWarning("reactor %d: one loop turn took %lld ms (longest so far %llu ms)", id_,
+               static_cast<long long>(us / 1000),
+               static_cast<unsigned long long>(stats_.eventloop_duration_max_us / 1000));
+  }
+}
+
+void Reactor::Loop() {
+  now_ms_ = RealtimeMs();
+  next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
+  ArmEventfd();
+  if (listen_fd_ >= 0) ArmAccept();
+  while (!stop_.load(std::memory_order_acquire)) Turn();
+  // Say goodbye: put the journal on disk, flush what is already written, then stop.
+  if (journal_) {
+    DrainInbox();
+    journal_->Shutdown();
+    ReleaseHeldOutboxes();
+    // What the last write did not put in the journal is answered with errors, not OK.
+    const std::string error = errors::AofWriteError(journal_->error() ? journal_->error() : EIO);
+    const bool lost = journal_->error() && journal_->durable_batch() < journal_->failed_batch();
+    for (auto& [id, c] : conns_) {
+      // Output not marked yet came from the last commands, whose changes the journal's last
+      // write carried: if that write failed, it waited for the failed batch too.
+      if (lost && !c->out_.empty() &&
+          (c->hold_marks_.empty() || c->hold_marks_.back().first != c->out_.size())) {
+        c->hold_marks_.emplace_back(c->out_.size(), journal_->failed_batch());
+      }
+      if (journal_->error()) FailHeldOutput(c, journal_->failed_batch(), error);
+      c->hold_marks_.clear();
+      MarkForFlush(c);
+    }
+    held_conns_.clear();
+  }
+  FlushConnections();
+  io_uring_submit(&ring_);
+}
+
+}  // namespace deadbolt::server

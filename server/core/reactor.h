@@ -1,0 +1,198 @@
+#pragma once
+// A reactor: one pinned thread with its own io_uring, its own shard and its own connections.
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/functional/any_invocable.h>
+#include <absl/functional/function_ref.h>
+#include <liburing.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/base/config.h"
+#include "server/base/fd_limit.h"
+#include "server/base/stats.h"
+#include "server/base/task_queue.h"
+#include "server/core/journal.h"
+#include "server/core/pubsub.h"
+#include "server/txn/lock_table.h"
+#include "server/txn/lock_waiters.h"
+#include "server/txn/watch_table.h"
+#include "shard/shard.h"
+
+namespace deadbolt::server {
+
+class Connection;
+class Server;
+
+// Owned by its own thread from Start() to Join(): only that thread touches its ring, shard and
+// connections. Other threads reach it only through Send()/Post(), which enqueue a task on its
+// TaskQueue and wake it through an eventfd if it sleeps.
+class Reactor {
+ public:
+  Reactor(Server* server, int id, const Config& config);
+  ~Reactor();
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+
+  // Main thread, before Start(): sets up the ring, the buffer ring and the listening socket.
+  // Returns a message for the user when something cannot be set up.
+  std::optional<std::string> Init();
+  void Start();
+  void Join();
+  // Any thread, async-signal-safe: asks the loop to stop.
+  void RequestStop();
+
+  // The reactor running on the calling thread, or nullptr on other threads.
+  static Reactor* Current();
+
+  int id() const { return id_; }
+  Server& server() { return *server_; }
+  shard::Shard& shard() { return shard_; }
+  const Config& config() const { return config_; }
+  Config& mutable_config() { return config_; }
+  int64_t now_ms() const { return now_ms_; }
+  ReactorStats& stats() { return stats_; }
+  LockTable& locks() { return locks_; }
+  WatchTable& watches() { return watches_; }
+  LockWaiters& lock_waiters() { return lock_waiters_; }  // LOCK.ACQUIRE ... WAIT
+  PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
+  const char* ring_mode() const { return ring_mode_; }
+
+  // Reactor thread: runs fn on reactor `target`. Messages to the same target keep their order;
+  // they are sent in one batch at the end of this loop turn. target may be this reactor.
+  void Send(int target, absl::AnyInvocable<void()> fn);
+  // Any thread: enqueue fn here now and wake the loop.
+  void Post(absl::AnyInvocable<void()> fn);
+
+  // Reactor thread: connection bookkeeping.
+  void MarkForFlush(Connection* c);
+  void ArmRecv(Connection* c);
+  void CloseConnection(Connection* c);      // shuts the socket; freed once nothing is in flight
+  void MaybeFree(Connection* c);
+  const absl::flat_hash_map<uint64_t, Connection*>& connections() const { return conns_; }
+
+  // Any reactor thread: runs free_it, which frees much memory on this thread (FLUSHALL), and
+  // has the allocator give the freed pages back to the system at once.
+  static void FreeingMuch(const absl::FunctionRef<void()>& free_it);
+
+  // Reactor thread: runs fn in the next loop turn, after that turn's completions (other
+  // clients' input) have been handled: for long work done in steps (Connection::FanOutChunked).
+  void Yield(absl::AnyInvocable<void()> fn) { yielded_.push_back(std::move(fn)); }
+
+  // Reactor thread: runs fn on this thread at (or soon after) at_ms, unix time.
+  void AddTimer(int64_t at_ms, absl::AnyInvocable<void()> fn);
+
+  // --- the journal (--appendonly yes; null otherwise) ---
+  Journal* journal() { return journal_.get(); }
+  io_uring* ring() { return &ring_; }
+  io_uring_sqe* GetSqe();
+  // user_data for a journal operation (8-aligned address).
+  static uint64_t JournalTag(const void* op);
+  // The journal's durable batch moved: held output may leave (next flush).
+  void OnJournalDurable();
+  // A journal write or fsync failed: held output for the failed batches leaves as errors.
+  void OnJournalFailed() { journal_failed_ = true; }
+  // Reactor thread: while it runs messages that were held for a journal batch whose write failed
+  // (on the reactor that sent them), the error the replies they carry must become; else null.
+  // Read where a reply comes back from another shard (a forwarded command, a lock handed over,
+  // a transaction's acknowledgements).
+  static const std::string* FailedReplyError();
+  // Journal::Shutdown reaps completions itself once the loop has stopped.
+  void HandleCqeDuringShutdown(io_uring_cqe* cqe) { HandleCqe(cqe); }
+
+ private:
+  friend class Connection;
+  void Loop();
+  void Turn();
+  // Counts one loop turn that worked `us` microseconds (INFO eventloop_*).
+  void CountTurn(int64_t us);
+  void Adopt(int fd);
+  void HandleCqe(io_uring_cqe* cqe);
+  void OnAccept(int res, uint32_t flags);
+  void OnRecv(Connection* c, int res, uint32_t flags);
+  void OnSend(Connection* c, int res);
+  void ArmAccept();
+  // Out of descriptors: stop accepting for a while (AcceptBackoff), then try again.
+  void PauseAccept(int err);
+  void ResumeAccept();
+  void ArmEventfd();
+  void SubmitSend(Connection* c);
+  void DrainInbox();
+  void FlushOutboxes();
+  void FlushConnections();
+  void Tick();
+  void CloseIdleClients();
+  void Wake();
+  void RecycleBuffer(uint16_t bid);
+  // Output held until the journal's batch `hold` is on disk (appendfsync always).
+  void HoldConnection(Connection* c);
+  void ReleaseHeldOutboxes();
+  // Turns c's output held for batches up to `failed` into errors, which may leave at once.
+  void FailHeldOutput(Connection* c, uint64_t failed, const std::string& error);
+
+  Server* server_;
+  const int id_;
+  Config config_;
+  shard::Shard shard_;
+  ReactorStats stats_;
+  LockTable locks_;
+  WatchTable watches_{&shard_};
+  // Clients waiting for this shard's lock keys. A handover after a Db change runs as a task on
+  // this reactor, after the command that made the change; its timers wake the loop (Turn).
+  LockWaiters lock_waiters_{&shard_, &locks_,
+                            [this] { Send(id_, [this] { lock_waiters_.Drain(); }); },
+                            [this] { return now_ms_; }};
+  PubSubRegistry pubsub_;  // pub/sub; other reactors only read its hints
+
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  const char* ring_mode_ = "";
+  io_uring_buf_ring* buf_ring_ = nullptr;
+  char* buf_base_ = nullptr;
+  int listen_fd_ = -1;
+  bool accept_armed_ = false;  // a multishot accept is in the ring
+  AcceptBackoff accept_backoff_;
+  int event_fd_ = -1;
+  uint64_t event_buf_ = 0;
+  std::thread thread_;
+
+  TaskQueue inbox_;
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stop_{false};
+  std::vector<std::pair<Task*, Task*>> outbox_;  // per target: chain built this turn
+  std::vector<Task*> local_tasks_;
+
+  int64_t now_ms_ = 0;
+  int64_t next_tick_ms_ = 0;
+  int64_t last_slow_turn_log_ms_ = -60000;
+  int64_t next_idle_check_ms_ = 0;
+  absl::flat_hash_map<uint64_t, Connection*> conns_;
+  std::vector<Connection*> flush_list_;
+  std::vector<Connection*> free_list_;
+
+  std::multimap<int64_t, absl::AnyInvocable<void()>> timers_;
+  std::vector<absl::AnyInvocable<void()>> yielded_;  // Yield(): for the next turn
+  std::unique_ptr<Journal> journal_;
+  // Messages to other reactors produced while a journal batch was not yet on disk, in order,
+  // with the batch they wait for.
+  struct HeldChain {
+    uint64_t batch;
+    int target;
+    Task* first;
+    Task* last;
+  };
+  std::deque<HeldChain> held_outboxes_;
+  std::vector<uint64_t> held_conns_;  // ids of connections whose output waits for the journal
+  bool journal_moved_ = false;        // OnJournalDurable since the last flush
+  bool journal_failed_ = false;       // OnJournalFailed since the last flush
+};
+
+}  // namespace deadbolt::server

@@ -1,0 +1,77 @@
+#include "server/core/server.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+
+#include "server/base/fd_limit.h"
+#include "server/base/log.h"
+#include "server/cmdtable/command.h"
+#include "server/core/journal.h"
+#include "server/core/reactor.h"
+
+namespace deadbolt::server {
+
+Server::Server(const Config& config) : config_(config) {
+  if (config_.threads <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    config_.threads = n > 0 ? static_cast<int>(n) : 1;
+  }
+  single_shard_ = config_.threads == 1;
+  journal_health_ = std::make_unique<JournalHealth>(config_.threads);
+  // Slots are split into contiguous ranges, one per shard, as a cluster splits them over nodes.
+  slot_owner_.resize(shard::kNumSlots);
+  for (int s = 0; s < shard::kNumSlots; s++) {
+    slot_owner_[s] = static_cast<uint16_t>(OwnerOfSlot(s, config_.threads));
+  }
+  std::random_device rd;
+  static const char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 40; i++) run_id_ += kHex[rd() % 16];
+  CommandTable::Get();  // built before any reactor runs
+}
+
+Server::~Server() = default;
+
+std::optional<std::string> Server::Start() {
+  start_time_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  // Every client needs a descriptor: fit maxclients to RLIMIT_NOFILE before anyone connects,
+  // so that a client over the limit is told so instead of the server failing to accept.
+  FdFit fit = FitMaxClients(config_.maxclients, config_.threads, FdLimitOps::Real());
+  for (const std::string& line : fit.log) {
+    if (fit.maxclients == config_.maxclients && !fit.fatal) {
+      LogNotice("%s", line.c_str());
+    } else {
+      LogWarning("%s", line.c_str());
+    }
+  }
+  if (fit.fatal) return fit.log.back();
+  config_.maxclients = fit.maxclients;
+  for (int i = 0; i < config_.threads; i++) {
+    reactors_.push_back(std::make_unique<Reactor>(this, i, config_));
+  }
+  std::vector<shard::Shard*> shards;
+  for (auto& r : reactors_) shards.push_back(&r->shard());
+  if (auto err = LoadJournals(config_, shards)) return err;
+  // The --restart-delay counts from here, when the reactors start serving: keep this right
+  // before they start, after anything that makes start-up take longer. Set before the threads
+  // exist, so they read it without synchronisation.
+  restart_delay_.since_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();  // CLOCK_REALTIME, the reactors' clock
+  restart_delay_.delay_ms = config_.restart_delay_ms;
+  for (auto& r : reactors_) r->Start();
+  return std::nullopt;
+}
+
+void Server::Wait() {
+  for (auto& r : reactors_) r->Join();
+}
+
+void Server::RequestShutdown() {
+  for (auto& r : reactors_) r->RequestStop();
+}
+
+}  // namespace deadbolt::server

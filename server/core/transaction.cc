@@ -1,0 +1,279 @@
+#include "server/core/transaction.h"
+
+#include <algorithm>
+#include <atomic>
+#include <ctime>
+
+#include "server/core/journal.h"
+#include "server/core/reactor.h"
+#include "server/txn/lock_table.h"
+
+namespace deadbolt::server {
+namespace {
+std::atomic<uint64_t> next_tx_id{1};
+}  // namespace
+
+Transaction::Transaction(Reactor* origin, std::vector<Part> parts) : origin_(origin) {
+  std::sort(parts.begin(), parts.end(),
+            [](const Part& a, const Part& b) { return a.shard < b.shard; });
+  std::vector<Part> merged;
+  for (auto& p : parts) {
+    if (!merged.empty() && merged.back().shard == p.shard) {
+      Part& m = merged.back();
+      m.whole = m.whole || p.whole;
+      m.names.insert(m.names.end(), p.names.begin(), p.names.end());
+    } else {
+      merged.push_back(std::move(p));
+    }
+  }
+  for (auto& m : merged) {
+    std::sort(m.names.begin(), m.names.end());
+    m.names.erase(std::unique(m.names.begin(), m.names.end()), m.names.end());
+    if (m.whole) m.names.clear();
+  }
+  auto plan = std::make_shared<Plan>();
+  plan->id = next_tx_id.fetch_add(1, std::memory_order_relaxed);
+  plan->origin = origin->id();
+  plan->parts = std::move(merged);
+  plan->journal_id = plan->id;
+  for (const Part& p : plan->parts) plan->participants.push_back(static_cast<uint32_t>(p.shard));
+  plan_ = std::move(plan);
+}
+
+// Every transaction with locks is tagged, even on one shard: an EXEC whose keys sit on one
+// other shard runs there one hop (one turn) per command, and its part must still be one frame.
+// Only on a participant: that is where the part is committed (a hop elsewhere, which takes no
+// lock, is journalled as usual).
+uint64_t Transaction::Enter(Reactor& r, const Plan& plan) {
+  Journal* j = r.journal();
+  if (!j) return 0;
+  auto me = static_cast<uint32_t>(r.id());
+  if (std::find(plan.participants.begin(), plan.participants.end(), me) ==
+      plan.participants.end()) {
+    return j->current_tx();
+  }
+  return j->EnterTx(plan.journal_id);
+}
+
+void Transaction::Leave(Reactor& r, const Plan&, uint64_t prev) {
+  if (Journal* j = r.journal()) j->LeaveTx(prev);
+}
+
+void Transaction::Commit(Reactor& r, const Plan& plan) {
+  // Only the transaction that owns the journal id commits it (not a fan-out inside EXEC).
+  if (plan.participants.empty() || plan.journal_id != plan.id || !r.journal()) return;
+  r.journal()->CommitTx(plan.journal_id, plan.participants, plan.commit_ns, plan.writes);
+}
+
+void Transaction::Settle(Reactor& r, const Plan& plan) {
+  if (plan.participants.empty() || plan.journal_id != plan.id || !r.journal()) return;
+  r.journal()->SettleTx(plan.journal_id);
+}
+
+uint64_t Transaction::EnterJournal(Reactor& r) const { return Enter(r, *plan_); }
+
+void Transaction::LeaveJournal(Reactor& r, uint64_t prev) const { Leave(r, *plan_, prev); }
+
+std::vector<int> Transaction::Shards() const {
+  std::vector<int> s;
+  for (const auto& p : plan_->parts) s.push_back(p.shard);
+  return s;
+}
+
+// Runs on parts[i]'s shard: takes its locks (or waits for them), then passes on to the next
+// shard, or tells the coordinator that every lock is held.
+struct Transaction::LockStep {
+  std::shared_ptr<const Plan> plan;
+  size_t i;
+  Transaction* tx;  // dereferenced only on the coordinator
+
+  void operator()() {
+    Reactor* r = Reactor::Current();
+    const Part& p = plan->parts[i];
+    if (plan->abandoned.load(std::memory_order_acquire)) {
+      // Given up: let go of what it holds here (it was just granted, or holds nothing yet) and
+      // tell the coordinator, which releases the earlier shards.
+      r->locks().Unlock(plan->id, p.names, p.whole);
+      Transaction* t = tx;
+      size_t held = i;
+      if (plan->origin == r->id()) {
+        t->OnAbandoned(held);
+      } else {
+        r->Send(plan->origin, [t, held] { t->OnAbandoned(held); });
+      }
+      return;
+    }
+    if (!r->locks().TryLock(plan->id, p.names, p.whole)) {
+      r->locks().ParkTx(plan->id, p.names, p.whole, LockStep(*this));
+      return;
+    }
+    if (i + 1 < plan->parts.size()) {
+      int next = plan->parts[i + 1].shard;
+      r->Send(next, LockStep{plan, i + 1, tx});
+    } else if (plan->origin == r->id()) {
+      tx->OnLocked();
+    } else {
+      Transaction* t = tx;
+      r->Send(plan->origin, [t] { t->OnLocked(); });
+    }
+  }
+};
+
+void Transaction::Lock(absl::AnyInvocable<void()> on_locked) {
+  on_locked_ = std::move(on_locked);
+  if (plan_->parts.empty()) {
+    OnLocked();
+    return;
+  }
+  LockStep first{plan_, 0, this};
+  if (plan_->parts[0].shard == origin_->id()) {
+    first();
+  } else {
+    origin_->Send(plan_->parts[0].shard, std::move(first));
+  }
+}
+
+void Transaction::OnLocked() {
+  if (plan_->abandoned.load(std::memory_order_relaxed)) {  // given up meanwhile
+    OnAbandoned(plan_->parts.size());
+    return;
+  }
+  locked_ = true;
+  auto f = std::move(on_locked_);
+  f();
+}
+
+bool Transaction::Abandon(absl::AnyInvocable<void()> on_abandoned) {
+  if (locked_ || plan_->parts.empty()) return false;
+  on_abandoned_ = std::move(on_abandoned);
+  plan_->abandoned.store(true, std::memory_order_release);
+  return true;
+}
+
+void Transaction::OnAbandoned(size_t held) {
+  // Nothing ran and nothing was journalled: the locks go, with no commit.
+  int origin = origin_->id();
+  for (size_t j = 0; j < held; j++) {
+    const Part& p = plan_->parts[j];
+    if (p.shard == origin) {
+      origin_->locks().Unlock(plan_->id, p.names, p.whole);
+    } else {
+      origin_->Send(p.shard, [plan = std::shared_ptr<const Plan>(plan_), j] {
+        const Part& part = plan->parts[j];
+        Reactor::Current()->locks().Unlock(plan->id, part.names, part.whole);
+      });
+    }
+  }
+  auto f = std::move(on_abandoned_);
+  f();  // may destroy this transaction
+}
+
+void Transaction::Hop(const std::vector<int>& shards, std::function<void(Reactor&)> fn,
+                      absl::AnyInvocable<void()> then) {
+  hop_then_ = std::move(then);
+  hop_remaining_ = shards.size();
+  if (shards.empty()) {
+    hop_remaining_ = 1;
+    HopDone();
+    return;
+  }
+  bool local = false;
+  int origin = origin_->id();
+  for (int s : shards) {
+    if (s == origin) {
+      local = true;
+      continue;
+    }
+    Transaction* t = this;
+    origin_->Send(s, [fn, t, origin, plan = plan_] {
+      Reactor* r = Reactor::Current();
+      uint64_t prev = Enter(*r, *plan);
+      fn(*r);
+      Leave(*r, *plan, prev);
+      r->Send(origin, [t] { t->HopDone(); });
+    });
+  }
+  // The local part last: if it completes the hop, `then` may end this transaction.
+  if (local) {
+    uint64_t prev = Enter(*origin_, *plan_);
+    fn(*origin_);
+    Leave(*origin_, *plan_, prev);
+    HopDone();
+  }
+}
+
+void Transaction::HopDone() {
+  NoteFailedReply();
+  if (--hop_remaining_ > 0) return;
+  auto f = std::move(hop_then_);
+  f();
+}
+
+void Transaction::Release(absl::AnyInvocable<void()> then) {
+  if (released_) {
+    if (then) then();
+    return;
+  }
+  released_ = true;
+  release_then_ = std::move(then);
+  // Before any part is written (read by the messages below); a fresh reading in ns, so that a
+  // rewrite started on a participant after its hops there is seen as started before the commit.
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  plan_->commit_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  int origin = origin_->id();
+  commit_remaining_ = 1;  // the coordinator's own step, last
+  // Without a journal (every reactor has one, or none) there is nothing to commit: the locks go
+  // at once, with no round trip to the other shards first.
+  const bool journalled = origin_->journal() != nullptr;
+  for (size_t i = 0; journalled && i < plan_->parts.size(); i++) {
+    const Part& p = plan_->parts[i];
+    if (p.shard == origin) continue;
+    commit_remaining_++;
+    Transaction* t = this;
+    origin_->Send(p.shard, [plan = std::shared_ptr<const Plan>(plan_), t] {
+      Reactor* r = Reactor::Current();
+      Commit(*r, *plan);
+      // With `always` this answer waits until the part is on disk (Reactor::FlushOutboxes).
+      r->Send(plan->origin, [t] { t->CommitAck(); });
+    });
+  }
+  for (const Part& p : plan_->parts) {
+    if (p.shard == origin) Commit(*origin_, *plan_);
+  }
+  CommitAck();
+}
+
+void Transaction::NoteFailedReply() {
+  if (const std::string* e = Reactor::FailedReplyError()) failed_error_ = *e;
+}
+
+void Transaction::CommitAck() {
+  NoteFailedReply();
+  if (--commit_remaining_ > 0) return;
+  Unlock();
+  auto f = std::move(release_then_);
+  if (f) f();  // may destroy this transaction
+}
+
+void Transaction::Unlock() {
+  int origin = origin_->id();
+  for (size_t i = 0; i < plan_->parts.size(); i++) {
+    const Part& p = plan_->parts[i];
+    if (p.shard == origin) continue;
+    origin_->Send(p.shard, [plan = std::shared_ptr<const Plan>(plan_), i] {
+      const Part& part = plan->parts[i];
+      Reactor* r = Reactor::Current();
+      Settle(*r, *plan);
+      r->locks().Unlock(plan->id, part.names, part.whole);
+    });
+  }
+  for (const Part& p : plan_->parts) {
+    if (p.shard == origin) {
+      Settle(*origin_, *plan_);
+      origin_->locks().Unlock(plan_->id, p.names, p.whole);
+    }
+  }
+}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,214 @@
+#include "server/scripts/script_run.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "server/base/config.h"
+#include "server/base/error_strings.h"
+#include "server/base/str_util.h"
+#include "server/commands/cmd_util.h"
+#include "server/core/pubsub.h"
+#include "server/core/reactor.h"
+#include "shard/shard.h"
+
+namespace deadbolt::server {
+namespace {
+
+constexpr std::string_view kInvalidExpireSet = "ERR invalid expire time in 'set' command";
+constexpr std::string_view kInvalidExpirePExpire = "ERR invalid expire time in 'pexpire' command";
+
+int64_t DefaultPublish(bool shard_channel, std::string_view channel, std::string_view message) {
+  return PublishNoWait(*Reactor::Current(),
+                       shard_channel ? PubSubKind::kShard : PubSubKind::kChannel, channel, message);
+}
+
+}  // namespace
+
+ScriptRun::ScriptRun(const ScriptCall& call, ShardCtx& ctx)
+    : call_(call), ctx_(ctx), db_(&ctx.db) {}
+
+bool ScriptRun::Fail(std::string_view redis_error, int line) {
+  error_ = errors::ScriptError(redis_error, script().sha, line);
+  return false;
+}
+
+bool ScriptRun::FailArgs(int line) { return Fail(errors::kScriptArgs, line); }
+
+bool ScriptRun::CheckWrite(std::initializer_list<LuaArg> args, int line) {
+  for (LuaArg a : args) {
+    if (a == nullptr) return FailArgs(line);
+  }
+  if (call_.read_only) return Fail(errors::kScriptWriteInReadOnly, line);
+  return true;
+}
+
+bool ScriptRun::Get(LuaArg key, int line, std::optional<std::string_view>* value) {
+  if (!key) return FailArgs(line);
+  auto r = db_->Get(*key, ctx_.now_ms);
+  if (r.ok()) {
+    *value = *r;
+  } else if (r.status() == shard::OpStatus::kKeyNotFound) {
+    value->reset();
+  } else {
+    return Fail(errors::ForStatus(r.status()), line);
+  }
+  return true;
+}
+
+bool ScriptRun::Exists(LuaArg key, int line, bool* exists) {
+  if (!key) return FailArgs(line);
+  *exists = db_->Exists(*key, ctx_.now_ms);
+  return true;
+}
+
+bool ScriptRun::Pttl(LuaArg key, int line, int64_t* ms) {
+  if (!key) return FailArgs(line);
+  *ms = db_->Pttl(*key, ctx_.now_ms);
+  return true;
+}
+
+bool ScriptRun::Del(LuaArg key, int line, int64_t* deleted) {
+  if (!CheckWrite({key}, line)) return false;
+  *deleted = db_->Del(*key, ctx_.now_ms) ? 1 : 0;
+  return true;
+}
+
+bool ScriptRun::PExpire(LuaArg key, LuaArg ms, int line, int64_t* result) {
+  if (!CheckWrite({key, ms}, line)) return false;
+  int64_t at;
+  std::string_view error;
+  if (!ParsePExpire(*ms, ctx_.now_ms, &at, &error)) return Fail(error, line);
+  *result = db_->ExpireAt(*key, at, shard::ExpireCond::kNone, ctx_.now_ms);
+  return true;
+}
+
+bool ScriptRun::SetPx(LuaArg key, LuaArg value, LuaArg ms, bool nx, int line, bool* written) {
+  if (!CheckWrite({key, value, ms}, line)) return false;
+  shard::SetOptions opts;
+  std::string_view error;
+  if (!ParseSetPx(*ms, ctx_.now_ms, &opts.expire_at_ms, &error)) return Fail(error, line);
+  opts.expire = shard::SetOptions::Expire::kAt;
+  if (nx) opts.cond = shard::SetOptions::Cond::kNX;
+  auto r = db_->Set(*key, *value, opts, ctx_.now_ms);
+  if (!r.ok()) {
+    if (r.status() != shard::OpStatus::kSkipped) return Fail(errors::ForStatus(r.status()), line);
+    *written = false;
+    return true;
+  }
+  *written = r->written;
+  return true;
+}
+
+bool ScriptRun::HExists(LuaArg key, LuaArg field, int line, bool* exists) {
+  if (!key || !field) return FailArgs(line);
+  auto r = db_->HExists(*key, *field, ctx_.now_ms);
+  if (!r.ok()) return Fail(errors::ForStatus(r.status()), line);
+  *exists = *r;
+  return true;
+}
+
+bool ScriptRun::HIncrBy(LuaArg key, LuaArg field, int64_t delta, int line, int64_t* value) {
+  if (!CheckWrite({key, field}, line)) return false;
+  auto r = db_->HIncrBy(*key, *field, delta, ctx_.now_ms);
+  if (!r.ok()) return Fail(errors::ForStatus(r.status()), line);
+  *value = *r;
+  return true;
+}
+
+bool ScriptRun::HSet(LuaArg key, LuaArg field, std::string_view value, int line) {
+  if (!CheckWrite({key, field}, line)) return false;
+  auto r = db_->HSet(*key, *field, value, ctx_.now_ms);
+  if (!r.ok()) return Fail(errors::ForStatus(r.status()), line);
+  return true;
+}
+
+bool ScriptRun::Publish(LuaArg command, LuaArg channel, LuaArg message, int line) {
+  if (!command || !channel || !message) return FailArgs(line);
+  bool shard_channel;
+  if (EqualsIgnoreCase(*command, "publish")) {
+    shard_channel = false;
+  } else if (EqualsIgnoreCase(*command, "spublish")) {
+    shard_channel = true;
+  } else {
+    // Redis would run whatever command this names; deadbolt's scripts only publish.
+    return Fail(errors::kScriptUnknownCommand, line);
+  }
+  (call_.publish ? call_.publish : DefaultPublish)(shard_channel, *channel, *message);
+  return true;
+}
+
+void ScriptRun::PcallSelect(LuaArg db) {
+  double n;
+  if (!db || !LuaToNumber(*db, &n)) return;  // SELECT of nil: an error pcall returns
+  char buf[32];
+  int64_t index;
+  if (!StringToInt64(LuaNumberText(n, buf), &index)) return;
+  if (index < 0 || index >= ctx_.config.databases || index >= ctx_.shard.num_dbs()) return;
+  db_ = &ctx_.shard.db(static_cast<int>(index));
+}
+
+bool LuaToNumber(std::string_view s, double* out) {
+  // Lua strings are NUL-terminated for strtod: a NUL inside ends the number, as in Lua.
+  char small[64];
+  std::string large;
+  const char* p;
+  if (s.size() < sizeof(small)) {
+    std::memcpy(small, s.data(), s.size());
+    small[s.size()] = '\0';
+    p = small;
+  } else {
+    large.assign(s);
+    p = large.c_str();
+  }
+  char* end;
+  double v = std::strtod(p, &end);
+  if (end == p) return false;
+  if (*end == 'x' || *end == 'X') v = static_cast<double>(std::strtoul(p, &end, 16));
+  while (*end != '\0' && std::isspace(static_cast<unsigned char>(*end))) end++;
+  if (*end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+std::string_view LuaNumberText(double v, char (&buf)[32]) {
+  const int n = std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return std::string_view(buf, n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+int64_t LuaNumberToInteger(double v) {
+  // 2^63 is exactly representable; anything at or beyond it (or NaN) does not fit.
+  if (std::isnan(v) || v >= 9223372036854775808.0 || v < -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+bool ParseSetPx(std::string_view ms, int64_t now_ms, int64_t* at_ms, std::string_view* error) {
+  int64_t v;
+  if (!StringToInt64(ms, &v)) {
+    *error = errors::kNotInteger;
+    return false;
+  }
+  if (v <= 0 || __builtin_add_overflow(v, now_ms, at_ms)) {
+    *error = kInvalidExpireSet;
+    return false;
+  }
+  return true;
+}
+
+bool ParsePExpire(std::string_view ms, int64_t now_ms, int64_t* at_ms, std::string_view* error) {
+  int64_t v;
+  if (!StringToInt64(ms, &v)) {
+    *error = errors::kNotInteger;
+    return false;
+  }
+  if (v > INT64_MAX - now_ms) {
+    *error = kInvalidExpirePExpire;
+    return false;
+  }
+  *at_ms = v + now_ms;
+  return true;
+}
+
+}  // namespace deadbolt::server

@@ -1,0 +1,380 @@
+// LockWaiters: FIFO handover on release, delete, expiry and flush; waiter timeouts and cancels;
+// reentrant waiters; giving back a lock granted to a client that has gone; waiting for a
+// transaction's key lock. A fake clock and fake replies; the shard is real.
+
+#include "server/txn/lock_waiters.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/txn/lock_table.h"
+#include "shard/shard.h"
+
+namespace deadbolt::server {
+namespace {
+
+// What the table did with one waiter's reply.
+struct Outcome {
+  bool finished = false;
+  int finishes = 0;
+  std::string reply;
+  absl::AnyInvocable<void()> undo;
+  bool cancelled = false;
+};
+
+class FakeReply : public BlockedReply {
+ public:
+  FakeReply(uint64_t client, std::shared_ptr<Outcome> out) : client_(client), out_(out) {}
+  int resp() const override { return 2; }
+  uint64_t client_id() const override { return client_; }
+  bool cancelled() const override { return out_->cancelled; }
+  void Finish(std::string reply, absl::AnyInvocable<void()> undo) override {
+    out_->finished = true;
+    out_->finishes++;
+    out_->reply = std::move(reply);
+    out_->undo = std::move(undo);
+  }
+
+ private:
+  uint64_t client_;
+  std::shared_ptr<Outcome> out_;
+};
+
+class LockWaitersTest : public ::testing::Test {
+ protected:
+  LockWaitersTest()
+      : shard(0, 2),
+        waiters(
+            &shard, &locks, [this] { drain_requested = true; }, [this] { return now; }) {}
+
+  shard::Db& db() { return shard.db(0); }
+
+  // Takes `key` for `owner` outside the table (as LOCK.ACQUIRE does when it is free).
+  uint64_t Take(std::string_view key, std::string_view owner, int64_t lease_ms) {
+    auto g = db().LockAcquire(key, owner, lease_ms, false, now);
+    EXPECT_TRUE(g.ok() && g->acquired);
+    return g.ok() ? g->token : 0;
+  }
+  // Queues client `client` (owner "c<client>") for `key`.
+  std::shared_ptr<Outcome> Wait(std::string_view key, uint64_t client, int64_t timeout_ms = 0,
+                                bool reentrant = false, std::string owner = "") {
+    auto out = std::make_shared<Outcome>();
+    LockWaiters::Waiter w;
+    w.owner = owner.empty() ? "c" + std::to_string(client) : owner;
+    w.lease_ms = 1'000;
+    w.reentrant = reentrant;
+    w.deadline_ms = timeout_ms == 0 ? LockWaiters::kForever : now + timeout_ms;
+    w.reply = std::make_unique<FakeReply>(client, out);
+    waiters.Wait(0, key, std::move(w));
+    return out;
+  }
+  // Runs the handover the table asked for after a change (the reactor's task).
+  void Settle() {
+    if (drain_requested) {
+      drain_requested = false;
+      waiters.Drain();
+    }
+  }
+  // Advances the fake clock and runs the timers that are due (the reactor's loop).
+  void AdvanceTo(int64_t t) {
+    now = t;
+    if (now >= waiters.next_deadline_ms()) waiters.OnTimer();
+  }
+  std::string Owner(std::string_view key) {
+    auto v = db().Get(key, now);
+    return v.ok() ? std::string(*v) : "";
+  }
+  static int64_t Token(const Outcome& o) {
+    EXPECT_EQ(o.reply.substr(0, 1), ":") << o.reply;
+    return o.reply.size() > 3 ? std::stoll(o.reply.substr(1, o.reply.size() - 3)) : -1;
+  }
+
+  int64_t now = 1'700'000'000'000;
+  bool drain_requested = false;
+  shard::Shard shard;
+  LockTable locks;
+  LockWaiters waiters;
+};
+
+TEST_F(LockWaitersTest, ReleaseHandsOverFirstComeFirstServedWithGrowingTokens) {
+  const uint64_t t0 = Take("k", "holder", 10'000);
+  auto a = Wait("k", 1), b = Wait("k", 2), c = Wait("k", 3);
+  EXPECT_EQ(waiters.Waiters(0, "k"), 3u);
+  EXPECT_FALSE(a->finished);
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+  EXPECT_TRUE(drain_requested);  // heard of the delete; hands over after the command
+  EXPECT_FALSE(a->finished);
+  Settle();
+  ASSERT_TRUE(a->finished);
+  EXPECT_FALSE(b->finished);
+  EXPECT_EQ(Owner("k"), "c1");
+  EXPECT_EQ(db().Pttl("k", now), 1'000);  // the waiter's own lease
+  EXPECT_GT(Token(*a), static_cast<int64_t>(t0));
+  // The holder now is c1: a release by anyone else frees nothing.
+  EXPECT_EQ(*db().LockRelease("k", "c2", now), -1);
+  Settle();
+  EXPECT_FALSE(b->finished);
+  ASSERT_EQ(*db().LockRelease("k", "c1", now), 0);
+  waiters.HandOver(0, "k");  // LOCK.RELEASE hands over at once
+  ASSERT_TRUE(b->finished);
+  EXPECT_GT(Token(*b), Token(*a));
+  EXPECT_FALSE(c->finished);
+  ASSERT_EQ(*db().LockRelease("k", "c2", now), 0);
+  Settle();
+  ASSERT_TRUE(c->finished);
+  EXPECT_GT(Token(*c), Token(*b));
+  EXPECT_FALSE(waiters.HasWaiters(0, "k"));
+  EXPECT_EQ(waiters.size(), 0u);
+  EXPECT_EQ(a->finishes + b->finishes + c->finishes, 3);
+}
+
+TEST_F(LockWaitersTest, DeleteOverwriteAndFlushAreSeen) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1), b = Wait("k", 2), c = Wait("k", 3);
+  // An overwrite hands the lock to someone else: still taken.
+  ASSERT_TRUE(db().Set("k", "intruder", shard::SetOptions{}, now)->written);
+  Settle();
+  EXPECT_FALSE(a->finished);
+  EXPECT_TRUE(db().Del("k", now));  // DEL (or DELIFEQ, UNLINK, ...)
+  Settle();
+  EXPECT_TRUE(a->finished);
+  EXPECT_FALSE(b->finished);
+  db().Flush();  // FLUSHDB
+  Settle();
+  EXPECT_TRUE(b->finished);
+  EXPECT_EQ(Owner("k"), "c2");
+  EXPECT_FALSE(c->finished);
+}
+
+TEST_F(LockWaitersTest, ALeaseThatRunsOutHandsOverOnTheTimer) {
+  Take("k", "holder", 500);
+  const int64_t expire_at = now + 500;
+  auto a = Wait("k", 1);
+  // The table wakes the reactor just after the lease ends (the key expires once now > TTL).
+  EXPECT_EQ(waiters.next_deadline_ms(), expire_at + 1);
+  AdvanceTo(expire_at);
+  EXPECT_FALSE(a->finished);
+  EXPECT_EQ(Owner("k"), "holder");
+  AdvanceTo(expire_at + 1);
+  ASSERT_TRUE(a->finished);
+  EXPECT_EQ(Owner("k"), "c1");
+  EXPECT_EQ(waiters.next_deadline_ms(), LockWaiters::kForever);  // nobody waits now
+}
+
+TEST_F(LockWaitersTest, LeaseChangesMoveTheTimer) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1);
+  EXPECT_EQ(waiters.next_deadline_ms(), now + 10'001);
+  // Shortened (PEXPIRE): the change report re-arms it earlier.
+  ASSERT_EQ(db().ExpireAt("k", now + 2'000, shard::ExpireCond::kNone, now), 1);
+  Settle();
+  EXPECT_EQ(waiters.next_deadline_ms(), now + 2'001);
+  // Extended (LOCK.EXTEND): the early timer fires, finds the lock held, and re-arms.
+  ASSERT_TRUE(*db().LockExtend("k", "holder", 5'000, now));
+  Settle();
+  const int64_t start = now;
+  AdvanceTo(start + 2'001);
+  EXPECT_FALSE(a->finished);
+  EXPECT_EQ(waiters.next_deadline_ms(), start + 5'001);
+  AdvanceTo(start + 5'001);
+  EXPECT_TRUE(a->finished);
+}
+
+TEST_F(LockWaitersTest, AWaiterTimesOutWithNilAndLeavesTheQueue) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1, 100);
+  auto b = Wait("k", 2, 300);
+  auto c = Wait("k", 3);  // no timeout
+  EXPECT_EQ(waiters.next_deadline_ms(), now + 100);
+  const int64_t start = now;
+  AdvanceTo(start + 99);
+  EXPECT_FALSE(a->finished);
+  AdvanceTo(start + 100);
+  ASSERT_TRUE(a->finished);
+  EXPECT_EQ(a->reply, "$-1\r\n");
+  EXPECT_FALSE(a->undo);
+  EXPECT_EQ(waiters.Waiters(0, "k"), 2u);
+  // The lock goes to the next in line, b, not to the one that gave up.
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+  Settle();
+  ASSERT_TRUE(b->finished);
+  EXPECT_EQ(b->reply.substr(0, 1), ":");
+  // b's own timer is now stale: it must not time out c or anyone.
+  AdvanceTo(start + 300);
+  EXPECT_FALSE(c->finished);
+  EXPECT_EQ(b->finishes, 1);
+  EXPECT_EQ(waiters.Waiters(0, "k"), 1u);
+}
+
+TEST_F(LockWaitersTest, AnEarlierWaitsTimerDoesNotEndALaterWaitOfTheSameClient) {
+  Take("k", "holder", 10'000);
+  auto first = Wait("k", 7, 100);
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+  Settle();
+  ASSERT_TRUE(first->finished);  // served before its timeout
+  ASSERT_EQ(*db().LockRelease("k", "c7", now), 0);
+  Take("k", "holder", 10'000);
+  auto second = Wait("k", 7, 1'000);  // same client, waiting again
+  AdvanceTo(now + 100);
+  EXPECT_FALSE(second->finished);
+  AdvanceTo(now + 900);
+  EXPECT_TRUE(second->finished);
+  EXPECT_EQ(second->reply, "$-1\r\n");
+}
+
+TEST_F(LockWaitersTest, TimersOfWaitersServedEarlyDoNotPileUp) {
+  // Each waiter has an hour to wait but is served at once: its timer is stale from then on.
+  for (int i = 1; i <= 10'000; i++) {
+    Take("k", "holder", 10'000);
+    auto w = Wait("k", i, 3'600'000);
+    ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+    waiters.HandOver(0, "k");
+    ASSERT_TRUE(w->finished);
+    ASSERT_EQ(*db().LockRelease("k", "c" + std::to_string(i), now), 0);
+    Settle();
+  }
+  EXPECT_LE(waiters.timer_count(), 200u);
+  // Live timers are kept.
+  Take("k", "holder", 10'000);
+  std::vector<std::shared_ptr<Outcome>> live;
+  for (int i = 0; i < 300; i++) live.push_back(Wait("k", 20'000 + i, 1'000 + i));
+  EXPECT_GE(waiters.timer_count(), 300u);
+  AdvanceTo(now + 1'299);
+  for (const auto& w : live) EXPECT_TRUE(w->finished);
+  EXPECT_EQ(waiters.size(), 0u);
+}
+
+TEST_F(LockWaitersTest, ACancelledWaiterLeavesAtOnceAndTheNextGetsTheLock) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1), b = Wait("k", 2);
+  waiters.Cancel(1);
+  EXPECT_TRUE(a->finished);  // its reply is finished (to nobody), which frees the connection
+  EXPECT_EQ(a->reply, "");
+  EXPECT_EQ(waiters.Waiters(0, "k"), 1u);
+  waiters.Cancel(1);  // a late duplicate is a no-op
+  EXPECT_EQ(a->finishes, 1);
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+  Settle();
+  EXPECT_TRUE(b->finished);
+  EXPECT_EQ(Owner("k"), "c2");
+  waiters.Cancel(2);  // served already: nothing to cancel
+  EXPECT_EQ(b->finishes, 1);
+  EXPECT_EQ(Owner("k"), "c2");
+}
+
+TEST_F(LockWaitersTest, CancellingTheHeadOfAFreeLockServesTheNext) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1), b = Wait("k", 2);
+  ASSERT_TRUE(db().Del("k", now));  // freed; its handover is still to run
+  waiters.Cancel(1);
+  EXPECT_TRUE(b->finished);  // at once, not at the next drain
+  EXPECT_EQ(Owner("k"), "c2");
+  Settle();
+  EXPECT_EQ(b->finishes, 1);
+}
+
+TEST_F(LockWaitersTest, AWaiterWhoseClientHasGoneIsSkippedBeforeItsCancelArrives) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1), b = Wait("k", 2);
+  a->cancelled = true;  // the connection closed; its cancel message is still travelling
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+  Settle();
+  EXPECT_TRUE(a->finished);
+  EXPECT_EQ(a->reply, "");
+  EXPECT_TRUE(b->finished);
+  EXPECT_EQ(Owner("k"), "c2");
+  waiters.Cancel(1);
+  EXPECT_EQ(a->finishes, 1);
+}
+
+TEST_F(LockWaitersTest, ALockGrantedToAClientThatHasGoneIsGivenBack) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1), b = Wait("k", 2);
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+  Settle();
+  ASSERT_TRUE(a->finished);
+  ASSERT_TRUE(a->undo);
+  EXPECT_EQ(Owner("k"), "c1");
+  // The reply reached a closed connection: the connection sends the undo back.
+  a->undo();
+  Settle();
+  EXPECT_TRUE(b->finished);
+  EXPECT_EQ(Owner("k"), "c2");
+  // An undo that comes after the holding changed touches nothing.
+  a->undo();
+  Settle();
+  EXPECT_EQ(Owner("k"), "c2");
+}
+
+TEST_F(LockWaitersTest, AnUndoGivesBackOnlyTheHoldItGranted) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1, 0, true, "svc");
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+  Settle();
+  ASSERT_TRUE(a->finished);
+  // The same owner re-entered meanwhile (from another connection): one hold goes, one stays.
+  ASSERT_TRUE(db().LockAcquire("k", "svc", 1'000, true, now)->reentered);
+  a->undo();
+  EXPECT_EQ(db().LockInfo("k", now)->holds, 1);
+  EXPECT_EQ(Owner("k"), "svc");
+  // A later holding of the same owner is not the one granted: left alone.
+  ASSERT_EQ(*db().LockRelease("k", "svc", now), 0);
+  Take("k", "svc", 1'000);
+  a->undo();
+  EXPECT_EQ(Owner("k"), "svc");
+}
+
+TEST_F(LockWaitersTest, WaitersOfTheSameOwnerReenterTogether) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1, 0, true, "svc");
+  auto b = Wait("k", 2, 0, true, "svc");
+  auto c = Wait("k", 3, 0, true, "other");
+  auto d = Wait("k", 4, 0, true, "svc");  // behind c: waits for c, first come first served
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+  Settle();
+  ASSERT_TRUE(a->finished);
+  ASSERT_TRUE(b->finished);
+  EXPECT_EQ(Token(*a), Token(*b));
+  EXPECT_FALSE(c->finished);
+  EXPECT_FALSE(d->finished);
+  EXPECT_EQ(db().LockInfo("k", now)->holds, 2);
+}
+
+TEST_F(LockWaitersTest, AHandoverWaitsForATransactionHoldingTheKey) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1);
+  const std::vector<std::string> names = {LockTable::Name(0, "k")};
+  ASSERT_TRUE(locks.TryLock(42, names, false));
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);  // inside the transaction
+  Settle();
+  EXPECT_FALSE(a->finished);  // not while the transaction runs
+  EXPECT_FALSE(db().Exists("k", now));
+  locks.Unlock(42, names, false);
+  EXPECT_TRUE(a->finished);
+  EXPECT_EQ(Owner("k"), "c1");
+}
+
+TEST_F(LockWaitersTest, TheTableObservesADbOnlyWhileItHasWaiters) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1, 50);
+  AdvanceTo(now + 50);
+  ASSERT_TRUE(a->finished);
+  EXPECT_FALSE(waiters.HasWaiters(0, "k"));
+  // No queue: changes are not even looked at.
+  EXPECT_TRUE(db().Del("k", now));
+  EXPECT_FALSE(drain_requested);
+  // Keys of another db are another queue.
+  ASSERT_TRUE(shard.db(1).LockAcquire("k", "x", 1'000, false, now)->acquired);
+  auto b = Wait("k", 2);
+  EXPECT_TRUE(shard.db(1).Del("k", now));
+  Settle();
+  EXPECT_FALSE(b->finished);  // b waits in db 0, where k is free but nobody said so
+  waiters.HandOver(0, "k");
+  EXPECT_TRUE(b->finished);
+}
+
+}  // namespace
+}  // namespace deadbolt::server

@@ -1,0 +1,342 @@
+// Replaying journal records into a Shard (ApplyJournalRecord), and the kTx record.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shard/db.h"
+#include "shard/journal_format/journal_format.h"
+#include "shard/journal_format/journal_test_util.h"
+#include "shard/shard.h"
+#include "shard/test_util.h"
+
+namespace deadbolt::shard {
+namespace {
+
+using namespace journal_test;  // NOLINT: test helpers
+
+// --- replay into a shard ---
+
+class JournalApplyTest : public ::testing::Test {
+ protected:
+  bool Apply(const Rec& r) {
+    // Through the bytes, as a replay does.
+    std::string buf;
+    JournalWriter w(&buf);
+    w.BeginFrame();
+    Write(w, r);
+    EXPECT_TRUE(w.EndFrame());
+    bool result = false;
+    size_t n = 0;
+    JournalScan scan = ScanJournal(buf, [&](const JournalRecord& rec) {
+      n++;
+      result = ApplyJournalRecord(rec, shard, now);
+      return true;
+    });
+    EXPECT_EQ(scan.status, Status::kOk);
+    EXPECT_EQ(n, 1u);
+    return result;
+  }
+  Db& db(int i) { return shard.db(i); }
+
+  Shard shard{0, 16};
+  int64_t now = 1'700'000'000'000;
+};
+
+TEST_F(JournalApplyTest, HeaderIsIgnored) {
+  EXPECT_TRUE(Apply(HeaderRec(3, 8, now)));
+  for (int i = 0; i < shard.num_dbs(); i++) EXPECT_EQ(db(i).Size(), 0u);
+}
+
+TEST_F(JournalApplyTest, PutThenDel) {
+  EXPECT_TRUE(Apply(PutStr(2, "k", "v1")));
+  EXPECT_EQ(*db(2).Get("k", now), "v1");
+  EXPECT_EQ(db(2).Pttl("k", now), -1);
+  EXPECT_FALSE(db(0).Exists("k", now));
+  // A put replaces the key whole: value and TTL.
+  EXPECT_TRUE(Apply(PutStr(2, "k", "v2", now + 5'000)));
+  EXPECT_EQ(*db(2).Get("k", now), "v2");
+  EXPECT_EQ(db(2).Pttl("k", now), 5'000);
+  EXPECT_TRUE(Apply(PutStr(2, "k", "v3")));
+  EXPECT_EQ(*db(2).Get("k", now), "v3");
+  EXPECT_EQ(db(2).Pttl("k", now), -1);  // a put without TTL drops the old one
+  // Replaying the same put twice is harmless.
+  EXPECT_TRUE(Apply(PutStr(2, "k", "v3")));
+  EXPECT_EQ(*db(2).Get("k", now), "v3");
+  EXPECT_EQ(db(2).Size(), 1u);
+  EXPECT_TRUE(Apply(DelRec(2, "k")));
+  EXPECT_FALSE(db(2).Exists("k", now));
+  EXPECT_TRUE(Apply(DelRec(2, "k")));  // a del of a missing key: nothing to do
+  EXPECT_EQ(db(2).Size(), 0u);
+}
+
+TEST_F(JournalApplyTest, PutWithAPastExpiryDeletesTheKey) {
+  ASSERT_TRUE(db(0).Set("k", "old", SetOptions{}, now).ok());
+  EXPECT_TRUE(Apply(PutStr(0, "k", "new", now - 1)));
+  EXPECT_FALSE(db(0).Exists("k", now));
+  EXPECT_EQ(db(0).Size(), 0u);
+  // At now exactly: expired as well (the put's time is at or before now).
+  ASSERT_TRUE(db(0).Set("k", "old", SetOptions{}, now).ok());
+  EXPECT_TRUE(Apply(PutStr(0, "k", "new", now)));
+  EXPECT_FALSE(db(0).Exists("k", now));
+  // A hash too, over a string.
+  ASSERT_TRUE(db(0).Set("h", "old", SetOptions{}, now).ok());
+  EXPECT_TRUE(Apply(PutHash(0, "h", {{"f", "v"}}, 1)));
+  EXPECT_FALSE(db(0).Exists("h", now));
+  // On a missing key: nothing is created.
+  EXPECT_TRUE(Apply(PutStr(0, "never", "v", now - 100)));
+  EXPECT_FALSE(db(0).Exists("never", now));
+  // One ms in the future: there.
+  EXPECT_TRUE(Apply(PutStr(0, "k", "new", now + 1)));
+  EXPECT_EQ(db(0).Pttl("k", now), 1);
+}
+
+TEST_F(JournalApplyTest, PutOfAHash) {
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"f1", "v1"}, {"", "empty field"}, {"empty value", ""}, {Binary(), Binary()}};
+  EXPECT_TRUE(Apply(PutHash(3, "h", fields, now + 60'000)));
+  EXPECT_EQ(db(3).Type("h", now), ValueType::kHash);
+  EXPECT_EQ(db(3).Pttl("h", now), 60'000);
+  auto all = db(3).HGetAll("h", now);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), fields.size());
+  for (size_t i = 0; i < fields.size(); i++) {
+    EXPECT_EQ((*all)[i].first, fields[i].first);
+    EXPECT_EQ((*all)[i].second, fields[i].second);
+  }
+  // A put of a hash replaces the old one whole (fields not in it are gone), and a string too.
+  EXPECT_TRUE(Apply(PutHash(3, "h", {{"only", "this"}})));
+  EXPECT_EQ(*db(3).HLen("h", now), 1);
+  EXPECT_EQ(*db(3).HGet("h", "only", now), "this");
+  EXPECT_EQ(db(3).Pttl("h", now), -1);
+  EXPECT_TRUE(Apply(PutStr(3, "h", "now a string")));
+  EXPECT_EQ(*db(3).Get("h", now), "now a string");
+  EXPECT_TRUE(Apply(PutHash(3, "h", {{"back", "to a hash"}})));
+  EXPECT_EQ(*db(3).HGet("h", "back", now), "to a hash");
+  // A large hash (the table form).
+  std::vector<std::pair<std::string, std::string>> many;
+  for (int i = 0; i < 300; i++) many.emplace_back(Cat("f", i), Cat("v", i));
+  EXPECT_TRUE(Apply(PutHash(3, "big", many)));
+  EXPECT_EQ(*db(3).HLen("big", now), 300);
+  EXPECT_EQ(*db(3).HGet("big", "f299", now), "v299");
+}
+
+TEST_F(JournalApplyTest, PutWithALockRecordRestoresTheHolding) {
+  EXPECT_TRUE(Apply(PutStr(1, "lock:1", "alice", now + 30'000, 77, 3)));
+  auto info = db(1).LockInfo("lock:1", now);
+  ASSERT_TRUE(info.ok());
+  EXPECT_TRUE(info->held);
+  EXPECT_EQ(info->owner, "alice");
+  EXPECT_EQ(info->token, 77u);
+  EXPECT_EQ(info->holds, 3);
+  EXPECT_EQ(info->pttl_ms, 30'000);
+  EXPECT_GE(db(1).last_fencing_token(), 77u);
+  // Releasing with the restored token works, one hold at a time; a wrong token does not.
+  EXPECT_EQ(*db(1).LockRelease("lock:1", "alice", now, 76), -1);
+  EXPECT_EQ(*db(1).LockRelease("lock:1", "bob", now, 77), -1);
+  EXPECT_EQ(*db(1).LockRelease("lock:1", "alice", now, 77), 2);
+  EXPECT_EQ(*db(1).LockRelease("lock:1", "alice", now, 77), 1);
+  // The owner re-entering keeps the restored token.
+  auto again = db(1).LockAcquire("lock:1", "alice", 10'000, true, now);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->reentered);
+  EXPECT_EQ(again->token, 77u);
+  EXPECT_EQ(again->holds, 2);
+  EXPECT_EQ(*db(1).LockRelease("lock:1", "alice", now, 77), 1);
+  EXPECT_EQ(*db(1).LockRelease("lock:1", "alice", now, 77), 0);
+  EXPECT_FALSE(db(1).Exists("lock:1", now));
+  // New tokens come after the restored one, on any key.
+  auto g = db(1).LockAcquire("lock:2", "carol", 10'000, false, now);
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(g->acquired);
+  EXPECT_GT(g->token, 77u);
+  // Another db's counter is its own.
+  EXPECT_EQ(db(0).last_fencing_token(), 0u);
+}
+
+TEST_F(JournalApplyTest, ALockRecordReplacesTheOneTheKeyHad) {
+  auto g = db(0).LockAcquire("lock", "old-owner", 10'000, false, now);
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(Apply(PutStr(0, "lock", "new-owner", now + 10'000, 50, 1)));
+  auto info = db(0).LockInfo("lock", now);
+  EXPECT_EQ(info->owner, "new-owner");
+  EXPECT_EQ(info->token, 50u);
+  EXPECT_EQ(info->holds, 1);
+  // A put without a record leaves the key with none (a plain SET over the lock).
+  EXPECT_TRUE(Apply(PutStr(0, "lock", "plain")));
+  info = db(0).LockInfo("lock", now);
+  EXPECT_EQ(info->token, 0u);
+  EXPECT_EQ(info->holds, 1);
+  EXPECT_EQ(db(0).LockRecords(), 0u);
+  EXPECT_EQ(db(0).last_fencing_token(), 50u);  // never back
+}
+
+TEST_F(JournalApplyTest, AnExpiredLockPutStillAdvancesTheCounter) {
+  EXPECT_TRUE(Apply(PutStr(0, "lock", "alice", now - 1, 90, 1)));
+  EXPECT_FALSE(db(0).Exists("lock", now));
+  EXPECT_EQ(db(0).LockRecords(), 0u);
+  EXPECT_GE(db(0).last_fencing_token(), 90u);
+  auto g = db(0).LockAcquire("lock", "bob", 1'000, false, now);
+  ASSERT_TRUE(g.ok());
+  EXPECT_GT(g->token, 90u);
+}
+
+TEST_F(JournalApplyTest, TokenAdvancesTheCounterAndNeverMovesItBack) {
+  EXPECT_TRUE(Apply(TokenRec(4, 100)));
+  EXPECT_EQ(db(4).last_fencing_token(), 100u);
+  EXPECT_TRUE(Apply(TokenRec(4, 50)));
+  EXPECT_EQ(db(4).last_fencing_token(), 100u);
+  EXPECT_TRUE(Apply(TokenRec(4, 0)));
+  EXPECT_EQ(db(4).last_fencing_token(), 100u);
+  EXPECT_TRUE(Apply(TokenRec(4, 101)));
+  EXPECT_EQ(db(4).last_fencing_token(), 101u);
+  EXPECT_EQ(db(3).last_fencing_token(), 0u);
+  EXPECT_EQ(db(5).last_fencing_token(), 0u);
+  auto g = db(4).LockAcquire("k", "o", 1'000, false, now);
+  EXPECT_EQ(g->token, 102u);
+}
+
+TEST_F(JournalApplyTest, FlushDbEmptiesOnlyThatDb) {
+  for (int i : {0, 1, 2}) {
+    ASSERT_TRUE(db(i).Set("a", "1", SetOptions{}, now).ok());
+    ASSERT_TRUE(db(i).Set("b", "2", SetOptions{}, now).ok());
+  }
+  auto g = db(1).LockAcquire("lock", "o", 1'000, false, now);
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(Apply(FlushRec(1)));
+  EXPECT_EQ(db(1).Size(), 0u);
+  EXPECT_EQ(db(1).LockRecords(), 0u);
+  EXPECT_EQ(db(1).last_fencing_token(), g->token);  // a flush keeps the counter
+  EXPECT_EQ(db(0).Size(), 2u);
+  EXPECT_EQ(db(2).Size(), 2u);
+  EXPECT_EQ(*db(0).Get("a", now), "1");
+  EXPECT_EQ(*db(2).Get("b", now), "2");
+}
+
+TEST_F(JournalApplyTest, ADbOutOfRangeReturnsFalseAndChangesNothing) {
+  Shard small{0, 2};
+  ASSERT_TRUE(small.db(0).Set("k", "v", SetOptions{}, now).ok());
+  ASSERT_TRUE(small.db(1).Set("k", "v", SetOptions{}, now).ok());
+  auto g = small.db(1).LockAcquire("lock", "o", 1'000, false, now);
+  ASSERT_TRUE(g.ok());
+  for (uint32_t bad_db : {2u, 3u, 16u, 1'000u, UINT32_MAX}) {
+    for (const Rec& r : {PutStr(bad_db, "k", "x", -1, 500, 1), PutHash(bad_db, "k", {{"f", "v"}}),
+                         DelRec(bad_db, "k"), TokenRec(bad_db, 1'000), FlushRec(bad_db)}) {
+      SCOPED_TRACE(Cat("db ", bad_db) + Cat(" kind ", static_cast<int>(r.kind)));
+      JournalRecord rec;
+      rec.kind = r.kind;
+      rec.db = r.db;
+      rec.key = r.key;
+      rec.value = r.value;
+      rec.token = r.token;
+      EXPECT_FALSE(ApplyJournalRecord(rec, small, now));
+      for (int i : {0, 1}) {
+        EXPECT_EQ(*small.db(i).Get("k", now), "v");
+      }
+      EXPECT_EQ(small.db(0).Size(), 1u);
+      EXPECT_EQ(small.db(1).Size(), 2u);
+      EXPECT_EQ(small.db(0).last_fencing_token(), 0u);
+      EXPECT_EQ(small.db(1).last_fencing_token(), g->token);
+    }
+  }
+  // The last db is in range.
+  JournalRecord ok;
+  ok.kind = RecordKind::kToken;
+  ok.db = 1;
+  ok.token = 9;
+  EXPECT_TRUE(ApplyJournalRecord(ok, small, now));
+  EXPECT_EQ(small.db(1).last_fencing_token(), 9u);
+}
+
+TEST_F(JournalApplyTest, SnapshotsWrittenAndReplayedRebuildTheShard) {
+  // A shard's keys written as puts (as a journal rewrite would) and replayed into a fresh shard.
+  Shard src{0, 4};
+  ASSERT_TRUE(src.db(0).Set("s", "value", SetOptions{}, now).ok());
+  SetOptions px;
+  px.expire = SetOptions::Expire::kAt;
+  px.expire_at_ms = now + 9'000;
+  ASSERT_TRUE(src.db(0).Set("ttl", Binary(), px, now).ok());
+  ASSERT_TRUE(src.db(2).HSet("h", "f", "v", now).ok());
+  ASSERT_TRUE(src.db(2).HSet("h", "", Binary(), now).ok());
+  ASSERT_EQ(src.db(2).ExpireAt("h", now + 4'000, ExpireCond::kNone, now), 1);
+  auto g1 = src.db(3).LockAcquire("lock", "alice", 20'000, true, now);
+  auto g2 = src.db(3).LockAcquire("lock", "alice", 20'000, true, now);
+  ASSERT_TRUE(g1.ok() && g2.ok());
+  ASSERT_EQ(g2->holds, 2);
+
+  std::string buf;
+  JournalWriter w(&buf);
+  w.BeginFrame();
+  w.Header(JournalHeader{kJournalVersion, 0, 1, now});
+  ASSERT_TRUE(w.EndFrame());
+  for (int i = 0; i < src.num_dbs(); i++) {
+    std::vector<std::string> keys;
+    src.db(i).Keys("*", now, [&](std::string_view key) { keys.emplace_back(key); });
+    w.BeginFrame();
+    for (const std::string& key : keys) {
+      auto snap = src.db(i).Snapshot(key, now);
+      ASSERT_TRUE(snap.has_value());
+      w.Put(static_cast<uint32_t>(i), key, *snap);
+    }
+    w.Token(static_cast<uint32_t>(i), src.db(i).last_fencing_token());
+    ASSERT_TRUE(w.EndFrame());
+  }
+
+  Shard dst{0, 4};
+  JournalScan scan = ScanJournal(buf, [&](const JournalRecord& r) {
+    EXPECT_TRUE(ApplyJournalRecord(r, dst, now + 1'000));
+    return true;
+  });
+  EXPECT_EQ(scan.status, Status::kOk);
+  const int64_t later = now + 1'000;
+  EXPECT_EQ(*dst.db(0).Get("s", later), "value");
+  EXPECT_EQ(*dst.db(0).Get("ttl", later), Binary());
+  EXPECT_EQ(dst.db(0).Pttl("ttl", later), 8'000);
+  EXPECT_EQ(*dst.db(2).HGet("h", "", later), Binary());
+  EXPECT_EQ(dst.db(2).Pttl("h", later), 3'000);
+  auto info = dst.db(3).LockInfo("lock", later);
+  EXPECT_EQ(info->owner, "alice");
+  EXPECT_EQ(info->token, g1->token);
+  EXPECT_EQ(info->holds, 2);
+  EXPECT_EQ(dst.db(3).last_fencing_token(), src.db(3).last_fencing_token());
+  for (int i = 0; i < 4; i++) EXPECT_EQ(dst.db(i).Size(), src.db(i).Size()) << "db " << i;
+}
+
+TEST(JournalFormatTxTest, TxRecordOpensItsFrame) {
+  std::string buf;
+  JournalWriter w(&buf);
+  w.BeginFrame();
+  w.Del(0, "before");
+  ASSERT_TRUE(w.EndFrame());
+  w.BeginFrame();
+  w.Tx(TxTag{0x1234567890abcdefULL, 42, 1700000000123, {0, 2, 5}});
+  w.Del(0, "a");
+  w.Del(0, "b");
+  ASSERT_TRUE(w.EndFrame());
+  std::vector<JournalRecord> got;
+  JournalScan scan = ScanJournal(buf, [&](const JournalRecord& r) {
+    got.push_back(r);
+    return true;
+  });
+  ASSERT_EQ(scan.status, JournalScan::Status::kOk);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_FALSE(got[1].tx.carried);
+  EXPECT_TRUE(got[0].first_in_frame);
+  EXPECT_EQ(got[1].kind, RecordKind::kTx);
+  EXPECT_TRUE(got[1].first_in_frame);
+  EXPECT_EQ(got[1].tx.nonce, 0x1234567890abcdefULL);
+  EXPECT_EQ(got[1].tx.id, 42u);
+  EXPECT_EQ(got[1].tx.commit_ns, 1700000000123);
+  EXPECT_EQ(got[1].tx.participants, (std::vector<uint32_t>{0, 2, 5}));
+  EXPECT_FALSE(got[2].first_in_frame);
+  EXPECT_FALSE(got[3].first_in_frame);
+  // Replaying a kTx record changes nothing.
+  Shard shard(0, 1);
+  EXPECT_TRUE(ApplyJournalRecord(got[1], shard, 0));
+  EXPECT_EQ(shard.db(0).Size(), 0u);
+}
+
+}  // namespace
+}  // namespace deadbolt::shard
