@@ -25,19 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The end-to-end tests' helpers: a free port, and which shard of a --threads 2 server a key is on.
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-from harness import free_port  # noqa: E402
+from harness import free_port, wait_port  # noqa: E402
 from slots import on_shard, shard_of  # noqa: E402
-
-
-def wait_port(port, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("server did not start on %d" % port)
 
 
 def bench(port, args, n, clients=50, pipeline=1, keyspace=0):

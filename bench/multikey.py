@@ -24,18 +24,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-from harness import encode_command, free_port, reply_end, IncompleteReply  # noqa: E402
-
-
-def wait_port(port, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("server did not start on %d" % port)
+from harness import encode_command, free_port, reply_end, IncompleteReply, wait_port  # noqa: E402
 
 
 def status_kb(pid, field):

@@ -75,6 +75,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_port(port, timeout=20):
+    """Waits until something accepts connections on 127.0.0.1:port (a server just started by a
+    script that does not use ServerProcess); raises RuntimeError after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("server did not start on %d" % port)
+
+
 def server_command(port):
     binary = os.environ.get("DEADBOLT_SERVER")
     if binary:
