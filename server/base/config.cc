@@ -96,6 +96,22 @@ const std::vector<Setting>& Settings() {
       {"maxclients", true, IntSetter(&Config::maxclients, 1, INT32_MAX),
        IntGetter(&Config::maxclients)},
       {"hz", true, IntSetter(&Config::hz, 1, 500), IntGetter(&Config::hz)},
+      {"pipeline-order", false,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::string l = AsciiLower(v);
+         if (l == "sent") {
+           c.pipeline_order = Config::PipelineOrder::kSent;
+         } else if (l == "key") {
+           c.pipeline_order = Config::PipelineOrder::kKey;
+         } else {
+           return std::string("argument(s) must be one of the following: sent, key");
+         }
+         return std::nullopt;
+       },
+       [](const Config& c) {
+         return std::string(c.pipeline_order == Config::PipelineOrder::kKey ? "key" : "sent");
+       }},
+      {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
       {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
       {"loglevel", true,
        [](Config& c, std::string_view v) -> std::optional<std::string> {
@@ -203,7 +219,8 @@ std::string Config::Usage() {
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--max-multibulk-len N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
-         "                       [--loglevel LEVEL] [--no-pin]\n"
+         "                       [--loglevel LEVEL] [--no-pin] [--spin-us US]\n"
+         "                       [--pipeline-order sent|key]\n"
          "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"
          "                       [--dir PATH] [--auto-aof-rewrite-percentage N]\n"
          "                       [--auto-aof-rewrite-min-size BYTES]\n"

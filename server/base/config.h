@@ -27,6 +27,14 @@ struct Config {
   int64_t timeout = 0;   // idle client timeout in seconds (0: never)
   std::string loglevel = "notice";
   bool pin_threads = true;
+  // A reactor with cross-reactor messages in flight polls its inbox for this long before it
+  // sleeps: a reply that comes within the window costs no eventfd write and no wake-up.
+  int spin_us = 20;
+  // What a pipeline's order promises (docs/ARCHITECTURE.md). kSent, the default, as Redis:
+  // others see its effects in the order sent. kKey: only commands on the same key keep their
+  // order, so commands for different shards run at once; replies still leave in order.
+  enum class PipelineOrder : uint8_t { kSent, kKey };
+  PipelineOrder pipeline_order = PipelineOrder::kSent;
   // --restart-delay: lock acquisitions are refused for this many ms after start
   // (server/cmdtable/restart_delay.h).
   int64_t restart_delay_ms = 0;

@@ -25,7 +25,16 @@ struct ReactorStats {
   uint64_t expire_cycle_us = 0;  // time spent in active expiry
   uint64_t keyspace_hits = 0;
   uint64_t keyspace_misses = 0;
+  // Cross-reactor messages: sent, and run here; the chains they travelled in (one per target
+  // per loop turn at most), the eventfd writes that woke a sleeping target, the wake-ups this
+  // reactor got, and the waits the spin (--spin-us) saved.
   uint64_t messages_sent = 0;
+  uint64_t messages_received = 0;
+  uint64_t batches_sent = 0;
+  uint64_t wakeups_sent = 0;
+  uint64_t wakeups_received = 0;
+  uint64_t spins = 0;
+  uint64_t spin_hits = 0;
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
   uint64_t unauth_clients_closed = 0;   // closed before AUTH for output piling up
@@ -51,6 +60,12 @@ struct ReactorStats {
     keyspace_hits += o.keyspace_hits;
     keyspace_misses += o.keyspace_misses;
     messages_sent += o.messages_sent;
+    messages_received += o.messages_received;
+    batches_sent += o.batches_sent;
+    wakeups_sent += o.wakeups_sent;
+    wakeups_received += o.wakeups_received;
+    spins += o.spins;
+    spin_hits += o.spin_hits;
     total_error_replies += o.total_error_replies;
     acl_access_denied_auth += o.acl_access_denied_auth;
     unauth_clients_closed += o.unauth_clients_closed;

@@ -35,6 +35,7 @@ struct Snapshot {
   size_t blocked_clients = 0;  // waiting in LOCK.ACQUIRE ... WAIT, counted where they wait
   PubSubInfoTotals pubsub_totals;
   std::vector<JournalStats> journals;  // one per shard with the journal on
+  std::vector<ReactorStats> per_reactor;  // INFO stats' reactor<i> lines
 };
 
 size_t RssBytes() {
@@ -194,7 +195,28 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     "eventloop_duration_sum:", s.eventloop_duration_us, "\r\n",
                     "eventloop_duration_max:", s.eventloop_duration_max_us, "\r\n",
                     "tx_locked_keys:", s.tx_locked_keys, "\r\n",
-                    "tx_waiting:", s.tx_waiting, "\r\n");
+                    "tx_waiting:", s.tx_waiting, "\r\n",
+                    "cross_shard_messages_received:", s.messages_received, "\r\n",
+                    "cross_shard_batches:", s.batches_sent, "\r\n",
+                    "cross_shard_wakeups_sent:", s.wakeups_sent, "\r\n",
+                    "cross_shard_wakeups_received:", s.wakeups_received, "\r\n",
+                    "cross_shard_spins:", s.spins, "\r\n",
+                    "cross_shard_spin_hits:", s.spin_hits, "\r\n");
+    // Per reactor: what it sent to the others (messages, in how many chains), what it ran for
+    // them, the wake-ups it caused and got, and how often its spin caught a message.
+    for (size_t i = 0; i < snap.per_reactor.size(); i++) {
+      const ReactorStats& r = snap.per_reactor[i];
+      char mean[32];
+      snprintf(mean, sizeof(mean), "%.2f",
+               r.batches_sent ? static_cast<double>(r.messages_sent) / r.batches_sent : 0.0);
+      absl::StrAppend(&out, "reactor", i, ":commands=", r.commands_processed,
+                      ",messages_sent=", r.messages_sent, ",messages_received=",
+                      r.messages_received, ",batches_sent=", r.batches_sent,
+                      ",mean_batch=", mean, ",wakeups_sent=", r.wakeups_sent,
+                      ",wakeups_received=", r.wakeups_received, ",spins=", r.spins,
+                      ",spin_hits=", r.spin_hits, ",eventloop_cycles=", r.eventloop_cycles,
+                      "\r\n");
+    }
     // Redis 7.2's name for wrong passwords; the clients closed before AUTH are deadbolt's own.
     absl::StrAppend(&out, "acl_access_denied_auth:", s.acl_access_denied_auth, "\r\n",
                     "unauthenticated_clients_closed:", s.unauth_clients_closed, "\r\n");
@@ -273,6 +295,7 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         total.pubsub_totals = MergePubSubInfo(pubsub_parts);
         for (auto& s : *snaps) {
           total.stats.Add(s.stats);
+          total.per_reactor.push_back(s.stats);
           for (auto& j : s.journals) total.journals.push_back(j);
           total.blocked_clients += s.blocked_clients;
           if (total.dbs.size() < s.dbs.size()) total.dbs.resize(s.dbs.size());

@@ -2,6 +2,7 @@
 
 #include <absl/strings/ascii.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "server/base/error_strings.h"
@@ -9,6 +10,7 @@
 #include "server/base/str_util.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/cmdtable/restart_delay.h"
+#include "server/core/journal.h"
 #include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
@@ -17,9 +19,7 @@
 #include "server/txn/watch_table.h"
 
 namespace deadbolt::server {
-namespace {
 
-// Whether any key of the call is locked by a transaction on this shard.
 bool KeysBlocked(const CommandSpec* spec, CmdArgs args, int db, const LockTable& locks) {
   bool blocked = false;
   spec->ForEachKey(args, [&](int i) { blocked = blocked || locks.Blocked(db, args[i]); });
@@ -31,8 +31,6 @@ std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db
   spec->ForEachKey(args, [&](int i) { names.push_back(LockTable::Name(db, args[i])); });
   return names;
 }
-
-}  // namespace
 
 // The reply slot of a blocking command (LOCK.ACQUIRE ... WAIT) kept open on its shard: Finish()
 // sends the reply back to the connection's reactor (see BlockedReply).
@@ -122,9 +120,11 @@ struct RemoteCommand {
     spec->shard_handler(a, ctx);
     Connection* c = conn;
     uint64_t s = seq;
-    r->Send(origin, [c, s, reply = std::move(reply)]() mutable {
+    const bool local = r->id() == origin;
+    r->Send(origin, [c, s, local, reply = std::move(reply)]() mutable {
       // Held for a journal batch of that shard that could not be written: an error, not OK.
       if (const std::string* e = Reactor::FailedReplyError()) reply = FailHeldReplies(reply, *e);
+      if (local) c->inflight_local_--;
       c->CompleteSlot(s, std::move(reply));
       c->OnForwardDone();
       c->Unref();
@@ -233,6 +233,7 @@ void Connection::ProcessInput() {
       break;
     }
   }
+  SendRelay();  // the commands gathered from this input go in one relay
   if (in_start_ == in_.size()) {
     in_.clear();
     in_start_ = 0;
@@ -287,8 +288,25 @@ void Connection::CompleteSlot(uint64_t seq, std::string data) {
   Slot& s = pending_[seq - pending_base_];
   if (&s.data != &data) s.data = std::move(data);
   s.done = true;
+  Journal* j = reactor_->journal();
+  if (j) s.hold = j->TurnBatch();  // what ran this turn is in this turn's batch
   while (!pending_.empty() && pending_.front().done) {
-    out_.append(pending_.front().data);
+    Slot& front = pending_.front();
+    if (j && front.hold && front.hold > j->durable_batch() && front.hold <= j->failed_batch()) {
+      // Its batch could not be written while it waited behind earlier slots: an error, not OK.
+      front.data = FailHeldReplies(front.data, errors::AofWriteError(j->error() ? j->error() : EIO));
+      front.hold = 0;
+    }
+    out_.append(front.data);
+    if (front.hold && front.hold > j->durable_batch()) {
+      // Held until its batch is written, as FlushConnections holds output of this turn (marks
+      // out of batch order only hold longer).
+      if (!hold_marks_.empty() && hold_marks_.back().second == front.hold) {
+        hold_marks_.back().first = out_.size();
+      } else {
+        hold_marks_.emplace_back(out_.size(), front.hold);
+      }
+    }
     pending_.pop_front();
     pending_base_++;
   }
@@ -404,25 +422,51 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
     }
   }
   const bool on_shard = shard != kSpansShards;
-  // Effects happen in the order the client sent its commands. Commands may be in flight to one
-  // shard at a time (that shard's queue keeps them in order); a command for another shard, or
-  // one that touches keys through a fan-out, waits until they are done.
-  if (inflight_ > 0 &&
-      (on_shard ? shard != inflight_shard_
-                : (spec->has_keys() || (spec->flags & (kWrite | kReadOnly | kBarrier))))) {
-    Defer(spec, args);
-    return;
+  const bool blocking = on_shard && spec->blocks && spec->blocks(args);  // LOCK.ACQUIRE ... WAIT
+  const bool key_order = reactor_->config().pipeline_order == Config::PipelineOrder::kKey;
+  // --pipeline-order sent: a relay being gathered takes every single-shard command after it
+  // (relay.cc); anything else waits for it.
+  if (relay_) {
+    if (on_shard && !blocking && !RelayFull()) {
+      reactor_->stats().commands_processed++;
+      RelayAdd(spec, args, shard);
+      return;
+    }
+    SendRelay();
+  }
+  // Effects happen in the order the client sent its commands (sent): what is in flight goes to
+  // one shard at a time (that shard's queue keeps them in order), as one relay or one blocking
+  // call; a command for another shard waits until they are done. With --pipeline-order key,
+  // commands for any shards may be in flight at once (each shard's queue keeps the order of a
+  // key's commands); a blocking command waits. In both, every command that runs here rather
+  // than on one shard (fan-outs, MULTI/EXEC, WATCH, SELECT, WAITAOF, PUBLISH, CLIENT, CONFIG,
+  // scripts across shards, ...) is a barrier: it runs once everything before it has.
+  if (inflight_ > 0) {
+    bool wait;
+    if (!on_shard) {
+      wait = true;
+    } else if (key_order) {
+      wait = blocking;
+    } else {
+      wait = shard != inflight_shard_;
+    }
+    if (wait) {
+      Defer(spec, args);
+      return;
+    }
   }
   reactor_->stats().commands_processed++;
   if (on_shard) {
-    const bool blocking = spec->blocks && spec->blocks(args);  // LOCK.ACQUIRE ... WAIT
-    if (shard != reactor_->id() || inflight_ > 0 ||
+    const bool local_busy = key_order ? inflight_local_ > 0 : inflight_ > 0;
+    if (shard != reactor_->id() || local_busy ||
         (!reactor_->locks().idle() && KeysBlocked(spec, args, db_index_, reactor_->locks()))) {
       // To the owner, or behind a lock (or earlier work) here.
       if (blocking) {
         ForwardBlocking(spec, args, shard);
-      } else {
+      } else if (key_order) {
         Forward(spec, args, shard);
+      } else {
+        RelayAdd(spec, args, shard);  // sent when the input read so far has been gathered
       }
       return;
     }
@@ -475,6 +519,7 @@ void Connection::OnForwardDone() {
   std::vector<std::string_view> views = owned->Views();
   Execute(spec, CmdArgs(views.data(), views.size()));
   if (!paused_ && !closing_) ProcessInput();
+  SendRelay();  // the deferred command may have started one (ProcessInput sends its own)
 }
 
 void Connection::RunConnHandler(const CommandSpec* spec, CmdArgs args,
@@ -492,6 +537,7 @@ void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
   Ref();
   inflight_++;
   inflight_shard_ = shard;
+  if (shard == reactor_->id() && !block) inflight_local_++;
   reactor_->Send(shard, RemoteCommand{spec, std::make_unique<OwnedArgs>(args), reactor_->id(),
                                       db_index_, resp_, this, seq, id_, std::move(block)});
 }

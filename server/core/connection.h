@@ -25,7 +25,17 @@ class PubSubClient;               // pub/sub (server/core/pubsub.h)
 enum class PubSubKind : uint8_t;  // pub/sub
 struct WatchFlag;
 struct RemoteCommand;
+struct Relay;
+struct RelayDeleter {  // relay.cc, where Relay is defined
+  void operator()(Relay* r) const;
+};
 class ConnBlockedReply;
+class LockTable;
+
+// Whether a transaction holds (or waits for) any key of the call on this shard, and the lock
+// names of its keys (server/txn/lock_table.h). Shard thread.
+bool KeysBlocked(const CommandSpec* spec, CmdArgs args, int db, const LockTable& locks);
+std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db);
 
 // What a connection and the shard its blocking command (LOCK.ACQUIRE ... WAIT) went to share
 // while the call is out. Either thread may read it.
@@ -154,6 +164,9 @@ class Connection {
   bool blocked() const {
     return block_state_ && block_state_->waiting.load(std::memory_order_relaxed);
   }
+  // A relay of this connection's pipeline is back with the replies of its commands
+  // (server/core/relay.cc).
+  void OnRelayDone(uint64_t seq, std::string replies);
   // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
   void OnClose();
   bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }
@@ -163,6 +176,11 @@ class Connection {
   friend struct RemoteCommand;
   friend class ConnBlockedReply;
   static constexpr int kSpansShards = -2;
+  // inflight_shard_ while a relay is out: no shard, so every later keyed command waits for it.
+  static constexpr int kRelayShard = -3;
+  // A relay carries at most this much; the commands after it wait for its replies.
+  static constexpr size_t kMaxRelayCommands = 1024;
+  static constexpr size_t kMaxRelayBytes = 256 * 1024;
   // A fan-out over more keys than this locks the shards it touches whole instead of each key
   // (the shards passed to it must then be all those owning its keys).
   static constexpr size_t kMaxKeyLocks = 1024;
@@ -207,6 +225,11 @@ class Connection {
   void EndBlock(uint64_t seq, std::string reply, int shard, absl::AnyInvocable<void()> undo);
   // OnClose: tells the shard that the client no longer waits.
   void CancelBlock();
+  // --pipeline-order sent: gathers a command that cannot run inline, and the single-shard
+  // commands after it, into relay_; SendRelay sends it on its way (server/core/relay.cc).
+  void RelayAdd(const CommandSpec* spec, CmdArgs args, int shard);
+  bool RelayFull() const;
+  void SendRelay();
   // Holds a command (and the input after it) until the commands in flight are done.
   void Defer(const CommandSpec* spec, CmdArgs args);
   void OnForwardDone();
@@ -240,6 +263,9 @@ class Connection {
   struct Slot {
     std::string data;
     bool done = false;
+    // The journal batch its reply must wait for (appendfsync's rule, Journal::HoldBatch),
+    // taken when it completed: a slot may reach out_ turns later, behind earlier slots.
+    uint64_t hold = 0;
   };
   std::deque<Slot> pending_;
   // appendfsync always: (end offset in out_, journal batch) — out_'s bytes up to the offset
@@ -269,8 +295,13 @@ class Connection {
   bool close_after_reply_ = false;
   bool processing_ = false;
   bool paused_ = false;  // an EXEC, a fan-out, a deferred or a blocking command holds back input
-  int inflight_ = 0;     // forwarded commands not yet answered, all to inflight_shard_
+  // Forwarded commands (or relays) not yet answered. --pipeline-order sent: all to
+  // inflight_shard_ (kRelayShard for a relay). --pipeline-order key: to any shards,
+  // inflight_local_ of them to this reactor's own.
+  int inflight_ = 0;
   int inflight_shard_ = -1;
+  int inflight_local_ = 0;
+  std::unique_ptr<Relay, RelayDeleter> relay_;  // being gathered, not yet sent
   const CommandSpec* deferred_spec_ = nullptr;
   std::unique_ptr<OwnedArgs> deferred_args_;
   // While a blocking command is out: what it shares with its shard, and the shard it went to.

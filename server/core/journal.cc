@@ -533,6 +533,11 @@ uint64_t Journal::HoldBatch() const {
   return std::max(durable_batch(), failed_upto_) >= appended_batch_ ? 0 : appended_batch_;
 }
 
+uint64_t Journal::TurnBatch() const {
+  if (main_ && !dirty_.empty()) return appended_batch_ + 1;
+  return HoldBatch();
+}
+
 void Journal::Durable() {
   uint64_t d = synced_everywhere();
   if (!sync_waiters_.empty()) {

@@ -109,6 +109,9 @@ class Journal {
   // to the file (the kernel has it) with `everysec` and `no`, so that a write whose journal write
   // fails is never acknowledged. Batches that failed (failed_batch()) hold nothing more.
   uint64_t HoldBatch() const;
+  // The same during a turn: the batch the turn's changes so far will be written in (EndTurn
+  // makes it), for output that may leave in a later turn (a reply slot behind earlier ones).
+  uint64_t TurnBatch() const;
   // The newest batch output may be released for (on disk with `always`, written otherwise).
   uint64_t durable_batch() const;
   // When the journal cannot be written (its last write or fsync failed): the errno, else 0.

@@ -42,6 +42,9 @@ constexpr int kBufGroup = 0;
 // Bounds how long one active-expiry tick may run, so lock traffic never stalls behind it.
 constexpr int64_t kExpireBudgetUs = 1000;
 constexpr size_t kExpireStep = 256;  // buckets visited per active-expiry step
+// Output of a connection with commands out on other shards waits for their replies up to this
+// size, so that a pipeline's replies leave in one send (FlushConnections).
+constexpr size_t kCoalesceBytes = 64 * 1024;
 
 enum OpKind : uint64_t {
   kOpAccept = 1,
@@ -345,6 +348,8 @@ void Reactor::Wake() {
     uint64_t one = 1;
     ssize_t ignored = write(event_fd_, &one, sizeof(one));
     (void)ignored;
+    Reactor* sender = Current();
+    if (sender) sender->stats_.wakeups_sent++;
   }
 }
 
@@ -390,17 +395,24 @@ void Reactor::FlushOutboxes() {
     Reactor& r = server_->reactor(target);
     r.inbox_.PushChain(first, last);
     first = last = nullptr;
+    stats_.batches_sent++;
+    messages_this_turn_ = true;
     r.Wake();
   }
 }
 
 void Reactor::DrainInbox() {
   // Bounded so that a flood of messages cannot starve this reactor's own sockets.
-  for (int i = 0; i < 4096; i++) {
+  int i = 0;
+  for (; i < 4096; i++) {
     Task* t = inbox_.Pop();
     if (!t) break;
     t->fn();
     delete t;
+  }
+  if (i > 0) {
+    stats_.messages_received += static_cast<uint64_t>(i);
+    messages_this_turn_ = true;
   }
   while (!local_tasks_.empty()) {
     std::vector<Task*> batch;
@@ -552,6 +564,13 @@ void Reactor::FlushConnections() {
         (c->hold_marks_.empty() || c->hold_marks_.back().first != c->out_.size())) {
       // Written while a journal batch is not on disk yet: leaves once it is (always).
       c->hold_marks_.emplace_back(c->out_.size(), hold);
+    }
+    if (c->inflight_ > 0 && !c->block_state_ && !c->close_after_reply_ &&
+        c->out_.size() < kCoalesceBytes) {
+      // Replies to commands still out on other shards come within a turn or two: the replies
+      // before them wait and leave in the same send (the connection is marked again when they
+      // come). A blocking call may wait long, so what precedes it leaves now.
+      continue;
     }
     if (!c->send_in_flight_ && !c->out_.empty()) {
       SubmitSend(c);
@@ -709,6 +728,7 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
       OnSend(c, cqe->res);
       break;
     case kOpEvent:
+      stats_.wakeups_received++;
       if (!stop_.load(std::memory_order_relaxed)) ArmEventfd();
       break;
     case kOpIgnore:
@@ -761,6 +781,8 @@ void Reactor::Turn() {
   FlushConnections();
 
   bool block = local_tasks_.empty() && yielded_.empty() && !inbox_.MaybeNonEmpty();
+  if (block && messages_this_turn_ && config_.spin_us > 0) block = !Spin();
+  messages_this_turn_ = false;
   if (block) {
     sleeping_.store(true, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -824,6 +846,28 @@ void Reactor::Turn() {
   }
   free_list_.swap(keep);
   CountTurn(worked + (MonotonicUs() - work_start));
+}
+
+// Messages went back and forth this turn, so more are likely on their way (the replies to what
+// was sent, the next hop of a transaction): poll the inbox for a moment before sleeping. A
+// message that arrives meanwhile costs its sender no eventfd write and this reactor no wake-up
+// (sleeping_ stays false). What this turn queued for the ring is submitted first, so the spin
+// delays no reply; socket input that arrives during it waits for the spin to end (at most
+// --spin-us).
+bool Reactor::Spin() {
+  stats_.spins++;
+  io_uring_submit(&ring_);
+  const int64_t until = MonotonicUs() + config_.spin_us;
+  do {
+    for (int i = 0; i < 64; i++) {
+      if (inbox_.MaybeNonEmpty()) {
+        stats_.spin_hits++;
+        return true;
+      }
+      __builtin_ia32_pause();
+    }
+  } while (MonotonicUs() < until && !stop_.load(std::memory_order_relaxed));
+  return false;
 }
 
 void Reactor::CountTurn(int64_t us) {

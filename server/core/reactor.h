@@ -114,6 +114,7 @@ class Reactor {
   void Turn();
   // Counts one loop turn that worked `us` microseconds (INFO eventloop_*).
   void CountTurn(int64_t us);
+  bool Spin();  // true when a message arrived while spinning
   void Adopt(int fd);
   void HandleCqe(io_uring_cqe* cqe);
   void OnAccept(int res, uint32_t flags);
@@ -169,6 +170,7 @@ class Reactor {
   std::atomic<bool> stop_{false};
   std::vector<std::pair<Task*, Task*>> outbox_;  // per target: chain built this turn
   std::vector<Task*> local_tasks_;
+  bool messages_this_turn_ = false;  // sent or received a cross-reactor message (Spin)
 
   int64_t now_ms_ = 0;
   int64_t next_tick_ms_ = 0;
