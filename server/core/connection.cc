@@ -2,6 +2,7 @@
 
 #include <absl/strings/ascii.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -280,6 +281,9 @@ std::string* Connection::ReplyTarget() {
 }
 
 uint64_t Connection::ReserveSlot() {
+  // A reply of its own after a relay's: the relay, whose one slot holds the replies of all its
+  // commands, takes no more (the commands after this one wait for it).
+  if (relay_) SendRelay();
   pending_.emplace_back();
   return pending_base_ + pending_.size() - 1;
 }
@@ -748,10 +752,19 @@ void Connection::DropFanOuts() {
   fan_outs_.clear();
 }
 
+namespace {
+std::vector<int> SortedUnique(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+}  // namespace
+
 void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<ChunkFn> phases,
                                absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
   std::vector<Transaction::Part> parts;
   bool for_exec = exec_ && exec_in_handler_;
+  bool few_keys = false;  // so few that one step of each phase does a shard's whole part
   // Inside EXEC the transaction's locks are already held. Otherwise a command that touches keys
   // (or the whole keyspace) locks what it touches on every shard it fans out to.
   if (!for_exec && cur_spec_ && (cur_spec_->flags & (kWrite | kReadOnly))) {
@@ -764,6 +777,7 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
       // hash-table entry per key): lock the shards whole, as Redis runs any command alone.
       for (int s : shards) parts.push_back(Transaction::Part{s, {}, true});
     } else if (nkeys > 0) {
+      few_keys = nkeys <= kOnePassKeys;
       // One part per shard, not per key.
       const Server& server = reactor_->server();
       std::vector<int> part_of(server.num_shards(), -1);
@@ -807,6 +821,24 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
       run->pauses = true;
       paused_ = true;
     }
+  }
+  // One phase of a few keys, no journal to commit to: lock, run and release in one pass along
+  // the shards (Transaction::LockRunRelease), with no stop at the coordinator in between.
+  std::vector<int> locked = run->tx.Shards();
+  if (!for_exec && run->phases.size() == 1 && !reactor_->journal() && !locked.empty() &&
+      locked == SortedUnique(run->shards) && few_keys) {
+    ChunkFn phase = run->phases[0];
+    int d = db_index_;
+    run->tx.LockRunRelease(
+        [phase, d](Reactor& r) {
+          protocol::ReplyBuilder sink(&NullSink, 2);
+          ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
+          while (phase(ctx)) {
+          }
+          NullSink.clear();
+        },
+        [run] { run->Finish(); });
+    return;
   }
   run->tx.Lock([run] { run->NextPhase(); });
 }

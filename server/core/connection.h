@@ -184,6 +184,9 @@ class Connection {
   // A fan-out over more keys than this locks the shards it touches whole instead of each key
   // (the shards passed to it must then be all those owning its keys).
   static constexpr size_t kMaxKeyLocks = 1024;
+  // A one-phase fan-out over at most this many keys runs in one pass along the shards
+  // (Transaction::LockRunRelease) when there is no journal.
+  static constexpr size_t kOnePassKeys = 64;
   struct QueuedCommand {
     const CommandSpec* spec;
     std::unique_ptr<OwnedArgs> args;

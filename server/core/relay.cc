@@ -136,13 +136,14 @@ void RunRelay(std::unique_ptr<Relay> r) {
 
 void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
   if (!relay_) {
+    const uint64_t seq = ReserveSlot();  // before relay_ is set: ReserveSlot would send it
     relay_.reset(new Relay());
+    relay_->seq = seq;
     relay_->origin = reactor_->id();
     relay_->db = db_index_;
     relay_->resp = resp_;
     relay_->client_id = id_;
     relay_->conn = this;
-    relay_->seq = ReserveSlot();
     Ref();
     inflight_++;
     inflight_shard_ = kRelayShard;

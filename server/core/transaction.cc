@@ -80,6 +80,29 @@ std::vector<int> Transaction::Shards() const {
   return s;
 }
 
+// LockRunRelease: runs on parts[i]'s shard once every part's locks are held and every later
+// part has run and let go; runs this part, lets go, and passes on down (or home).
+struct Transaction::RunStep {
+  std::shared_ptr<const Plan> plan;
+  size_t i;
+  Transaction* tx;  // dereferenced only on the coordinator
+
+  void operator()() {
+    Reactor* r = Reactor::Current();
+    const Part& p = plan->parts[i];
+    plan->run(*r);
+    r->locks().Unlock(plan->id, p.names, p.whole);
+    if (i > 0) {
+      r->Send(plan->parts[i - 1].shard, RunStep{plan, i - 1, tx});
+    } else if (plan->origin == r->id()) {
+      tx->OnLocked();
+    } else {
+      Transaction* t = tx;
+      r->Send(plan->origin, [t] { t->OnLocked(); });
+    }
+  }
+};
+
 // Runs on parts[i]'s shard: takes its locks (or waits for them), then passes on to the next
 // shard, or tells the coordinator that every lock is held.
 struct Transaction::LockStep {
@@ -110,6 +133,8 @@ struct Transaction::LockStep {
     if (i + 1 < plan->parts.size()) {
       int next = plan->parts[i + 1].shard;
       r->Send(next, LockStep{plan, i + 1, tx});
+    } else if (plan->run) {
+      RunStep{plan, i, tx}();  // every lock is held: run here now, then back down
     } else if (plan->origin == r->id()) {
       tx->OnLocked();
     } else {
@@ -118,6 +143,13 @@ struct Transaction::LockStep {
     }
   }
 };
+
+void Transaction::LockRunRelease(std::function<void(Reactor&)> fn,
+                                 absl::AnyInvocable<void()> done) {
+  plan_->run = std::move(fn);
+  released_ = true;  // nothing is left to release when `done` runs
+  Lock(std::move(done));
+}
 
 void Transaction::Lock(absl::AnyInvocable<void()> on_locked) {
   on_locked_ = std::move(on_locked);
@@ -135,7 +167,8 @@ void Transaction::Lock(absl::AnyInvocable<void()> on_locked) {
 
 void Transaction::OnLocked() {
   if (plan_->abandoned.load(std::memory_order_relaxed)) {  // given up meanwhile
-    OnAbandoned(plan_->parts.size());
+    // LockRunRelease: every part ran and let go already.
+    OnAbandoned(plan_->run ? 0 : plan_->parts.size());
     return;
   }
   locked_ = true;

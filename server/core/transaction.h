@@ -68,6 +68,18 @@ class Transaction {
   // coordinator once all are done. fn may write only to state set aside for its shard.
   void Hop(const std::vector<int>& shards, std::function<void(Reactor&)> fn,
            absl::AnyInvocable<void()> then);
+  // Lock(), one Hop() over every shard it locks, and Release() in one pass along the shards,
+  // for a transaction with no journal to commit to: the locks go up in shard order as in
+  // Lock(); the last shard runs fn as soon as it holds its locks and lets them go, then each
+  // earlier shard in turn, going back down, runs fn and lets go; the first one tells the
+  // coordinator, which runs `done`. A key is held for one message there and one back, rather
+  // than the four of Lock, Hop and Release, so a crowd on one hot key drains twice as fast.
+  // Still atomic: every shard's lock is taken before any fn runs, and a shard lets go only
+  // once every shard after it has run, while every shard before it still holds its keys — so
+  // another transaction, which locks in the same order, meets it whole or not at all, and a
+  // single-key command sees a shard's change only when the earlier shards' are bound to follow
+  // (their keys stay locked until they have). Abandon() works as with Lock().
+  void LockRunRelease(std::function<void(Reactor&)> fn, absl::AnyInvocable<void()> done);
   // Ends the transaction in two steps. First every shard writes its part to its journal (one
   // frame tagged with the transaction, see Journal::CommitTx) and answers; with appendfsync
   // always the answer waits until that part is on disk. Then, on the coordinator, every lock
@@ -90,6 +102,7 @@ class Transaction {
     std::vector<uint32_t> participants;     // that transaction's shards; empty: nothing to tag
     int64_t commit_ns = 0;                  // set by Release before any part is committed
     std::atomic<bool> abandoned{false};     // set by the coordinator (Abandon), read by shards
+    std::function<void(Reactor&)> run;      // LockRunRelease: run on each shard, locks held
   };
   static uint64_t Enter(Reactor& r, const Plan& plan);
   static void Leave(Reactor& r, const Plan& plan, uint64_t prev);
@@ -98,6 +111,7 @@ class Transaction {
   void CommitAck();
   void Unlock();
   struct LockStep;
+  struct RunStep;
   void OnLocked();
   // On the coordinator: an abandoned transaction's lock chain stopped, holding parts [0, held).
   void OnAbandoned(size_t held);

@@ -70,6 +70,24 @@ class OrderChecks:
         for i, (g, w) in enumerate(zip(got, want)):
             self.assertEqual(g, w, "reply %d to %r" % (i, cmds[i]))
 
+    def test_errors_between_commands_keep_their_place(self):
+        # Refused in the dispatcher (unknown, arity) or by the handler (WRONGTYPE) between
+        # commands for both shards: each reply in its place.
+        a, b = on_shard(0, "err"), on_shard(1, "err")
+        c = self.conn()
+        c.cmd("DEL", a, b)
+        for first in (a, b):
+            other = b if first == a else a
+            got = c.pipeline([("SET", first, "1"), ("NOSUCHCOMMAND",), ("GET", other),
+                              ("GET",), ("HSET", first, "f", "v"), ("INCR", other), ("GET", first)])
+            self.assertEqual(got[0], OK)
+            self.assertTrue(got[1].startswith(b"-ERR unknown command"), got[1])
+            self.assertIn(got[2], (b"$-1\r\n", bulk("1")))
+            self.assertTrue(got[3].startswith(b"-ERR wrong number of arguments"), got[3])
+            self.assertTrue(got[4].startswith(b"-WRONGTYPE"), got[4])
+            self.assertTrue(got[5].startswith(b":"), got[5])
+            self.assertEqual(got[6], bulk("1"))
+
     def test_incr_per_key_counts_up_in_order(self):
         keys = keys_on_both("ctr", 6)
         c = self.conn()
