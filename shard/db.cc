@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "shard/base/glob.h"
 #include "shard/db_impl.h"
-#include "shard/shard.h"
 
 namespace deadbolt::shard {
 
@@ -47,7 +47,7 @@ void Db::Impl::Swap(Dict::Pos pos, Entry* e) {
   Entry* old = dict.Replace(pos, e);
   expires -= old->has_expire() ? 1 : 0;
   expires += e->has_expire() ? 1 : 0;
-  Entry::Destroy(old);
+  DestroyEntry(old);
 }
 
 bool Db::Impl::OverwriteStringInPlace(Dict::Pos pos, std::string_view value, int64_t at_ms,
@@ -86,7 +86,7 @@ void Db::Impl::Remove(Dict::Pos pos, Change why) {
   Entry* e = pos.entry();
   OnChange(e->key(), why);
   if (e->has_expire()) --expires;
-  Entry::Destroy(dict.Unlink(pos));
+  DestroyEntry(dict.Unlink(pos));
 }
 
 void Db::Impl::RemovingInScan(Entry* e, Change why) {
@@ -140,7 +140,7 @@ bool Db::Exists(std::string_view key, int64_t now_ms) {
 ValueType Db::Type(std::string_view key, int64_t now_ms) {
   uint64_t hash;
   Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
-  return pos ? pos.entry()->type() : ValueType::kNone;
+  return pos ? TypeOf(pos.entry()) : ValueType::kNone;
 }
 
 int64_t Db::ExpireAt(std::string_view key, int64_t at_ms, ExpireCond cond, int64_t now_ms) {
@@ -226,7 +226,7 @@ ScanResult Db::Scan(uint64_t cursor, std::string_view pattern, size_t count, Val
       ++removed;
       return true;
     }
-    if (type_filter != ValueType::kNone && e->type() != type_filter) return false;
+    if (type_filter != ValueType::kNone && TypeOf(e) != type_filter) return false;
     if (!all && !GlobMatch(pattern, e->key())) return false;
     result.keys.emplace_back(e->key());
     return false;

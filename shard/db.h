@@ -11,11 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "shard/op_status.h"
+#include "shard/base/op_status.h"
+#include "shard/types/value_type.h"
 
 namespace deadbolt::shard {
-
-enum class ValueType : uint8_t { kNone, kString, kHash };
 
 // Options of SET (and of SETNX, SETEX, PSETEX, GETSET, MSET, which are SETs with fixed options).
 struct SetOptions {

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "shard/base/test_util.h"
 #include "shard/db.h"
-#include "shard/test_util.h"
 
 namespace deadbolt::shard {
 namespace {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "shard/base/test_util.h"
 #include "shard/db.h"
 #include "shard/shard.h"
-#include "shard/test_util.h"
 
 namespace deadbolt::shard {
 namespace {

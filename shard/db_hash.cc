@@ -7,11 +7,11 @@
 #include <optional>
 #include <string>
 
+#include "shard/base/glob.h"
+#include "shard/base/numeric.h"
 #include "shard/db.h"
 #include "shard/db_impl.h"
-#include "shard/numeric.h"
-#include "shard/shard.h"
-#include "shard/value.h"
+#include "shard/types/hash_value.h"
 
 namespace deadbolt::shard {
 
@@ -64,7 +64,7 @@ class HashEdit {
 template <typename ImplT>
 void StoreHash(ImplT& impl, Dict::Pos pos, HashValue* h) {
   Entry* e = pos.entry();
-  if (e->hash() != h) impl.Swap(pos, Entry::MakeHash(e->key(), h, e->expire_at()));
+  if (e->hash() != h) impl.Swap(pos, MakeHashEntry(e->key(), h, e->expire_at()));
   impl.Modified(pos);
 }
 
@@ -90,7 +90,7 @@ int64_t AddHash(ImplT& impl, std::string_view key, uint64_t hash,
     owner.reset();  // replaced by a bigger block or a table
   }
   const int64_t n = static_cast<int64_t>(h->size());
-  impl.Add(Entry::MakeHash(key, h, Entry::kNoExpire), hash);
+  impl.Add(MakeHashEntry(key, h, Entry::kNoExpire), hash);
   return n;
 }
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "shard/base/test_util.h"
 #include "shard/db.h"
-#include "shard/hash_value.h"
-#include "shard/test_util.h"
+#include "shard/types/hash_value.h"
 
 namespace deadbolt::shard {
 namespace {

@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "shard/db.h"
-#include "shard/dict.h"
-#include "shard/entry.h"
+#include "shard/table/dict.h"
+#include "shard/table/entry.h"
+#include "shard/types/value_kinds.h"
 
 namespace deadbolt::shard {
 
@@ -31,7 +32,7 @@ struct Db::Impl {
     kExpired,      // removed because its TTL passed (lazily or by active expiry)
   };
 
-  Dict dict;
+  Dict dict{&DestroyEntry};
   size_t expires = 0;          // entries that have a TTL
   uint64_t expire_cursor = 0;  // where ActiveExpire continues
   uint64_t rng = 0x2545f4914f6cdd1dULL;

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shard/base/test_util.h"
 #include "shard/db.h"
-#include "shard/test_util.h"
 
 namespace deadbolt::shard {
 namespace {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "shard/base/test_util.h"
 #include "shard/db.h"
-#include "shard/test_util.h"
 
 namespace deadbolt::shard {
 namespace {

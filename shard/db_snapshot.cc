@@ -2,7 +2,7 @@
 
 #include "shard/db.h"
 #include "shard/db_impl.h"
-#include "shard/hash_value.h"
+#include "shard/types/hash_value.h"
 
 namespace deadbolt::shard {
 

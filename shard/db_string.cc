@@ -7,10 +7,10 @@
 #include <cstring>
 #include <string>
 
+#include "shard/base/numeric.h"
 #include "shard/db.h"
 #include "shard/db_impl.h"
-#include "shard/numeric.h"
-#include "shard/value.h"
+#include "shard/table/heap_string.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "shard/test_util.h"
+#include "shard/base/test_util.h"
 
 namespace deadbolt::shard {
 namespace {

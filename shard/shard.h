@@ -28,11 +28,4 @@ class Shard {
   int expire_db_cursor_ = 0;
 };
 
-// The Redis Cluster slot of a key: CRC16 (XMODEM) of the key, or of the part between the first
-// '{' and the next '}' when that part is non-empty, modulo 16384.
-uint16_t KeySlot(std::string_view key);
-constexpr int kNumSlots = 16384;
-// Redis's glob matching (stringmatchlen): * ? [a-z] [^x] and \ escapes.
-bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase = false);
-
 }  // namespace deadbolt::shard

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "server/base/str_util.h"
-#include "shard/shard.h"
+#include "shard/base/glob.h"
 
 namespace deadbolt::server {
 namespace {

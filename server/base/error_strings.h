@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "shard/op_status.h"
+#include "shard/base/op_status.h"
 
 namespace deadbolt::server::errors {
 

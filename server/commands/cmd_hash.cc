@@ -13,8 +13,8 @@
 #include "server/base/error_strings.h"
 #include "server/cmdtable/command.h"
 #include "server/commands/cmd_util.h"
+#include "shard/base/numeric.h"
 #include "shard/db.h"
-#include "shard/numeric.h"
 
 namespace deadbolt::server {
 

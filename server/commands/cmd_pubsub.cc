@@ -19,7 +19,7 @@
 #include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
-#include "shard/shard.h"
+#include "shard/base/glob.h"
 
 namespace deadbolt::server {
 namespace {

@@ -16,8 +16,8 @@
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "shard/base/numeric.h"
 #include "shard/db.h"
-#include "shard/numeric.h"
 #include "shard/shard.h"
 
 namespace deadbolt::server {

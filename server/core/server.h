@@ -11,7 +11,7 @@
 #include "server/base/config.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/cmdtable/restart_delay.h"
-#include "shard/shard.h"
+#include "shard/base/slot.h"
 
 namespace deadbolt::server {
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "shard/base/test_util.h"
 #include "shard/db.h"
 #include "shard/journal_format/journal_format.h"
 #include "shard/journal_format/journal_test_util.h"
 #include "shard/shard.h"
-#include "shard/test_util.h"
 
 namespace deadbolt::shard {
 namespace {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "shard/base/test_util.h"
 #include "shard/journal_format/journal_format.h"
-#include "shard/test_util.h"
 
 namespace deadbolt::shard::journal_test {
 

@@ -33,7 +33,7 @@ double Zeta(uint64_t n, double theta) {
 constexpr int kNumSlots = 16384;
 
 // CRC16-CCITT as XMODEM (polynomial 0x1021, initial value 0, no reflection, no final xor), as
-// Redis Cluster uses; a copy of shard/slot.cc's, since lockload depends on nothing else here.
+// Redis Cluster uses; a copy of shard/base/slot.cc's, since lockload depends on nothing else here.
 constexpr std::array<uint16_t, 256> MakeCrc16Table() {
   std::array<uint16_t, 256> t{};
   for (unsigned i = 0; i < 256; ++i) {

@@ -283,7 +283,7 @@ TEST(RequestSetTest, KeyDistributions) {
 // --- mset: two keys, placed by shard --------------------------------------------------------
 
 TEST(KeySlotTest, MatchesRedisCluster) {
-  // The values shard/slot_test.cc checks against Redis Cluster.
+  // The values shard/base/slot_test.cc checks against Redis Cluster.
   EXPECT_EQ(KeySlot("123456789"), 12739);
   EXPECT_EQ(KeySlot("foo"), 12182);
   EXPECT_EQ(KeySlot("bar"), 5061);

@@ -1,9 +1,9 @@
 // GlobMatch: Redis's glob patterns (util.c stringmatchlen semantics).
 
+#include "shard/base/glob.h"
+
 #include <string_view>
 #include <utility>
-
-#include "shard/shard.h"
 
 namespace deadbolt::shard {
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string_view>
 
-#include "shard/dict.h"
-#include "shard/entry.h"
+#include "shard/table/dict.h"
+#include "shard/table/entry.h"
 
 namespace deadbolt::shard {
 

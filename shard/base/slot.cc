@@ -1,10 +1,10 @@
 // KeySlot: Redis Cluster's key -> slot mapping.
 
+#include "shard/base/slot.h"
+
 #include <array>
 #include <cstdint>
 #include <string_view>
-
-#include "shard/shard.h"
 
 namespace deadbolt::shard {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "shard/shard.h"
+#include "shard/base/glob.h"
 
 namespace deadbolt::shard {
 namespace {

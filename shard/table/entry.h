@@ -8,12 +8,10 @@
 #include <cstring>
 #include <string_view>
 
-#include "shard/db.h"
-
 namespace deadbolt::shard {
 
-class HashValue;
-class HeapString;
+class HashValue;   // shard/types/hash_value.h
+class HeapString;  // shard/table/heap_string.h
 
 // Owned by the Dict that links it, on the shard's reactor thread; never shared across threads.
 //
@@ -35,6 +33,10 @@ class HeapString;
 // The layout is fixed when the entry is built. Changes that keep the layout (a new value of the
 // same length, a new expire time of the same width) are done in place; others build a new entry
 // (Rebuild, MakeString) that the Dict swaps in with Replace.
+//
+// Entry knows the strings (inline and HeapString) it holds. A value object of another kind (a
+// hash) is an owning pointer it stores but does not look into: shard/types/ builds such entries
+// (MakeObject) and frees them with their value (DestroyEntry, shard/types/value_kinds.h).
 class Entry {
  public:
   enum class Kind : uint8_t { kInlineString = 0, kHeapString = 1, kHash = 2 };
@@ -43,19 +45,20 @@ class Entry {
   Entry(const Entry&) = delete;
   Entry& operator=(const Entry&) = delete;
 
-  // Builders. Each returns one new allocation; free it with Destroy (or FreeShell).
+  // Builders. Each returns one new allocation; free it with DestroyEntry
+  // (shard/types/value_kinds.h), or with FreeShell when it owns no value object.
   static Entry* MakeString(std::string_view key, std::string_view value, int64_t expire_at);
   // Takes ownership of `str`.
   static Entry* MakeHeapString(std::string_view key, HeapString* str, int64_t expire_at);
-  // Takes ownership of `hash`.
-  static Entry* MakeHash(std::string_view key, HashValue* hash, int64_t expire_at);
+  // An entry of an object kind (kHash) holding `object`, which it owns from then on. If this
+  // throws, `object` is still the caller's. (shard/types/ wraps it: MakeHashEntry.)
+  static Entry* MakeObject(Kind kind, std::string_view key, void* object, int64_t expire_at);
   // A copy of `old` with another expire time. The value object (if any) moves to the new entry:
   // free `old` with FreeShell afterwards, not Destroy.
   static Entry* Rebuild(const Entry* old, int64_t expire_at);
 
-  // Frees the entry and the value object it owns.
-  static void Destroy(Entry* e);
-  // Frees the entry only (its value object was moved elsewhere).
+  // Frees the entry's own block only: what an inline string needs, or an entry whose value
+  // object was moved elsewhere. An entry that owns a value object is freed with DestroyEntry.
   static void FreeShell(Entry* e);
 
   Entry* next() const { return next_; }
@@ -63,7 +66,6 @@ class Entry {
   void set_next(Entry* n) { next_ = n; }
 
   Kind kind() const { return static_cast<Kind>(flags() & kKindMask); }
-  ValueType type() const { return kind() == Kind::kHash ? ValueType::kHash : ValueType::kString; }
   bool is_string() const { return kind() != Kind::kHash; }
 
   std::string_view key() const { return {key_data(), key_len()}; }

@@ -1,4 +1,4 @@
-#include "shard/value.h"
+#include "shard/table/heap_string.h"
 
 #include <cstring>
 #include <new>

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "shard/shard.h"
-#include "shard/test_util.h"
+#include "shard/base/slot.h"
+#include "shard/base/test_util.h"
 
 namespace deadbolt::shard {
 namespace {

@@ -1,4 +1,4 @@
-#include "shard/dict.h"
+#include "shard/table/dict.h"
 
 #include <algorithm>
 #include <bit>
@@ -181,7 +181,7 @@ void Dict::Clear() {
       Entry* e = t.buckets[i];
       while (e != nullptr) {
         Entry* next = e->next();
-        Entry::Destroy(e);
+        free_entry_(e);
         e = next;
       }
     }

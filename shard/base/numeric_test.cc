@@ -1,4 +1,4 @@
-#include "shard/numeric.h"
+#include "shard/base/numeric.h"
 
 #include <gtest/gtest.h>
 

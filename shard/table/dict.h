@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "shard/entry.h"
+#include "shard/table/entry.h"
 
 namespace deadbolt::shard {
 
@@ -21,10 +21,12 @@ namespace deadbolt::shard {
 // Scan walks buckets with Redis's reverse-binary cursor: every entry present for the whole walk
 // is visited at least once, even if the table grows, shrinks or rehashes between steps.
 //
-// The Dict owns the entries linked into it. Entries never move in memory; a Pos (a place in a
-// bucket chain) stays valid until the next call that moves entries between buckets: FindLink,
-// Insert (each does one rehash step while a resize is under way), RehashSteps, Clear. Replace
-// and Unlink move nothing else.
+// The Dict owns the entries linked into it and frees those it drops (Clear, Scan, the destructor)
+// with the function it was built with: it knows the Entry layout, not the value kinds behind it
+// (the keyspace passes DestroyEntry, shard/types/value_kinds.h). Entries never move in memory; a
+// Pos (a place in a bucket chain) stays valid until the next call that moves entries between
+// buckets: FindLink, Insert (each does one rehash step while a resize is under way), RehashSteps,
+// Clear. Replace and Unlink move nothing else.
 class Dict {
  public:
   // Where an entry is linked: `link` points at the pointer that points at the entry.
@@ -35,7 +37,10 @@ class Dict {
     Entry* entry() const { return *link; }
   };
 
-  Dict() = default;
+  // Frees an entry and whatever it owns.
+  using FreeEntryFn = void (*)(Entry*);
+
+  explicit Dict(FreeEntryFn free_entry) : free_entry_(free_entry) {}
   ~Dict();
   Dict(const Dict&) = delete;
   Dict& operator=(const Dict&) = delete;
@@ -111,6 +116,7 @@ class Dict {
 
   Table t_[2];
   int64_t rehash_idx_ = -1;  // next bucket of t_[0] to move; -1 when not rehashing
+  FreeEntryFn free_entry_;
 };
 
 template <typename Fn>
@@ -122,7 +128,7 @@ void Dict::ScanBucket(int table, uint64_t idx, Fn& fn) {
     if (fn(e)) {
       *link = e->next();
       --t.used;
-      Entry::Destroy(e);
+      free_entry_(e);
     } else {
       link = e->next_link();
     }

@@ -1,13 +1,8 @@
 #pragma once
-// Value objects that live outside an Entry: strings that grow (APPEND, SETRANGE) and hashes
-// (HashValue, in hash_value.h).
+// A string value that lives outside its Entry: one that APPEND or SETRANGE grew.
 
 #include <cstddef>
-#include <optional>
-#include <string>
 #include <string_view>
-
-#include "shard/hash_value.h"  // HashValue, the value of a hash key
 
 namespace deadbolt::shard {
 

@@ -1,9 +1,11 @@
-#include "shard/hash_value.h"
+#include "shard/types/hash_value.h"
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <new>
+
+#include "shard/types/value_kinds.h"
 
 namespace deadbolt::shard {
 
@@ -34,7 +36,7 @@ HashValue* HashValue::Create(size_t bytes) {
 HashValue* HashValue::CreateTable() {
   void* block = ::operator new(sizeof(HashValue) + sizeof(Dict));
   auto* h = new (block) HashValue(kTableForm);
-  new (h->table()) Dict();
+  new (h->table()) Dict(&DestroyEntry);
   return h;
 }
 
@@ -197,7 +199,7 @@ void HashValue::TableSet(HashValue* h, std::string_view field, std::string_view 
     if (!value.empty()) std::memcpy(e->inline_value_data(), value.data(), value.size());
     return;
   }
-  Entry::Destroy(d->Replace(pos, Entry::MakeString(field, value, Entry::kNoExpire)));
+  DestroyEntry(d->Replace(pos, Entry::MakeString(field, value, Entry::kNoExpire)));
 }
 
 HashValue* HashValue::Del(HashValue* h, std::string_view field, bool* removed) {
@@ -223,7 +225,7 @@ HashValue* HashValue::Del(HashValue* h, std::string_view field, bool* removed) {
   Dict::Pos pos = d->FindLink(field, Dict::Hash(field));
   *removed = static_cast<bool>(pos);
   if (!pos) return h;
-  Entry::Destroy(d->Unlink(pos));
+  DestroyEntry(d->Unlink(pos));
   --h->count_;
   d->MaybeShrink();
   HashValue* packed = MaybeRepack(h);

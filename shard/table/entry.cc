@@ -1,10 +1,10 @@
-#include "shard/entry.h"
+#include "shard/table/entry.h"
 
 #include <cstring>
 #include <limits>
 #include <new>
 
-#include "shard/value.h"
+#include "shard/table/heap_string.h"
 
 namespace deadbolt::shard {
 
@@ -79,15 +79,9 @@ Entry* Entry::MakeHeapString(std::string_view key, HeapString* str, int64_t expi
   return e;
 }
 
-Entry* Entry::MakeHash(std::string_view key, HashValue* hash, int64_t expire_at) {
-  Entry* e;
-  try {
-    e = Allocate(Kind::kHash, key, sizeof(void*), expire_at);
-  } catch (...) {
-    delete hash;
-    throw;
-  }
-  e->StorePtr(hash);
+Entry* Entry::MakeObject(Kind kind, std::string_view key, void* object, int64_t expire_at) {
+  Entry* e = Allocate(kind, key, sizeof(void*), expire_at);
+  e->StorePtr(object);
   return e;
 }
 
@@ -97,21 +91,6 @@ Entry* Entry::Rebuild(const Entry* old, int64_t expire_at) {
     std::memcpy(e->value_area(), old->value_area(), old->value_area_len());
   }
   return e;
-}
-
-void Entry::Destroy(Entry* e) {
-  if (e == nullptr) return;
-  switch (e->kind()) {
-    case Kind::kInlineString:
-      break;
-    case Kind::kHeapString:
-      HeapString::Destroy(e->heap_string());
-      break;
-    case Kind::kHash:
-      delete e->hash();
-      break;
-  }
-  FreeShell(e);
 }
 
 void Entry::FreeShell(Entry* e) {

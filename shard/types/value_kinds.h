@@ -1,0 +1,30 @@
+#pragma once
+// The kinds of value an Entry holds, in one place: what TYPE calls each, and what frees it. The
+// table (shard/table/) stores a value object as an owning pointer without looking into it; this
+// file is where the value types meet it. A new value type (sorted set, list, set) adds its
+// Entry::Kind, a case in TypeOf and DestroyEntry, and a builder like MakeHashEntry.
+
+#include <cstdint>
+#include <string_view>
+
+#include "shard/table/entry.h"
+#include "shard/types/value_type.h"
+
+namespace deadbolt::shard {
+
+class HashValue;
+
+// Pure functions over entries, called on the thread that owns them (the shard's reactor).
+
+inline ValueType TypeOf(const Entry* e) {
+  return e->kind() == Entry::Kind::kHash ? ValueType::kHash : ValueType::kString;
+}
+
+// Frees `e` and the value object it owns (a HeapString, a HashValue). The keyspace's Dict and a
+// large hash's Dict are built with it.
+void DestroyEntry(Entry* e);
+
+// A new entry for a hash key. Takes ownership of `hash`, also when it throws.
+Entry* MakeHashEntry(std::string_view key, HashValue* hash, int64_t expire_at);
+
+}  // namespace deadbolt::shard
