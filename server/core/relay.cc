@@ -66,6 +66,34 @@ absl::AnyInvocable<void()> Carry(std::unique_ptr<Relay> r) {
   return [r = std::move(r)]() mutable { RunRelay(std::move(r)); };
 }
 
+// Relays that came home, kept for the next ones of this reactor with their buffers' capacity
+// (a relay is made and comes home on the same reactor): a remote command then costs no
+// allocation for its arguments.
+thread_local std::vector<std::unique_ptr<Relay>> spare;
+constexpr size_t kMaxSpare = 64;
+constexpr size_t kMaxSpareBytes = 16 * 1024;  // larger buffers go back to the allocator
+
+std::unique_ptr<Relay> NewRelay() {
+  if (spare.empty()) return std::make_unique<Relay>();
+  std::unique_ptr<Relay> r = std::move(spare.back());
+  spare.pop_back();
+  return r;
+}
+
+void Recycle(std::unique_ptr<Relay> r) {
+  if (spare.size() >= kMaxSpare || r->bytes.capacity() > kMaxSpareBytes ||
+      r->cmds.capacity() > kMaxSpareBytes / 8) {
+    return;
+  }
+  r->bytes.clear();
+  r->lens.clear();
+  r->cmds.clear();
+  r->replies.clear();
+  r->next = r->next_arg = r->next_byte = r->segment = 0;
+  r->resumed = false;
+  spare.push_back(std::move(r));
+}
+
 // On the origin: the relay is done; its replies go to the connection's slot.
 void Home(std::unique_ptr<Relay> r) {
   if (const std::string* e = Reactor::FailedReplyError()) {
@@ -76,7 +104,7 @@ void Home(std::unique_ptr<Relay> r) {
   Connection* c = r->conn;
   uint64_t seq = r->seq;
   std::string replies = std::move(r->replies);
-  r.reset();
+  Recycle(std::move(r));
   c->OnRelayDone(seq, std::move(replies));
 }
 
@@ -137,7 +165,7 @@ void RunRelay(std::unique_ptr<Relay> r) {
 void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
   if (!relay_) {
     const uint64_t seq = ReserveSlot();  // before relay_ is set: ReserveSlot would send it
-    relay_.reset(new Relay());
+    relay_.reset(NewRelay().release());
     relay_->seq = seq;
     relay_->origin = reactor_->id();
     relay_->db = db_index_;
