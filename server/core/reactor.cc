@@ -53,6 +53,7 @@ enum OpKind : uint64_t {
   kOpEvent = 4,
   kOpIgnore = 5,
   kOpJournal = 6,
+  kOpMsg = 7,  // a wake-up posted into this ring by another reactor (IORING_OP_MSG_RING)
 };
 
 uint64_t Encode(const void* p, OpKind k) { return reinterpret_cast<uint64_t>(p) | k; }
@@ -353,6 +354,23 @@ void Reactor::Wake() {
   }
 }
 
+// From a reactor thread: wakes `r` if it sleeps or is about to. The wake-up rides in this
+// reactor's own ring (IORING_OP_MSG_RING posts a completion into r's ring), submitted with this
+// turn's other SQEs: no syscall of its own, and r has no eventfd read to re-arm. Falls back to
+// the eventfd if the kernel refuses it (HandleCqe).
+void Reactor::WakeFromHere(Reactor& r) {
+  if (!msg_ring_ok_.load(std::memory_order_relaxed)) {
+    r.Wake();
+    return;
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!r.sleeping_.exchange(false, std::memory_order_acq_rel)) return;
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_msg_ring(sqe, r.ring_.ring_fd, 0, Encode(nullptr, kOpMsg), 0);
+  io_uring_sqe_set_data64(sqe, Encode(&r, kOpMsg));  // our own completion names the target
+  stats_.wakeups_sent++;
+}
+
 void Reactor::Send(int target, absl::AnyInvocable<void()> fn) {
   Task* t = new Task(std::move(fn));
   if (target == id_) {
@@ -397,7 +415,7 @@ void Reactor::FlushOutboxes() {
     first = last = nullptr;
     stats_.batches_sent++;
     messages_this_turn_ = true;
-    r.Wake();
+    WakeFromHere(r);
   }
 }
 
@@ -726,6 +744,22 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
       break;
     case kOpSend:
       OnSend(c, cqe->res);
+      break;
+    case kOpMsg:
+      if (c == nullptr) {
+        stats_.wakeups_received++;  // another reactor woke this one
+      } else if (cqe->res < 0) {
+        // Our MSG_RING to that reactor failed (a kernel without it for this ring): wake it the
+        // old way, and use the eventfd from now on.
+        if (msg_ring_ok_.exchange(false, std::memory_order_relaxed)) {
+          LogWarning("IORING_OP_MSG_RING refused (%s): reactors wake each other through eventfds",
+                     strerror(-cqe->res));
+        }
+        Reactor* target = reinterpret_cast<Reactor*>(c);
+        uint64_t one = 1;
+        ssize_t ignored = write(target->event_fd_, &one, sizeof(one));
+        (void)ignored;
+      }
       break;
     case kOpEvent:
       stats_.wakeups_received++;

@@ -132,6 +132,7 @@ class Reactor {
   void Tick();
   void CloseIdleClients();
   void Wake();
+  void WakeFromHere(Reactor& r);
   void RecycleBuffer(uint16_t bid);
   // Output held until the journal's batch `hold` is on disk (appendfsync always).
   void HoldConnection(Connection* c);
@@ -167,6 +168,9 @@ class Reactor {
 
   TaskQueue inbox_;
   std::atomic<bool> sleeping_{false};
+  // IORING_OP_MSG_RING works between the reactors' rings (cleared on the first refusal; shared
+  // by every reactor, so one failure moves all of them to the eventfd).
+  static inline std::atomic<bool> msg_ring_ok_{true};
   std::atomic<bool> stop_{false};
   std::vector<std::pair<Task*, Task*>> outbox_;  // per target: chain built this turn
   std::vector<Task*> local_tasks_;

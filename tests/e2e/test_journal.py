@@ -693,13 +693,13 @@ class JournalTornTailTest(JournalCase):
         c = self.start(threads=1, fsync="always")
         for i in range(10):
             self.assertEqual(c.cmd("SET", "k%d" % i, "v%d" % i), OK)
-        self.assertEqual(c.cmd("SET", "z", "1"), OK)  # the last frame: small
+        self.assertEqual(c.cmd("SET", "zlast", "1"), OK)  # the last frame: small
         self.shutdown()
         path = journal_path(self.dir, 0, 1)
         with open(path, "rb") as f:
             data = f.read()
         start, length = frames(data)[-1]
-        self.assertEqual(frame_with(data, b"z"), (start, length))
+        self.assertEqual(frame_with(data, b"zlast"), (start, length))
         self.assertEqual(start + length, len(data))
         self.assertLess(length, 64)
 
@@ -711,7 +711,7 @@ class JournalTornTailTest(JournalCase):
                     os.unlink(os.path.join(self.dir, name))
 
         want = b"*11\r\n" + b"".join(bulk("v%d" % i) for i in range(10)) + NIL
-        keys = ["k%d" % i for i in range(10)] + ["z"]
+        keys = ["k%d" % i for i in range(10)] + ["zlast"]
         # Cut at the frame's start: a whole journal without the last write, no warning needed.
         for cut in range(start, start + length):
             with self.subTest(cut=cut - start, frame_length=length):
@@ -724,10 +724,10 @@ class JournalTornTailTest(JournalCase):
                                      r"frame .*dropped %d bytes"
                                      % (re.escape(path), start, cut - start))
                 self.kill()
-        # Whole: z is back.
+        # Whole: zlast is back.
         write(len(data))
         c = self.start(threads=1, fsync="always")
-        self.assertEqual(c.cmd("GET", "z"), bulk("1"))
+        self.assertEqual(c.cmd("GET", "zlast"), bulk("1"))
         self.assertNotIn("incomplete frame", self.log())
         self.kill()
         # Zeros after the last frame (the size reached the disk, the data did not): dropped.
