@@ -184,7 +184,8 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
     static constexpr std::string_view kTakesValue =
         " --host -h --port -p --password -a --connections -c --pipeline -P --threads -t --rate"
         " --max-inflight --duration -d --requests -n --warmup --workload -w --release --extend"
-        " --keys --keyspace --zipf-theta --prefix --conn-prefixes --ttl --seed --ring --mset --shards ";
+        " --keys --keyspace --zipf-theta --prefix --ttl --seed --ring --mset --shards"
+        " --conn-prefixes ";
     if (name.size() < 2 || kTakesValue.find(" " + std::string(name) + " ") == std::string::npos) {
       return "unknown option " + std::string(arg) + " (see --help)";
     }

@@ -450,8 +450,8 @@ TEST(RequestSetTest, EachConnectionWritesItsOwnPrefix) {
   const std::string suffix = reqs.Suffix(ReqKind::kAcquire, tok);
   for (size_t conn = 0; conn < 4; ++conn) {
     std::string buf(reqs.MaxRequestSize(), '\0');
-    char* end = reqs.Write(buf.data(), ReqKind::kAcquire, 4294967295u, suffix, 0,
-                           reqs.prefix(conn));
+    char* end =
+        reqs.Write(buf.data(), ReqKind::kAcquire, 4294967295u, suffix, 0, reqs.prefix(conn));
     ASSERT_LE(static_cast<size_t>(end - buf.data()), buf.size());
     buf.resize(static_cast<size_t>(end - buf.data()));
     const auto args = Args(buf);

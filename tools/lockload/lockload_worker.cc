@@ -175,8 +175,8 @@ std::string Worker::SetUp() {
   dirty_.reserve(static_cast<size_t>(num_conns_));
   // This worker's first connection, numbered over all workers (main.cc gives worker i
   // connections / threads, one more while i < connections % threads).
-  const int first_conn = id_ * (opts_.connections / opts_.threads) +
-                         std::min(id_, opts_.connections % opts_.threads);
+  const int first_conn =
+      id_ * (opts_.connections / opts_.threads) + std::min(id_, opts_.connections % opts_.threads);
   for (int i = 0; i < num_conns_; ++i) {
     auto c = std::make_unique<Conn>();
     c->prefix = reqs_.prefix(static_cast<size_t>(first_conn + i));
@@ -260,9 +260,8 @@ bool Worker::TakeBudget(int64_t now) {
 
 void Worker::Append(Conn* c, ReqKind kind, uint32_t key, int64_t intended, bool measured) {
   const uint32_t key2 = reqs_.two_keys(kind) ? reqs_.PickPartner(key, &c->rng) : 0;
-  char* end =
-      reqs_.Write(c->out.get() + c->out_len, kind, key, c->suffix[static_cast<size_t>(kind)], key2,
-                  c->prefix);
+  char* end = reqs_.Write(c->out.get() + c->out_len, kind, key,
+                          c->suffix[static_cast<size_t>(kind)], key2, c->prefix);
   c->out_len = static_cast<size_t>(end - c->out.get());
   c->pend[c->pend_tail & c->pend_mask] = Pending{intended, key, kind, measured};
   ++c->pend_tail;
