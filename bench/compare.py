@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import socket
@@ -194,6 +195,12 @@ def proc_cpu(pid):
 def proc_rss(pid):
     with open(f"/proc/{pid}/statm") as f:
         return int(f.read().split()[1]) * PAGE
+
+
+def children_cpu():
+    """utime+stime of this script's waited-for children, seconds."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def machine_busy():
@@ -595,6 +602,7 @@ def run_redis_benchmark(cfg, server, pipeline, requests, cores):
                             "-c", str(cfg.connections), "-P", str(pipeline), "-r",
                             str(cfg.keyspace), "-n", str(int(requests)), "--csv"] + list(XS_COMMAND)
         a_cpu, a_busy, a_t = proc_cpu(server.pid), machine_busy(), time.monotonic()
+        a_kids = children_cpu()
         proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             out, err = proc.communicate(timeout=cfg.rb_timeout)
@@ -603,6 +611,7 @@ def run_redis_benchmark(cfg, server, pipeline, requests, cores):
             raise RuntimeError(f"redis-benchmark took over {cfg.rb_timeout:g} s: " + " ".join(argv))
         _children.remove(proc)
         b_cpu, b_busy, b_t = proc_cpu(server.pid), machine_busy(), time.monotonic()
+        rb_cpu = children_cpu() - a_kids  # redis-benchmark's own, now that it was waited for
         b_cmds, b_x = server_counters(ctl)
     finally:
         ctl.close()
@@ -625,8 +634,8 @@ def run_redis_benchmark(cfg, server, pipeline, requests, cores):
         "server_cpu_us_per_op": cpu / cmds * 1e6,
         "server_cpu_util": cpu / span,
         "cross_shard_messages_per_op": (b_x - a_x) / cmds,
-        "background_cores": None,
-        "machine_busy_cores": (b_busy - a_busy) / span,
+        "load_cpu_util": rb_cpu / span,
+        "background_cores": max(0.0, (b_busy - a_busy - cpu - rb_cpu) / span),
     }
 
 
@@ -767,6 +776,8 @@ def main():
                     help="cross-shard suite: pipeline depths (1,16)")
     ap.add_argument("--rb-timeout", type=float, default=120.0,
                     help="cross-shard suite: longest a redis-benchmark run may take, s (120)")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a sentence for the report's notes (repeatable), e.g. what the binary is")
     ap.add_argument("--from-json", metavar="PATH",
                     help="measure nothing: redo the report and plot from a results.json")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: sweep, cycle, "
@@ -803,7 +814,7 @@ def main():
     if shutil.which(cfg.redis) is None:
         sys.exit(f"compare.py: {cfg.redis} not found (apt-get install redis-server)")
     cfg.redis = shutil.which(cfg.redis)
-    notes = []
+    notes = list(cfg.note)
     # Others may rebuild the binaries while this runs: use private copies for the whole run.
     tmp = tempfile.mkdtemp(prefix="deadbolt-compare-")
     atexit.register(shutil.rmtree, tmp, True)
@@ -950,6 +961,7 @@ def collect_meta(cfg, release, elapsed, depths, rates):
         "deadbolt_sha256": cfg.deadbolt_sha,
         "release": release,
         "suite": getattr(cfg, "suite", "main"),
+        "quiet_wait": cfg.quiet_wait,
         "rounds": cfg.rounds, "open_rounds": cfg.open_rounds, "duration": cfg.duration,
         "warmup": cfg.warmup,
         "connections": cfg.connections, "keyspace": cfg.keyspace, "nice": cfg.nice,

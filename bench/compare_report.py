@@ -624,6 +624,13 @@ def render_cross_shard_markdown(data, s):
       "*redis*: `redis-server --save '' --appendonly no`, both `taskset -c 1`, load `taskset -c "
       "0`. Server CPU from `/proc` over the measured window, per command the server counted "
       "(redis-benchmark: over its whole run); cross-shard messages per op from `INFO stats`.\n")
+    bg = [r["background_cores"] for by in data["runs"].values() for rs in by.values()
+          for r in rs if r and r.get("background_cores") is not None]
+    if bg:
+        w(f"Other load (CPU used by other processes during the measured windows): median "
+          f"{statistics.median(bg):.2f}, max {max(bg):.2f} cores of {meta['nproc']}"
+          + (f"; before each run the harness waited up to {meta['quiet_wait']:g} s for it to "
+             "drop under 0.3 cores" if meta.get("quiet_wait") else "") + ".\n")
     w("| load | server | ops/s | server CPU µs/op | server cores busy | cross-shard msgs/op |")
     w("|---|---|---:|---:|---:|---:|")
     for load, by in s["medians"].items():
