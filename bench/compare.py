@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import socket
@@ -34,13 +35,15 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
-from compare_report import (DEADBOLT_EVALSHA, NULL, REPO, SERVERS, log,  # noqa: E402
+from compare_report import (DEADBOLT_EVALSHA, NULL, REPO, SERVERS, XS_CONFIGS,  # noqa: E402
+                            XS_DEFAULT, XS_ONE, XS_REDIS, XS_TAGGED, cross_shard_report, log,
                             report)
 from slots import crc16  # noqa: E402
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 SERVER_CORE = "1"
 LOAD_CORE = "0"
+ALL_CORES = "0-%d" % ((os.cpu_count() or 1) - 1)
 
 # Every process we start, so that nothing outlives us whatever way we leave.
 _children = []
@@ -194,6 +197,12 @@ def proc_rss(pid):
         return int(f.read().split()[1]) * PAGE
 
 
+def children_cpu():
+    """utime+stime of this script's waited-for children, seconds."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def machine_busy():
     """Busy seconds of all CPUs together, from /proc/stat."""
     with open("/proc/stat") as f:
@@ -243,6 +252,10 @@ class Server:
             cmd = ["taskset", "-c", SERVER_CORE, self.cfg.redis, "--port", str(port),
                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                    "--daemonize", "no", "--loglevel", "warning"]
+        elif self.threads == 0:
+            # Its defaults: one reactor per core, each pinned by deadbolt itself. The taskset
+            # only undoes this script's own pinning, which children inherit.
+            cmd = ["taskset", "-c", ALL_CORES, self.cfg.deadbolt, "--port", str(port)]
         elif self.threads == 1:
             cmd = ["taskset", "-c", SERVER_CORE, self.cfg.deadbolt, "--port", str(port),
                    "--threads", "1", "--no-pin"]
@@ -295,8 +308,16 @@ class Server:
 # One lockload run with the server's CPU sampled from /proc over (nearly) the same window.
 
 
-def run_lockload(cfg, server, args, warmup, duration, cores=LOAD_CORE):
-    """`cores`: where lockload may run (taskset -c); by default the core the server is not on."""
+def server_counters(ctl):
+    """(total_commands_processed, cross_shard_messages) from INFO stats (0 where absent)."""
+    st = ctl.info("stats")
+    return int(st.get("total_commands_processed", 0)), int(st.get("cross_shard_messages", 0))
+
+
+def run_lockload(cfg, server, args, warmup, duration, cores=LOAD_CORE, ctl=None):
+    """`cores`: where lockload may run (taskset -c); by default the core the server is not on.
+    `ctl`: a Resp connection to the server: INFO stats is then read at the window's edges too
+    (commands and cross-shard messages per op)."""
     argv = prio(cfg) + [
         "taskset", "-c", cores, cfg.lockload, "-p", str(server.port), "-q", "--json",
         "--cpu", "--server-cpu", "--allow-errors", "--warmup", str(warmup), "-d",
@@ -308,9 +329,15 @@ def run_lockload(cfg, server, args, warmup, duration, cores=LOAD_CORE):
     margin = min(0.1, duration / 10)
     time.sleep(max(0.0, t0 + warmup + margin - time.monotonic()))
     a_t, a_cpu, a_busy = time.monotonic(), proc_cpu(server.pid), machine_busy()
+    a_st = server_counters(ctl) if ctl else None
     time.sleep(max(0.0, t0 + warmup + duration - margin - time.monotonic()))
     b_t, b_cpu, b_busy = time.monotonic(), proc_cpu(server.pid), machine_busy()
-    out, err = proc.communicate(timeout=duration + warmup + 60)
+    b_st = server_counters(ctl) if ctl else None
+    try:
+        out, err = proc.communicate(timeout=duration + warmup + 60)
+    except subprocess.TimeoutExpired:
+        stop(proc, grace=1.0)
+        raise RuntimeError("lockload did not finish: " + " ".join(argv))
     _children.remove(proc)
     if proc.returncode != 0:
         raise RuntimeError("lockload failed (%d): %s %s\n%s" % (
@@ -340,6 +367,10 @@ def run_lockload(cfg, server, args, warmup, duration, cores=LOAD_CORE):
     # Everything else the machine did meanwhile (other jobs), in cores: a noise indicator.
     ll = res["lockload_cpu_util"] or 0.0
     res["background_cores"] = max(0.0, (b_busy - a_busy) / span - util - ll)
+    if a_st and b_st:
+        cmds = max(1, b_st[0] - a_st[0] - 1)  # less the INFO in the window
+        res["server_commands_per_sec"] = cmds / span
+        res["cross_shard_messages_per_op"] = (b_st[1] - a_st[1]) / cmds
     return res
 
 
@@ -528,6 +559,156 @@ def run_memtier(cfg, server, pipeline, duration):
     return {"ops_per_sec": totals.get("Ops/sec"), "p99_ms": p99}
 
 
+
+# ---------------------------------------------------------------------------------------------
+# --suite cross-shard: issue 12's done-when in one run ("Cores that pay", bench/README.md).
+
+# The suite's server configurations are compare_report.XS_CONFIGS: deadbolt with its defaults
+# and untagged keys, the same with each connection's keys on its own reactor's shard, deadbolt
+# --threads 1 on one pinned core (the reference), redis-server on one pinned core.
+XS_COMMAND = ("SET", "lock:__rand_int__", "tok", "NX", "PX", "30000")
+
+
+def xs_server(cfg, config):
+    if config in (XS_DEFAULT, XS_TAGGED):
+        return Server("deadbolt", cfg, threads=0)
+    if config == XS_ONE:
+        return Server("deadbolt", cfg, threads=1)
+    return Server("redis", cfg)
+
+
+def local_conn_prefixes(ctl):
+    """--conn-prefixes for one single-threaded lockload started next, so that each of its
+    connections gets keys {tag}lock:<n> whose slot is on the shard of the reactor the connection
+    lands on. deadbolt hands accepted connections round-robin (accept i -> reactor i mod R, i
+    counted from the server's start, = total_connections_received so far); lockload opens its
+    setup connection first, then its worker's connections one after another."""
+    st, srv = ctl.info("stats"), ctl.info("server")
+    reactors = int(srv.get("reactor_threads", os.cpu_count()))
+    accepted = int(st["total_connections_received"])
+    tags = tags_by_shard(1, reactors)
+    first = accepted + 1  # after lockload's setup connection
+    return reactors, ",".join("{%s}lock:" % tags[(first + j) % reactors][0]
+                              for j in range(reactors))
+
+
+def run_redis_benchmark(cfg, server, pipeline, requests, cores):
+    """redis-benchmark SET lock:__rand_int__ tok NX PX 30000 (-r keyspace): its own throughput,
+    the server's CPU over the whole run from /proc divided by the commands the server counted."""
+    ctl = Resp(server.port)
+    try:
+        a_cmds, a_x = server_counters(ctl)
+        argv = prio(cfg) + ["taskset", "-c", cores, cfg.redis_benchmark, "-p", str(server.port),
+                            "-c", str(cfg.connections), "-P", str(pipeline), "-r",
+                            str(cfg.keyspace), "-n", str(int(requests)), "--csv"] + list(XS_COMMAND)
+        a_cpu, a_busy, a_t = proc_cpu(server.pid), machine_busy(), time.monotonic()
+        a_kids = children_cpu()
+        proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = proc.communicate(timeout=cfg.rb_timeout)
+        except subprocess.TimeoutExpired:
+            stop(proc, grace=1.0)
+            raise RuntimeError(f"redis-benchmark took over {cfg.rb_timeout:g} s: " + " ".join(argv))
+        _children.remove(proc)
+        b_cpu, b_busy, b_t = proc_cpu(server.pid), machine_busy(), time.monotonic()
+        rb_cpu = children_cpu() - a_kids  # redis-benchmark's own, now that it was waited for
+        b_cmds, b_x = server_counters(ctl)
+    finally:
+        ctl.close()
+    if proc.returncode != 0:
+        raise RuntimeError("redis-benchmark failed (%d): %s" % (
+            proc.returncode, err.decode(errors="replace")[-1000:]))
+    rps = None
+    for line in out.decode(errors="replace").splitlines():
+        cols = [c.strip('"') for c in line.split('","')]
+        if len(cols) >= 2 and cols[0].startswith("SET "):
+            rps = float(cols[1])
+            p99 = float(cols[6]) * 1000 if len(cols) > 6 else None
+    if rps is None:
+        raise RuntimeError("no result in redis-benchmark's output: %r" % out[-500:])
+    cmds = max(1, b_cmds - a_cmds - 1)
+    span = b_t - a_t
+    cpu = b_cpu - a_cpu
+    return {
+        "ops_per_sec": rps, "p99_us": p99, "requests": int(requests),
+        "server_cpu_us_per_op": cpu / cmds * 1e6,
+        "server_cpu_util": cpu / span,
+        "cross_shard_messages_per_op": (b_x - a_x) / cmds,
+        "load_cpu_util": rb_cpu / span,
+        "background_cores": max(0.0, (b_busy - a_busy - cpu - rb_cpu) / span),
+    }
+
+
+def cross_shard_suite(cfg):
+    """Issue 12's side-by-side: returns the data for compare_report.cross_shard_report."""
+    depths = [int(x) for x in cfg.xs_depths.split(",") if x]
+    loads = [f"lockload P{d}" for d in depths] + [f"redis-benchmark P{d}" for d in depths]
+    data = {"suite": "cross-shard", "runs": {n: {c: [] for c in XS_CONFIGS} for n in loads},
+            "failures": [], "notes": []}
+    if not cfg.redis_benchmark:
+        data["notes"].append("redis-benchmark is not installed: its rows are missing.")
+    common = ["-w", "acquire", "-c", str(cfg.connections), "-t", "1", "--keyspace",
+              str(cfg.keyspace)]
+    started = time.monotonic()
+    for rnd in range(cfg.rounds):
+        # deadbolt default, --threads 1 and redis alternate; the order flips every round (and
+        # tagged/untagged with it), so a machine growing busier or quieter hits all of them.
+        order = (XS_DEFAULT, XS_TAGGED, XS_ONE, XS_REDIS)
+        if rnd % 2:
+            order = tuple(reversed(order))
+        for d in depths:
+            for config in order:
+                unpinned = config in (XS_DEFAULT, XS_TAGGED)
+                cores = ALL_CORES if unpinned else LOAD_CORE
+                jobs = [("lockload", f"lockload P{d}")]
+                if cfg.redis_benchmark and config != XS_TAGGED:
+                    jobs.append(("redis-benchmark", f"redis-benchmark P{d}"))
+                for tool, name in jobs:
+                    if cfg.quiet_wait > 0:
+                        wait_quiet(cfg.quiet_wait)
+                    try:
+                        with xs_server(cfg, config) as srv:
+                            ctl = Resp(srv.port)
+                            try:
+                                if tool == "lockload":
+                                    args = common + ["-P", str(d)]
+                                    if config == XS_TAGGED:
+                                        _, prefixes = local_conn_prefixes(ctl)
+                                        args += ["--conn-prefixes", prefixes]
+                                    res = run_lockload(cfg, srv, args, cfg.warmup, cfg.duration,
+                                                       cores=cores,
+                                                       ctl=ctl if config != XS_REDIS else None)
+                                else:
+                                    # Enough requests for about --duration s at the rate
+                                    # lockload got from this server at this depth this round.
+                                    got = data["runs"][f"lockload P{d}"][config]
+                                    rate = got[-1]["ops_per_sec"] if got and got[-1] else (
+                                        100_000 if d == 1 else 500_000)
+                                    res = run_redis_benchmark(
+                                        cfg, srv, d, max(10_000, rate * cfg.duration), cores)
+                            finally:
+                                ctl.close()
+                    except (RuntimeError, OSError, ValueError, KeyError) as e:
+                        res = None
+                        msg = f"round {rnd + 1} {name} {config}: {e}"
+                        data["failures"].append(msg)
+                        log("FAILED " + msg)
+                    data["runs"][name][config].append(res)
+                    if res:
+                        x = res.get("cross_shard_messages_per_op")
+                        log(f"round {rnd + 1}/{cfg.rounds} {name:19s} {config:20s} "
+                            f"{res['ops_per_sec']:>11,.0f} ops/s  cpu "
+                            f"{res['server_cpu_us_per_op']:6.3f} us/op "
+                            f"({res['server_cpu_util'] * 100:3.0f}% of a core)"
+                            + (f"  xshard {x:.2f}/op" if x is not None and config != XS_REDIS
+                               else ""))
+    elapsed = time.monotonic() - started
+    log(f"measured in {elapsed:.0f} s")
+    data["meta"] = collect_meta(cfg, None, elapsed, depths, [])
+    data["meta"]["redis_benchmark"] = cfg.redis_benchmark
+    return data
+
+
 # ---------------------------------------------------------------------------------------------
 # The plan.
 
@@ -553,9 +734,16 @@ def main():
     ap.add_argument("--duration", type=float, help="seconds measured per run (3; 1 with --quick)")
     ap.add_argument("--warmup", type=float, help="unmeasured seconds first (1; 0.3 with --quick)")
     ap.add_argument("--connections", type=int, default=50)
-    ap.add_argument("--keyspace", type=int, default=10_000,
-                    help="keys lock:0..K-1 of every run (lockload's default, 10000): after the "
-                         "first K acquires nearly every acquire finds its lock held")
+    ap.add_argument("--suite", choices=("main", "cross-shard"), default="main",
+                    help="main: the comparison of RESULTS.md's main sections (default); "
+                         "cross-shard: issue 12's 'Cores that pay' — deadbolt with its defaults "
+                         "(untagged and reactor-local keys), --threads 1 and redis, lockload and "
+                         "redis-benchmark at --xs-depths (its own JSON, bench/cross_shard.json, "
+                         "and its own section of RESULTS.md)")
+    ap.add_argument("--keyspace", type=int,
+                    help="keys lock:0..K-1 of every run (10000, lockload's default; 100000 with "
+                         "--suite cross-shard, as the issue's load): after the first K acquires "
+                         "nearly every acquire finds its lock held")
     ap.add_argument("--free-keyspace", type=int, default=100_000_000,
                     help="keys of the 'free locks' acquire runs (100000000): nearly every "
                          "acquire takes a free lock and the table grows all through the run")
@@ -580,7 +768,16 @@ def main():
                          "load to drop under 0.3 cores (0: do not wait)")
     ap.add_argument("--out", default="bench/RESULTS.md", help="'-' to write no report")
     ap.add_argument("--png", default="bench/pipeline.png")
-    ap.add_argument("--json", default="bench/results.json", dest="json_out")
+    ap.add_argument("--json", dest="json_out",
+                    help="bench/results.json (bench/cross_shard.json with --suite cross-shard)")
+    ap.add_argument("--redis-benchmark", default="redis-benchmark",
+                    help="cross-shard suite: the redis-benchmark binary ('' to leave it out)")
+    ap.add_argument("--xs-depths", default="1,16",
+                    help="cross-shard suite: pipeline depths (1,16)")
+    ap.add_argument("--rb-timeout", type=float, default=120.0,
+                    help="cross-shard suite: longest a redis-benchmark run may take, s (120)")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a sentence for the report's notes (repeatable), e.g. what the binary is")
     ap.add_argument("--from-json", metavar="PATH",
                     help="measure nothing: redo the report and plot from a results.json")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: sweep, cycle, "
@@ -590,15 +787,22 @@ def main():
     signal.signal(signal.SIGHUP, _on_signal)
 
     os.chdir(REPO)
+    xs = cfg.suite == "cross-shard"
+    cfg.keyspace = cfg.keyspace or (100_000 if xs else 10_000)
+    cfg.json_out = cfg.json_out or ("bench/cross_shard.json" if xs else "bench/results.json")
     if cfg.from_json:
         with open(cfg.from_json) as f:
-            report(json.load(f), cfg)
+            data = json.load(f)
+        if data.get("suite") == "cross-shard":
+            cross_shard_report(data, cfg)
+        else:
+            report(data, cfg)
         return
     q = cfg.quick
     cfg.rounds = cfg.rounds or (1 if q else 3)
     cfg.open_rounds = cfg.open_rounds or (1 if q else max(7, cfg.rounds))
-    cfg.duration = cfg.duration or (1.0 if q else 3.0)
-    cfg.warmup = cfg.warmup if cfg.warmup is not None else (0.3 if q else 1.0)
+    cfg.duration = cfg.duration or ((1.5 if xs else 1.0) if q else 3.0)
+    cfg.warmup = cfg.warmup if cfg.warmup is not None else (0.5 if xs else 0.3) if q else 1.0
     cfg.memory_keys = cfg.memory_keys or 1_000_000
     rates = [float(x) for x in cfg.rates.split(",") if x]
     depths = [int(x) for x in cfg.depths.split(",") if x]
@@ -610,7 +814,7 @@ def main():
     if shutil.which(cfg.redis) is None:
         sys.exit(f"compare.py: {cfg.redis} not found (apt-get install redis-server)")
     cfg.redis = shutil.which(cfg.redis)
-    notes = []
+    notes = list(cfg.note)
     # Others may rebuild the binaries while this runs: use private copies for the whole run.
     tmp = tempfile.mkdtemp(prefix="deadbolt-compare-")
     atexit.register(shutil.rmtree, tmp, True)
@@ -628,6 +832,13 @@ def main():
             notes.append(f"{cfg.null_responder} is not built: no floor measured.")
         cfg.null_responder = None
     os.sched_setaffinity(0, {int(LOAD_CORE)})  # keep this script off the server's core
+
+    if xs:
+        cfg.redis_benchmark = shutil.which(cfg.redis_benchmark) if cfg.redis_benchmark else None
+        data = cross_shard_suite(cfg)
+        data["notes"] = notes + data["notes"]
+        cross_shard_report(data, cfg)  # writes --json too
+        return
 
     has_delifeq, r = supports(cfg, ("DELIFEQ", "compare:probe", "x"))
     release = "delifeq" if has_delifeq else "evalsha"
@@ -749,6 +960,8 @@ def collect_meta(cfg, release, elapsed, depths, rates):
         "deadbolt_mtime": cfg.deadbolt_mtime,
         "deadbolt_sha256": cfg.deadbolt_sha,
         "release": release,
+        "suite": getattr(cfg, "suite", "main"),
+        "quiet_wait": cfg.quiet_wait,
         "rounds": cfg.rounds, "open_rounds": cfg.open_rounds, "duration": cfg.duration,
         "warmup": cfg.warmup,
         "connections": cfg.connections, "keyspace": cfg.keyspace, "nice": cfg.nice,

@@ -4,6 +4,7 @@ stdout, bench/RESULTS.md and the pipeline plot, from the measurements (fresh or 
 Python 3 standard library only (the plot uses Debian's gnuplot when installed).
 """
 
+import json
 import os
 import shutil
 import statistics
@@ -41,8 +42,11 @@ def report(data, cfg):
         if png_note:
             notes.append(png_note)
     if cfg.out != "-":
+        kept = read_section(cfg.out)  # --suite cross-shard's, measured on its own
         with open(cfg.out, "w") as f:
             f.write(render_markdown(summary, data, cfg.png, notes))
+            if kept:
+                f.write("\n" + kept + "\n")
         log(f"wrote {cfg.out}")
 
 
@@ -460,3 +464,196 @@ def plot(data, depths, png):
     log(f"wrote {png}")
     return None
 
+
+
+# ---------------------------------------------------------------------------------------------
+# --suite cross-shard: "Cores that pay" (issue 12), its own section of RESULTS.md.
+
+XS_BEGIN = "<!-- cores-that-pay: written by compare.py --suite cross-shard -->"
+XS_END = "<!-- /cores-that-pay -->"
+# The configurations of the suite (compare.py's cross_shard_suite), keys of its results.
+XS_DEFAULT, XS_TAGGED, XS_ONE, XS_REDIS = "default", "default tagged local", "threads 1", "redis"
+XS_CONFIGS = (XS_DEFAULT, XS_TAGGED, XS_ONE, XS_REDIS)
+
+
+def read_section(path):
+    """The cross-shard section of an existing RESULTS.md, markers included, or None."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    i, j = text.find(XS_BEGIN), text.find(XS_END)
+    return text[i:j + len(XS_END)] if 0 <= i < j else None
+
+
+def splice_section(path, section):
+    """Puts `section` (markers included) into `path` in place of the old one, else at the end."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    i, j = text.find(XS_BEGIN), text.find(XS_END)
+    if 0 <= i < j:
+        text = text[:i] + section + text[j + len(XS_END):]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def xs_criteria(data):
+    """The done-when rows: (label, load, a, b, key, target text, limit, sense). The verdict goes
+    by the median of the per-round ratios a÷b (each round ran both back to back)."""
+    rows = []
+    depths = data["meta"]["depths"]
+    for d in depths:
+        rows.append((f"untagged ÷ tagged-local CPU/op, lockload P{d}", f"lockload P{d}",
+                     XS_DEFAULT, XS_TAGGED, "server_cpu_us_per_op", "≤ 1.25", 1.25, "le"))
+    for tool in ("lockload", "redis-benchmark"):
+        for d in depths:
+            load = f"{tool} P{d}"
+            tgt = {16: ("≥ 1.0", 1.0), 1: ("≥ 0.9", 0.9)}.get(d, ("", None))
+            rows.append((f"default ÷ redis throughput, {load}", load, XS_DEFAULT, XS_REDIS,
+                         "ops_per_sec", tgt[0], tgt[1], "ge"))
+            cpu = ("≤ 0.8", 0.8) if d == 16 else ("", None)
+            rows.append((f"default ÷ redis CPU/op, {load}", load, XS_DEFAULT, XS_REDIS,
+                         "server_cpu_us_per_op", cpu[0], cpu[1], "le"))
+    for tool in ("lockload", "redis-benchmark"):
+        for d in depths:
+            load = f"{tool} P{d}"
+            rows.append((f"(reference) --threads 1 ÷ redis throughput, {load}", load, XS_ONE,
+                         XS_REDIS, "ops_per_sec", "", None, "ge"))
+            rows.append((f"(reference) --threads 1 ÷ redis CPU/op, {load}", load, XS_ONE,
+                         XS_REDIS, "server_cpu_us_per_op", "", None, "le"))
+    return rows
+
+
+def cross_shard_summary(data):
+    """Medians per load and configuration, and the criteria with their per-round ratios."""
+    med = {}
+    for load, by in data["runs"].items():
+        med[load] = {}
+        for config, rs in by.items():
+            rs = [r for r in rs if r]
+            if not rs:
+                continue
+            med[load][config] = {k: median([r.get(k) for r in rs]) for k in (
+                "ops_per_sec", "server_cpu_us_per_op", "server_cpu_util",
+                "cross_shard_messages_per_op", "p99_us")}
+            med[load][config]["runs"] = len(rs)
+    crit = []
+    for label, load, a, b, key, tgt, lim, sense in xs_criteria(data):
+        ra = data["runs"].get(load, {}).get(a, [])
+        rb = data["runs"].get(load, {}).get(b, [])
+        per = [x[key] / y[key] for x, y in zip(ra, rb) if x and y and y[key]]
+        m = statistics.median(per) if per else None
+        verdict = ""
+        if lim is not None and m is not None:
+            ok = m <= lim if sense == "le" else m >= lim
+            verdict = "met" if ok else "not met"
+        crit.append({"criterion": label, "load": load, "a": a, "b": b, "key": key,
+                     "target": tgt, "median_ratio": m,
+                     "range": [min(per), max(per)] if per else None, "per_round": per,
+                     "verdict": verdict})
+    return {"medians": med, "criteria": crit}
+
+
+def _range(c):
+    if c["median_ratio"] is None:
+        return "–"
+    if len(c["per_round"]) == 1:
+        return f"{c['median_ratio']:.2f}×"
+    return f"{c['median_ratio']:.2f}× ({c['range'][0]:.2f}–{c['range'][1]:.2f})"
+
+
+def cross_shard_report(data, cfg):
+    s = cross_shard_summary(data)
+    data["summary"] = s
+    meta = data["meta"]
+    lines = ["", "Cores that pay (medians; ops/s · server CPU µs/op · cross-shard msgs/op):"]
+    for load, by in s["medians"].items():
+        for config in XS_CONFIGS:
+            r = by.get(config)
+            if not r:
+                continue
+            x = r["cross_shard_messages_per_op"]
+            lines.append(f"  {load:19s} {config:21s} {fmt_ops(r['ops_per_sec']):>7} ops/s  "
+                         f"{fmt(r['server_cpu_us_per_op'], 3):>6} µs/op"
+                         + (f"  {x:.2f} xshard/op" if x is not None and config != XS_REDIS
+                            else ""))
+    lines.append("")
+    for c in s["criteria"]:
+        lines.append(f"  {c['criterion']:64s} {_range(c):22s} {c['target']:6s} {c['verdict']}")
+    for f in data.get("failures", []):
+        lines.append(f"  FAILED: {f}")
+    print("\n".join(lines))
+    if getattr(cfg, "json_out", "-") not in (None, "-") and not getattr(cfg, "from_json", None):
+        with open(cfg.json_out, "w") as f:
+            json.dump(data, f, indent=1)
+        log(f"wrote {cfg.json_out}")
+    if cfg.out != "-":
+        splice_section(cfg.out, render_cross_shard_markdown(data, s))
+        log(f"wrote the 'Cores that pay' section of {cfg.out}")
+
+
+def render_cross_shard_markdown(data, s):
+    meta = data["meta"]
+    out = [XS_BEGIN, ""]
+    w = out.append
+    w("## Cores that pay: a remote key against a local one, the default server against redis\n")
+    dirty = (" (uncommitted changes in: " + ", ".join(f"`{d}`" for d in meta["dirty"]) + ")"
+             if meta["dirty"] else "")
+    w("Issue 12's done-when, measured in one run by `bench/compare.py --suite cross-shard`"
+      + (" **--quick** (smoke test, not a result)" if meta["quick"] else "")
+      + f" on {meta['date']}, commit `{meta['commit']}`{dirty}, binary "
+      f"`{meta['deadbolt_binary']}` built {meta['deadbolt_mtime']} (sha256 "
+      f"`{meta['deadbolt_sha256']}`); {meta['nproc']} × {meta['cpu']}; load average at the "
+      f"end {' '.join(meta['loadavg'])}. Raw numbers: `cross_shard.json`.\n")
+    w(f"{meta['rounds']} rounds, configurations in turn (order flipped each round), a fresh "
+      f"server per run. Load: `SET lock:<n> tok NX PX 30000`, n uniform over "
+      f"{meta['keyspace']:,} keys, {meta['connections']} connections: lockload (`-w acquire`, "
+      f"one thread, {meta['warmup']:g} s warm-up + {meta['duration']:g} s measured) and "
+      f"redis-benchmark (`-c {meta['connections']} -r {meta['keyspace']} -P d`, about "
+      f"{meta['duration']:g} s of requests). *default*: `deadbolt-server` with no flags (one "
+      "reactor per core, each pinned by deadbolt), load unpinned; *default tagged local*: the "
+      "same, each lockload connection's keys `{tag}lock:<n>` with a tag on the shard of the "
+      "reactor the connection landed on (`--conn-prefixes`, from deadbolt's round-robin "
+      "placement; the cross-shard column checks it); *threads 1*: `--threads 1 --no-pin` and "
+      "*redis*: `redis-server --save '' --appendonly no`, both `taskset -c 1`, load `taskset -c "
+      "0`. Server CPU from `/proc` over the measured window, per command the server counted "
+      "(redis-benchmark: over its whole run); cross-shard messages per op from `INFO stats`.\n")
+    bg = [r["background_cores"] for by in data["runs"].values() for rs in by.values()
+          for r in rs if r and r.get("background_cores") is not None]
+    if bg:
+        w(f"Other load (CPU used by other processes during the measured windows): median "
+          f"{statistics.median(bg):.2f}, max {max(bg):.2f} cores of {meta['nproc']}"
+          + (f"; before each run the harness waited up to {meta['quiet_wait']:g} s for it to "
+             "drop under 0.3 cores" if meta.get("quiet_wait") else "") + ".\n")
+    w("| load | server | ops/s | server CPU µs/op | server cores busy | cross-shard msgs/op |")
+    w("|---|---|---:|---:|---:|---:|")
+    for load, by in s["medians"].items():
+        for config in XS_CONFIGS:
+            r = by.get(config)
+            if not r:
+                continue
+            x = r["cross_shard_messages_per_op"]
+            w(f"| {load} | {config} | {fmt_ops(r['ops_per_sec'])} | "
+              f"{fmt(r['server_cpu_us_per_op'], 3)} | {fmt(r['server_cpu_util'], 2)} | "
+              + (f"{x:.2f}" if x is not None and config != XS_REDIS else "–") + " |")
+    w("")
+    w("| criterion | median of per-round ratios (range) | target | verdict |")
+    w("|---|---:|---|---|")
+    for c in s["criteria"]:
+        v = c["verdict"]
+        w(f"| {c['criterion']} | {_range(c)} | {c['target']} | "
+          f"{'**not met**' if v == 'not met' else v} |")
+    notes = list(data.get("notes", [])) + [f"failed: {f}" for f in data.get("failures", [])]
+    if notes:
+        w("")
+        for n in notes:
+            w(f"* {n}")
+    w("")
+    w(XS_END)
+    return "\n".join(out)

@@ -115,8 +115,11 @@ class Setup {
     return {};
   }
 
-  // SET every key (without expiry) so that GET and extend find them.
+  // SET every key (without expiry), under each connection prefix, so that GET and extend find
+  // them.
   std::string Preload(uint64_t keys) {
+    const std::vector<std::string> prefixes =
+        opts_.conn_prefixes.empty() ? std::vector<std::string>{opts_.prefix} : opts_.conn_prefixes;
     Rng rng(12345);
     const std::string value = MakeToken(&rng);
     constexpr uint64_t kChunk = 1000;
@@ -124,11 +127,13 @@ class Setup {
     for (uint64_t first = 0; first < keys; first += kChunk) {
       const uint64_t n = std::min(kChunk, keys - first);
       batch.clear();
-      for (uint64_t i = first; i < first + n; ++i) {
-        AppendCommand(&batch, {"SET", opts_.prefix + std::to_string(i), value});
+      for (const std::string& prefix : prefixes) {
+        for (uint64_t i = first; i < first + n; ++i) {
+          AppendCommand(&batch, {"SET", prefix + std::to_string(i), value});
+        }
       }
       std::string err = client_.SendAll(batch);
-      for (uint64_t i = 0; i < n && err.empty(); ++i) {
+      for (uint64_t i = 0; i < n * prefixes.size() && err.empty(); ++i) {
         err = client_.ReadReply(&reply);
         if (err.empty() && ClassifyReply(reply) != ReplyType::kOk) err = "preload SET: " + reply;
       }
@@ -374,6 +379,13 @@ int Main(int argc, char** argv) {
         ",\"resp3\":%s,",
         KeyDistName(opts.keys), opts.keyspace, JsonString(opts.prefix).c_str(), opts.ttl_ms,
         opts.resp3 ? "true" : "false");
+    if (!opts.conn_prefixes.empty()) {
+      std::string list;
+      for (const std::string& p : opts.conn_prefixes) {
+        list += (list.empty() ? "" : ",") + JsonString(p);
+      }
+      j += "\"conn_prefixes\":[" + list + "],";
+    }
     add("\"io_uring\":\"%s\"}\n", workers[0]->ring_mode());
     fputs(j.c_str(), stdout);
   } else {

@@ -125,6 +125,10 @@ workload
   --keyspace K        keys <prefix>0 .. <prefix>K-1 (10000)
   --zipf-theta T      zipf skew, 0 < T < 1 (0.99)
   --prefix S          key name prefix (lock:)
+  --conn-prefixes L   comma-separated prefixes, one per connection in turn: connection i uses
+                      the (i mod n)-th instead of --prefix (with one thread, connections open
+                      one after another in that order; e.g. {a}lock:,{b}lock: to put each
+                      connection's keys on a chosen shard)
   --ttl MS            lock time-to-live in ms (30000)
   --no-preload        get/extend: do not SET the keys before the run
   --seed N            random seed (from the clock)
@@ -180,7 +184,8 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
     static constexpr std::string_view kTakesValue =
         " --host -h --port -p --password -a --connections -c --pipeline -P --threads -t --rate"
         " --max-inflight --duration -d --requests -n --warmup --workload -w --release --extend"
-        " --keys --keyspace --zipf-theta --prefix --ttl --seed --ring --mset --shards ";
+        " --keys --keyspace --zipf-theta --prefix --ttl --seed --ring --mset --shards"
+        " --conn-prefixes ";
     if (name.size() < 2 || kTakesValue.find(" " + std::string(name) + " ") == std::string::npos) {
       return "unknown option " + std::string(arg) + " (see --help)";
     }
@@ -285,6 +290,16 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
       o->zipf_theta = d;
     } else if (name == "--prefix") {
       o->prefix = std::string(value);
+    } else if (name == "--conn-prefixes") {
+      o->conn_prefixes.clear();
+      for (size_t start = 0;;) {
+        const size_t comma = value.find(',', start);
+        const std::string_view one = value.substr(start, comma - start);
+        if (one.empty()) return bad();
+        o->conn_prefixes.emplace_back(one);
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+      }
     } else if (name == "--ttl") {
       if (!ParseInt(value, 1, INT64_MAX / 2, &n)) return bad();
       o->ttl_ms = n;
@@ -308,6 +323,9 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
   if (o->threads > o->connections) o->threads = o->connections;
   if (o->workload == Workload::kMset && o->keys != KeyDist::kUniform) {
     return "mset picks its keys uniformly: --keys must be uniform";
+  }
+  if (o->workload == Workload::kMset && !o->conn_prefixes.empty()) {
+    return "mset places its keys by --prefix: --conn-prefixes does not apply";
   }
   return {};
 }

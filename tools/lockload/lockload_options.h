@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace deadbolt::lockload {
 
@@ -43,6 +44,10 @@ struct Options {
   uint64_t keyspace = 10000;
   double zipf_theta = 0.99;
   std::string prefix = "lock:";
+  // Per-connection prefixes (--conn-prefixes): connection i, counted over all threads in the
+  // order the threads' shares are laid out (worker 0's first), uses conn_prefixes[i % size].
+  // Empty: every connection uses `prefix`.
+  std::vector<std::string> conn_prefixes;
   int64_t ttl_ms = 30000;
   bool preload = true;  // get/extend: SET every key first so that reads and extends hit
   bool resp3 = false;

@@ -113,6 +113,8 @@ std::string MakeToken(Rng* rng) {
 
 RequestSet::RequestSet(const Options& opts, std::string_view evalsha)
     : prefix_(opts.prefix),
+      prefixes_(opts.conn_prefixes.empty() ? std::vector<std::string>{opts.prefix}
+                                           : opts.conn_prefixes),
       keyspace_(opts.keys == KeyDist::kHot ? 1 : opts.keyspace),
       dist_(opts.keys),
       cycle_(opts.workload == Workload::kCycle),
@@ -279,7 +281,9 @@ std::string RequestSet::Suffix(ReqKind kind, std::string_view token) const {
 
 size_t RequestSet::MaxRequestSize() const {
   const std::string token(kTokenLen, 'x');
-  const size_t key = 1 + 20 + 2 + prefix_.size() + 10 + 2;
+  size_t longest = 0;
+  for (const std::string& p : prefixes_) longest = std::max(longest, p.size());
+  const size_t key = 1 + 20 + 2 + longest + 10 + 2;
   size_t most = 0;
   for (size_t k = 0; k < static_cast<size_t>(ReqKind::kCount); ++k) {
     const size_t keyed = key + Suffix(static_cast<ReqKind>(k), token).size();

@@ -78,33 +78,43 @@ class RequestSet {
   // Bytes the longest request may take (for buffer sizing).
   size_t MaxRequestSize() const;
 
+  // Prefixes of the connections (Options::conn_prefixes, or just --prefix): connection i's keys
+  // are <prefix(i)><n>.
+  size_t num_prefixes() const { return prefixes_.size(); }
+  const std::string& prefix(size_t conn) const { return prefixes_[conn % prefixes_.size()]; }
+
   // Writes request `kind` on key `key` at `p` (which has MaxRequestSize() bytes of room) and
   // returns the end. `suffix` is Suffix(kind, token); a kind with two keys repeats key and
-  // suffix with `key2`. Three copies and a short itoa; no formatting library, no allocation.
-  char* Write(char* p, ReqKind kind, uint32_t key, std::string_view suffix,
-              uint32_t key2 = 0) const {
+  // suffix with `key2`. `prefix` is the connection's, prefix(i). Three copies and a short itoa;
+  // no formatting library, no allocation.
+  char* Write(char* p, ReqKind kind, uint32_t key, std::string_view suffix, uint32_t key2,
+              std::string_view prefix) const {
     const std::string& head = head_[static_cast<size_t>(kind)];
     memcpy(p, head.data(), head.size());
     p += head.size();
-    if (has_key_[static_cast<size_t>(kind)]) p = WriteKey(p, key);
+    if (has_key_[static_cast<size_t>(kind)]) p = WriteKey(p, key, prefix);
     memcpy(p, suffix.data(), suffix.size());
     p += suffix.size();
     if (two_keys_[static_cast<size_t>(kind)]) {
-      p = WriteKey(p, key2);
+      p = WriteKey(p, key2, prefix);
       memcpy(p, suffix.data(), suffix.size());
       p += suffix.size();
     }
     return p;
   }
+  char* Write(char* p, ReqKind kind, uint32_t key, std::string_view suffix,
+              uint32_t key2 = 0) const {
+    return Write(p, kind, key, suffix, key2, prefixes_[0]);
+  }
   // "$<len>\r\n<prefix><n>\r\n"
-  char* WriteKey(char* p, uint32_t n) const {
+  static char* WriteKey(char* p, uint32_t n, std::string_view prefix) {
     char digits[10];
     int nd = 0;
     do {
       digits[nd++] = static_cast<char>('0' + n % 10);
       n /= 10;
     } while (n != 0);
-    size_t len = prefix_.size() + static_cast<size_t>(nd);
+    size_t len = prefix.size() + static_cast<size_t>(nd);
     *p++ = '$';
     if (len >= 100) {
       p += snprintf(p, 24, "%zu", len);  // long prefixes only
@@ -114,8 +124,8 @@ class RequestSet {
     }
     *p++ = '\r';
     *p++ = '\n';
-    memcpy(p, prefix_.data(), prefix_.size());
-    p += prefix_.size();
+    memcpy(p, prefix.data(), prefix.size());
+    p += prefix.size();
     while (nd > 0) *p++ = digits[--nd];
     *p++ = '\r';
     *p++ = '\n';
@@ -129,6 +139,7 @@ class RequestSet {
 
  private:
   std::string prefix_;
+  std::vector<std::string> prefixes_;  // never empty
   uint64_t keyspace_;
   KeyDist dist_;
   ReqKind primary_;

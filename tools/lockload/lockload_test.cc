@@ -417,5 +417,48 @@ TEST(OptionsTest, ParsesFlagsAndValues) {
   EXPECT_NE(ParseOptions(static_cast<int>(argv.size()), argv.data(), &o4, &help), "");
 }
 
+TEST(OptionsTest, ConnPrefixesSplitOnCommas) {
+  Options o;
+  bool help = false;
+  std::vector<std::string> a = {"lockload", "--conn-prefixes", "{a}lock:,{b}lock:,x:"};
+  std::vector<char*> argv;
+  for (auto& s : a) argv.push_back(s.data());
+  EXPECT_EQ(ParseOptions(static_cast<int>(argv.size()), argv.data(), &o, &help), "");
+  EXPECT_EQ(o.conn_prefixes, (std::vector<std::string>{"{a}lock:", "{b}lock:", "x:"}));
+  for (const char* bad : {"a,,b", ",a", "a,"}) {
+    std::vector<std::string> b = {"lockload", "--conn-prefixes", bad};
+    argv.clear();
+    for (auto& s : b) argv.push_back(s.data());
+    Options ob;
+    EXPECT_NE(ParseOptions(static_cast<int>(argv.size()), argv.data(), &ob, &help), "") << bad;
+  }
+  std::vector<std::string> m = {"lockload", "-w", "mset", "--conn-prefixes", "a:,b:"};
+  argv.clear();
+  for (auto& s : m) argv.push_back(s.data());
+  Options om;
+  EXPECT_NE(ParseOptions(static_cast<int>(argv.size()), argv.data(), &om, &help), "");
+}
+
+TEST(RequestSetTest, EachConnectionWritesItsOwnPrefix) {
+  Options o;
+  o.conn_prefixes = {"{t0}lock:", "{a-much-longer-tag-than-the-default}lock:"};
+  const RequestSet reqs(o, "");
+  ASSERT_EQ(reqs.num_prefixes(), 2u);
+  EXPECT_EQ(reqs.prefix(0), "{t0}lock:");
+  EXPECT_EQ(reqs.prefix(3), o.conn_prefixes[1]);
+  const std::string tok(kTokenLen, 'x');
+  const std::string suffix = reqs.Suffix(ReqKind::kAcquire, tok);
+  for (size_t conn = 0; conn < 4; ++conn) {
+    std::string buf(reqs.MaxRequestSize(), '\0');
+    char* end =
+        reqs.Write(buf.data(), ReqKind::kAcquire, 4294967295u, suffix, 0, reqs.prefix(conn));
+    ASSERT_LE(static_cast<size_t>(end - buf.data()), buf.size());
+    buf.resize(static_cast<size_t>(end - buf.data()));
+    const auto args = Args(buf);
+    ASSERT_EQ(args.size(), 6u);
+    EXPECT_EQ(args[1], o.conn_prefixes[conn % 2] + "4294967295");
+  }
+}
+
 }  // namespace
 }  // namespace deadbolt::lockload

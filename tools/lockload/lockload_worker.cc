@@ -59,6 +59,7 @@ struct Worker::Conn {
   bool dirty = false;  // in Worker::dirty_
   Rng rng{0};
   std::string token;
+  std::string_view prefix;  // RequestSet::prefix(i) of this connection
   std::array<std::string, static_cast<size_t>(ReqKind::kCount)> suffix;
 
   // Requests: [0, out_sent) has gone out; [out_sent, out_flight) is with the kernel;
@@ -172,8 +173,13 @@ std::string Worker::SetUp() {
   Rng seeder(seed_ ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(id_ + 1)));
   conns_.reserve(static_cast<size_t>(num_conns_));
   dirty_.reserve(static_cast<size_t>(num_conns_));
+  // This worker's first connection, numbered over all workers (main.cc gives worker i
+  // connections / threads, one more while i < connections % threads).
+  const int first_conn =
+      id_ * (opts_.connections / opts_.threads) + std::min(id_, opts_.connections % opts_.threads);
   for (int i = 0; i < num_conns_; ++i) {
     auto c = std::make_unique<Conn>();
+    c->prefix = reqs_.prefix(static_cast<size_t>(first_conn + i));
     c->rng = Rng(seeder.Next());
     c->token = MakeToken(&c->rng);
     for (size_t k = 0; k < c->suffix.size(); ++k) {
@@ -254,8 +260,8 @@ bool Worker::TakeBudget(int64_t now) {
 
 void Worker::Append(Conn* c, ReqKind kind, uint32_t key, int64_t intended, bool measured) {
   const uint32_t key2 = reqs_.two_keys(kind) ? reqs_.PickPartner(key, &c->rng) : 0;
-  char* end =
-      reqs_.Write(c->out.get() + c->out_len, kind, key, c->suffix[static_cast<size_t>(kind)], key2);
+  char* end = reqs_.Write(c->out.get() + c->out_len, kind, key,
+                          c->suffix[static_cast<size_t>(kind)], key2, c->prefix);
   c->out_len = static_cast<size_t>(end - c->out.get());
   c->pend[c->pend_tail & c->pend_mask] = Pending{intended, key, kind, measured};
   ++c->pend_tail;
