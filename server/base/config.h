@@ -27,9 +27,11 @@ struct Config {
   int64_t timeout = 0;   // idle client timeout in seconds (0: never)
   std::string loglevel = "notice";
   bool pin_threads = true;
-  // A reactor with cross-reactor messages in flight polls its inbox for this long before it
-  // sleeps: a reply that comes within the window costs no eventfd write and no wake-up.
-  int spin_us = 20;
+  // A reactor that exchanged cross-reactor messages in a turn polls its inbox for this long
+  // before it sleeps: a message that comes within the window costs no wake-up. Off by default:
+  // on a 2-core machine shared with the load it cost more CPU per op than the wake-ups it
+  // saved, at P1 and P16 alike (bench/RESULTS.md).
+  int spin_us = 0;
   // What a pipeline's order promises (docs/ARCHITECTURE.md). kSent, the default, as Redis:
   // others see its effects in the order sent. kKey: only commands on the same key keep their
   // order, so commands for different shards run at once; replies still leave in order.
