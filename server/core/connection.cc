@@ -27,6 +27,11 @@ bool KeysBlocked(const CommandSpec* spec, CmdArgs args, int db, const LockTable&
   return blocked;
 }
 
+bool MustWait(const CommandSpec* spec, CmdArgs args, int db, uint64_t client,
+              const LockTable& locks) {
+  return !locks.idle() && (KeysBlocked(spec, args, db, locks) || locks.HasParked(client));
+}
+
 std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db) {
   std::vector<std::string> names;
   spec->ForEachKey(args, [&](int i) { names.push_back(LockTable::Name(db, args[i])); });
@@ -89,8 +94,7 @@ struct RemoteCommand {
     Reactor* r = Reactor::Current();
     std::vector<std::string_view> views = args->Views();
     CmdArgs a(views.data(), views.size());
-    if (!resumed && !r->locks().idle() &&
-        (KeysBlocked(spec, a, db, r->locks()) || r->locks().HasParked(client_id))) {
+    if (!resumed && MustWait(spec, a, db, client_id, r->locks())) {
       std::vector<std::string> names = LockNames(spec, a, db);
       uint64_t owner = client_id;
       resumed = true;

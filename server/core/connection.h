@@ -36,6 +36,10 @@ class LockTable;
 // names of its keys (server/txn/lock_table.h). Shard thread.
 bool KeysBlocked(const CommandSpec* spec, CmdArgs args, int db, const LockTable& locks);
 std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db);
+// A command that arrived on its shard (forwarded, or in a relay) waits in the LockTable: a
+// transaction holds one of its keys, or an earlier command of its client waits there.
+bool MustWait(const CommandSpec* spec, CmdArgs args, int db, uint64_t client,
+              const LockTable& locks);
 
 // What a connection and the shard its blocking command (LOCK.ACQUIRE ... WAIT) went to share
 // while the call is out. Either thread may read it.

@@ -134,8 +134,7 @@ void RunRelay(std::unique_ptr<Relay> r) {
     }
     CmdArgs a(views.data(), views.size());
     LockTable& locks = re->locks();
-    if (!r->resumed && !locks.idle() &&
-        (KeysBlocked(cmd.spec, a, r->db, locks) || locks.HasParked(r->client_id))) {
+    if (!r->resumed && MustWait(cmd.spec, a, r->db, r->client_id, locks)) {
       // Behind a transaction's lock: the rest of the pipeline waits with it.
       std::vector<std::string> names = LockNames(cmd.spec, a, r->db);
       uint64_t owner = r->client_id;
