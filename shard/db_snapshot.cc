@@ -25,6 +25,10 @@ std::optional<KeySnapshot> Db::Snapshot(std::string_view key, int64_t now_ms) {
       for (const auto& [f, v] : *all) snap.fields.emplace_back(std::string(f), std::string(v));
       break;
     }
+    case ValueType::kZSet:  // reserved: no key of these types is built yet (issue 13)
+    case ValueType::kList:
+    case ValueType::kSet:
+      return std::nullopt;
   }
   int64_t at = ExpireTime(key, now_ms);
   snap.expire_at_ms = at >= 0 ? at : -1;
@@ -63,6 +67,10 @@ bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, in
   switch (snap.type) {
     case ValueType::kNone:
       return true;
+    case ValueType::kZSet:  // reserved: no key of these types is built yet (issue 13)
+    case ValueType::kList:
+    case ValueType::kSet:
+      return false;
     case ValueType::kString: {
       SetOptions opts;
       if (snap.expire_at_ms >= 0) {

@@ -84,17 +84,7 @@ void Exists(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 // --- single-key commands ---
 
 void Type(CmdArgs args, ShardCtx& ctx) {
-  switch (ctx.db.Type(args[1], ctx.now_ms)) {
-    case ValueType::kNone:
-      ctx.rb.SimpleString("none");
-      break;
-    case ValueType::kString:
-      ctx.rb.SimpleString("string");
-      break;
-    case ValueType::kHash:
-      ctx.rb.SimpleString("hash");
-      break;
-  }
+  ctx.rb.SimpleString(shard::TypeName(ctx.db.Type(args[1], ctx.now_ms)));
 }
 
 // EXPIRE key n [NX|XX|GT|LT ...], as Redis's expireGenericCommand: the options are checked

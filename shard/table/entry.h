@@ -18,14 +18,14 @@ class HeapString;  // shard/table/heap_string.h
 // Memory layout (one block from operator new, no padding, unaligned fields read with memcpy):
 //
 //   offset 0   Entry* next            chain link of the Dict bucket (8 bytes)
-//   offset 8   uint8  flags           kind (2 bits) | has-expire | wide-expire | wide-lengths
+//   offset 8   uint8  flags           kind (3 bits) | has-expire | wide-expire | wide-lengths
 //   offset 9   lengths                short: u8 key_len, u8 value_len        (2 bytes)
 //                                     wide:  u32 key_len, u32 value_len      (8 bytes)
 //   then       expire_at (unix ms)    none, 6 bytes (48-bit, values < 2^48, i.e. until year
 //                                     10889) or 8 bytes (any other int64)
 //   then       key bytes
 //   then       value area             kInlineString: the string bytes
-//                                     kHeapString / kHash: an 8-byte owning pointer
+//                                     other kinds: an 8-byte owning pointer
 //
 // A lock key "lock:123456" (11 bytes) holding a 36-byte uuid with a TTL takes
 // 8 + 1 + 2 + 6 + 11 + 36 = 64 bytes: one 64-byte allocator size class.
@@ -39,7 +39,15 @@ class HeapString;  // shard/table/heap_string.h
 // (MakeObject) and frees them with their value (DestroyEntry, shard/types/value_kinds.h).
 class Entry {
  public:
-  enum class Kind : uint8_t { kInlineString = 0, kHeapString = 1, kHash = 2 };
+  // kZSet, kList and kSet are reserved for the value types of issue 13 (shard/types/).
+  enum class Kind : uint8_t {
+    kInlineString = 0,
+    kHeapString = 1,
+    kHash = 2,
+    kZSet = 3,
+    kList = 4,
+    kSet = 5,
+  };
   static constexpr int64_t kNoExpire = INT64_MIN;  // expire_at() of a key without a TTL
 
   Entry(const Entry&) = delete;
@@ -66,7 +74,7 @@ class Entry {
   void set_next(Entry* n) { next_ = n; }
 
   Kind kind() const { return static_cast<Kind>(flags() & kKindMask); }
-  bool is_string() const { return kind() != Kind::kHash; }
+  bool is_string() const { return kind() == Kind::kInlineString || kind() == Kind::kHeapString; }
 
   std::string_view key() const { return {key_data(), key_len()}; }
   bool KeyEquals(std::string_view k) const {
@@ -114,6 +122,8 @@ class Entry {
   void set_heap_string(HeapString* s) { StorePtr(s); }
   // kHash only.
   HashValue* hash() const { return static_cast<HashValue*>(LoadPtr()); }
+  // Any object kind (not a string): the value object it owns, for shard/types/ to cast.
+  void* object() const { return LoadPtr(); }
 
   // Bytes of this block as requested from the allocator (without value objects).
   size_t block_size() const { return value_offset() + value_area_len(); }
@@ -122,10 +132,10 @@ class Entry {
   static size_t BlockSize(size_t key_len, size_t value_area_len, int64_t expire_at);
 
  private:
-  static constexpr uint8_t kKindMask = 0x03;
-  static constexpr uint8_t kHasExpire = 0x04;
-  static constexpr uint8_t kWideExpire = 0x08;
-  static constexpr uint8_t kWideLengths = 0x10;
+  static constexpr uint8_t kKindMask = 0x07;
+  static constexpr uint8_t kHasExpire = 0x08;
+  static constexpr uint8_t kWideExpire = 0x10;
+  static constexpr uint8_t kWideLengths = 0x20;
   static constexpr size_t kHeaderOffset = sizeof(Entry*);
   static constexpr int64_t kCompactExpireLimit = int64_t{1} << 48;
 

@@ -16,6 +16,10 @@ void DestroyEntry(Entry* e) {
     case Entry::Kind::kHash:
       delete e->hash();
       break;
+    case Entry::Kind::kZSet:  // reserved: no entry of these kinds is built yet (issue 13)
+    case Entry::Kind::kList:
+    case Entry::Kind::kSet:
+      break;
   }
   Entry::FreeShell(e);
 }

@@ -17,7 +17,20 @@ class HashValue;
 // Pure functions over entries, called on the thread that owns them (the shard's reactor).
 
 inline ValueType TypeOf(const Entry* e) {
-  return e->kind() == Entry::Kind::kHash ? ValueType::kHash : ValueType::kString;
+  switch (e->kind()) {
+    case Entry::Kind::kHash:
+      return ValueType::kHash;
+    case Entry::Kind::kZSet:
+      return ValueType::kZSet;
+    case Entry::Kind::kList:
+      return ValueType::kList;
+    case Entry::Kind::kSet:
+      return ValueType::kSet;
+    case Entry::Kind::kInlineString:
+    case Entry::Kind::kHeapString:
+      break;
+  }
+  return ValueType::kString;
 }
 
 // Frees `e` and the value object it owns (a HeapString, a HashValue). The keyspace's Dict and a
