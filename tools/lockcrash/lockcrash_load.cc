@@ -161,52 +161,50 @@ void Tester::Issue(LoadConn& c, int64_t now) {
 
 void Tester::CheckLoadToken(int key, uint64_t t, int64_t now) {
   Key& k = keys_[static_cast<size_t>(key)];
-  TokenLog& log = tokens_[static_cast<size_t>(key)];
-  if (t <= k.max_token) {
-    // The earliest acknowledged token this one does not exceed.
-    auto it = std::find_if(log.acked.begin(), log.acked.end(),
-                           [&](const auto& e) { return e.first >= t; });
-    // Acknowledged after the previous server's last reply had been read: by this server.
-    if (it == log.acked.end() || it->second > prev_drain_end_ns_) {
-      stats_.violations++;
-      std::string detail;
-      if (o_.verbose) {
-        detail = "; tokens acknowledged (ms after the restart):";
-        for (size_t e = log.acked.size() > 6 ? log.acked.size() - 6 : 0; e < log.acked.size();
-             e++) {
-          const auto& [tok, at] = log.acked[e];
-          detail += Fmt(" %llu@%lld", static_cast<unsigned long long>(tok),
-                        static_cast<long long>((at - prev_kill_ns_) / kMs));
-        }
-        detail += Fmt("; now %lld", static_cast<long long>((now - prev_kill_ns_) / kMs));
-      }
-      Problem("VIOLATION token-not-increasing",
-              k.name +
-                  Fmt(": fencing token %llu, but %llu was acknowledged before on the running "
-                      "server",
-                      static_cast<unsigned long long>(t),
-                      static_cast<unsigned long long>(k.max_token)) +
-                  detail);
-    } else {
-      // Acknowledged before the last restart and forgotten by it.
-      Judgement j;
-      j.verdict = Verdict::kLost;
-      j.lost_ops = 1;
-      j.why =
-          Fmt("fencing token %llu after the last restart, but %llu had been acknowledged "
-              "before it",
-              static_cast<unsigned long long>(t), static_cast<unsigned long long>(it->first));
-      // Judged against the kill that lost it (never a graceful one: that is the last round).
-      const bool saved_graceful = graceful_;
-      graceful_ = false;
-      stats_.lost_tokens_prev++;
-      Loss(key, j, (prev_kill_ns_ - it->second) / kMs, /*token=*/true);
-      graceful_ = saved_graceful;
-    }
-    log.acked.erase(it, log.acked.end());
-  }
-  log.acked.emplace_back(t, now);
+  if (t <= k.max_token) TokenNotAbove(key, t, "during the load");
+  tokens_[static_cast<size_t>(key)].acked.emplace_back(t, now);
   k.max_token = t;
+}
+
+void Tester::TokenNotAbove(int key, uint64_t t, const char* where) {
+  Key& k = keys_[static_cast<size_t>(key)];
+  auto& acked = tokens_[static_cast<size_t>(key)].acked;
+  const TokenLoss loss = FindTokenLoss(acked, kills_, t);
+  if (!loss.found) {
+    stats_.violations++;
+    std::string detail;
+    if (o_.verbose) {
+      detail = "; tokens acknowledged (ms after the last kill):";
+      for (size_t e = acked.size() > 6 ? acked.size() - 6 : 0; e < acked.size(); e++) {
+        detail += Fmt(" %llu@%lld", static_cast<unsigned long long>(acked[e].first),
+                      static_cast<long long>((acked[e].second - kill_ns_) / kMs));
+      }
+    }
+    Problem("VIOLATION token-not-increasing",
+            k.name +
+                Fmt(": fencing token %llu %s, but %llu was acknowledged before by the server "
+                    "that handed it out",
+                    static_cast<unsigned long long>(t), where,
+                    static_cast<unsigned long long>(k.max_token)) +
+                detail);
+  } else {
+    Judgement j;
+    j.verdict = Verdict::kLost;
+    j.lost_ops = 1;
+    j.lost_since_ns = loss.ack_ns;
+    j.why =
+        Fmt("fencing token %llu %s, but %llu had been acknowledged before the kill that "
+            "ended round %zu",
+            static_cast<unsigned long long>(t), where,
+            static_cast<unsigned long long>(loss.acked_token), loss.kill_index + 1);
+    // Undone by an earlier restart than the last one, seen only now.
+    if (loss.kill_index + 1 != kills_.size()) stats_.lost_tokens_prev++;
+    Loss(key, j, std::max<int64_t>(0, (loss.kill.ns - loss.ack_ns) / kMs), /*token=*/true,
+         loss.kill.graceful);
+  }
+  // Tokens above t are no longer what the server's counter has passed.
+  acked.erase(std::find_if(acked.begin(), acked.end(), [&](const auto& e) { return e.first >= t; }),
+              acked.end());
 }
 
 void Tester::OnReply(int key, std::string_view r, int64_t now) {
@@ -393,11 +391,6 @@ void Tester::ReadConn(LoadConn& c, int64_t now) {
 }
 
 bool Tester::Load(int sig) {
-  // Tokens acknowledged before the previous round's load are forgotten: a restart that undid
-  // one of them would be a violation whatever the policy, and is reported as one.
-  for (TokenLog& t : tokens_) {
-    std::erase_if(t.acked, [&](const auto& e) { return e.second < round_start_ns_; });
-  }
   conns_.assign(static_cast<size_t>(o_.conns), LoadConn{});
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   for (int i = 0; i < o_.conns; i++) {

@@ -1,5 +1,6 @@
 #include "tools/lockcrash/lockcrash_model.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace deadbolt::lockcrash {
@@ -82,7 +83,7 @@ bool Admits(const State& s, const Observation& o, int64_t slack_ns) {
   const int64_t left_ns = o.pttl_ms * kMs;
   if (left_ns < s.exp_lo_ns - o.recv_ns - slack_ns) return false;  // shorter than granted
   if (left_ns > s.exp_hi_ns - o.sent_ns + slack_ns) return false;  // longer than granted
-  if (o.holds >= 0 && o.holds != 1) return false;  // nobody here re-enters
+  if (o.holds >= 0 && o.holds != 1) return false;                  // nobody here re-enters
   if (s.token != 0 && o.holds >= 0 && (!o.has_token || o.token != s.token)) return false;
   return true;
 }
@@ -133,9 +134,8 @@ Judgement Judge(const Key& k, const Observation& o, int64_t slack_ns) {
   if (o.exists && !o.foreign && o.pttl_ms >= 0) {
     for (const State& s : h) {
       if (s.owner == o.owner) {
-        j.why += " (owner right, lease between " +
-                 std::to_string((s.exp_lo_ns - o.recv_ns) / kMs) + " and " +
-                 std::to_string((s.exp_hi_ns - o.sent_ns) / kMs) + " ms expected)";
+        j.why += " (owner right, lease between " + std::to_string((s.exp_lo_ns - o.recv_ns) / kMs) +
+                 " and " + std::to_string((s.exp_hi_ns - o.sent_ns) / kMs) + " ms expected)";
         break;
       }
     }
@@ -143,25 +143,20 @@ Judgement Judge(const Key& k, const Observation& o, int64_t slack_ns) {
   return j;
 }
 
-Judgement JudgeToken(const Key& k, uint64_t t) {
-  Judgement j;
-  if (t > k.max_token) return j;
-  for (const State& s : k.history) {
-    if (s.by == OpKind::kAcquire && s.token >= t) {
-      j.verdict = Verdict::kLost;
-      j.loss = LossKind::kNone;
-      j.lost_since_ns = s.ack_ns;
-      j.lost_ops = 1;
-      j.why = "fencing token " + std::to_string(t) + " after the restart, but token " +
-              std::to_string(s.token) + " had been acknowledged (the largest was " +
-              std::to_string(k.max_token) + ")";
-      return j;
-    }
-  }
-  j.verdict = Verdict::kViolation;
-  j.why = "fencing token " + std::to_string(t) + " after the restart is not above " +
-          std::to_string(k.max_token) + ", acknowledged in an earlier round";
-  return j;
+TokenLoss FindTokenLoss(const std::vector<std::pair<uint64_t, int64_t>>& acked,
+                        const std::vector<Kill>& kills, uint64_t t) {
+  TokenLoss r;
+  auto it = std::find_if(acked.begin(), acked.end(), [&](const auto& e) { return e.first >= t; });
+  if (it == acked.end()) return r;
+  auto kill = std::find_if(kills.begin(), kills.end(),
+                           [&](const Kill& k) { return k.drain_end_ns >= it->second; });
+  if (kill == kills.end()) return r;
+  r.found = true;
+  r.acked_token = it->first;
+  r.ack_ns = it->second;
+  r.kill = *kill;
+  r.kill_index = static_cast<size_t>(kill - kills.begin());
+  return r;
 }
 
 State Adopt(const Observation& o) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace deadbolt::lockcrash {
@@ -41,17 +42,17 @@ struct Pending {
   OpKind kind = OpKind::kAcquire;
   int64_t send_ns = 0;
   int64_t lease_ms = 0;
-  State after;  // the state if it takes effect (exp_hi_ns filled in once its fate is known)
+  State after;       // the state if it takes effect (exp_hi_ns filled in once its fate is known)
   int partner = -1;  // the other key of the same MULTI/EXEC: both take effect or neither
 };
 
 struct Key {
   std::string name;
-  bool native = false;              // LOCK.* commands, else SET NX / DELIFEQ
-  std::vector<State> history;       // front: the round's start; back: last acknowledged
+  bool native = false;         // LOCK.* commands, else SET NX / DELIFEQ
+  std::vector<State> history;  // front: the round's start; back: last acknowledged
   Pending pending;
-  bool unknown = false;             // a wrong reply during the round: adopt what the server shows
-  uint64_t max_token = 0;           // every fencing token ever acknowledged for this key
+  bool unknown = false;    // a wrong reply during the round: adopt what the server shows
+  uint64_t max_token = 0;  // every fencing token ever acknowledged for this key
   const State& last() const { return history.back(); }
 };
 
@@ -64,9 +65,9 @@ struct Observation {
   int64_t pttl_ms = -2;
   bool has_token = false;  // LOCK.INFO: the holding's token (nil for SET NX holdings)
   uint64_t token = 0;
-  int64_t holds = -1;      // LOCK.INFO: hold count (-1: not asked)
-  int64_t sent_ns = 0;     // the read was sent no earlier than this
-  int64_t recv_ns = 0;     // ... and answered no later than this
+  int64_t holds = -1;   // LOCK.INFO: hold count (-1: not asked)
+  int64_t sent_ns = 0;  // the read was sent no earlier than this
+  int64_t recv_ns = 0;  // ... and answered no later than this
 };
 
 // Does the server showing `o` fit the key being in state `s`? `slack_ns` absorbs rounding to
@@ -74,37 +75,58 @@ struct Observation {
 bool Admits(const State& s, const Observation& o, int64_t slack_ns);
 
 enum class Verdict : uint8_t {
-  kOk,             // the last acknowledged state
-  kInflightDone,   // the in-flight operation's result (fine)
-  kLost,           // an older acknowledged state: acknowledged operations were lost
-  kViolation,      // a state the key never had (wrong owner, wrong lease, missing key, ...)
+  kOk,            // the last acknowledged state
+  kInflightDone,  // the in-flight operation's result (fine)
+  kLost,          // an older acknowledged state: acknowledged operations were lost
+  kViolation,     // a state the key never had (wrong owner, wrong lease, missing key, ...)
 };
 const char* VerdictName(Verdict v);
 
 enum class LossKind : uint8_t {
   kNone,
-  kLostAcquire,   // should be held, is free
-  kResurrected,   // should be free, is held again (a release was lost)
-  kLostExtend,    // held by the right owner with an older lease
-  kOlderOwner,    // held by an earlier owner of this round
+  kLostAcquire,  // should be held, is free
+  kResurrected,  // should be free, is held again (a release was lost)
+  kLostExtend,   // held by the right owner with an older lease
+  kOlderOwner,   // held by an earlier owner of this round
 };
 const char* LossKindName(LossKind k);
 
 struct Judgement {
   Verdict verdict = Verdict::kOk;
   LossKind loss = LossKind::kNone;
-  int lost_ops = 0;          // kLost: acknowledged operations undone
-  int64_t lost_since_ns = 0; // kLost: acknowledgement time of the first operation undone
-  std::string why;           // kLost / kViolation: a sentence for the report
+  int lost_ops = 0;           // kLost: acknowledged operations undone
+  int64_t lost_since_ns = 0;  // kLost: acknowledgement time of the first operation undone
+  std::string why;            // kLost / kViolation: a sentence for the report
 };
 
 // Judges key `k` (its pending operation's after.exp_hi_ns already set) against `o`.
 Judgement Judge(const Key& k, const Observation& o, int64_t slack_ns);
 
-// A fencing token `t` handed out after the restart for key `k`: it must exceed every token
-// acknowledged before. kOk, or kLost with the acknowledgement time of the earliest operation of
-// this round whose token was >= t, or kViolation when that operation was in an earlier round.
-Judgement JudgeToken(const Key& k, uint64_t t);
+// One end of a server under test: its signal, when its last reply was read, and whether it was a
+// clean shutdown (SIGTERM), after which nothing acknowledged may be lost.
+struct Kill {
+  int64_t ns = 0;
+  int64_t drain_end_ns = 0;
+  bool graceful = false;
+};
+
+// A fencing token `t` that is not above every token acknowledged for its key undid an
+// acknowledgement: the earliest in `acked` ((token, ack time), tokens increasing) at or above t.
+// The kill that undid it is the end of the server that acknowledged it: the first of `kills` (in
+// order) whose last reply was read at or after the acknowledgement. The loss is judged against
+// that kill however many restarts later it shows, since a key may not be taken again for rounds
+// (under everysec a token handed out just before a power cut may come back two rounds later).
+// found is false when no kill followed the acknowledgement: the running server went back on its
+// own token, a violation whatever the policy.
+struct TokenLoss {
+  bool found = false;
+  uint64_t acked_token = 0;
+  int64_t ack_ns = 0;
+  Kill kill;
+  size_t kill_index = 0;  // in `kills`
+};
+TokenLoss FindTokenLoss(const std::vector<std::pair<uint64_t, int64_t>>& acked,
+                        const std::vector<Kill>& kills, uint64_t t);
 
 // The state a key is in according to `o`, to start the next round from.
 State Adopt(const Observation& o);

@@ -84,7 +84,11 @@ void Tester::Problem(const std::string& kind, const std::string& what) {
 }
 
 void Tester::Loss(int key, const Judgement& j, int64_t age_ms, bool token) {
-  const bool allowed = o_.appendfsync != "always" && !graceful_ && age_ms <= o_.loss_window_ms;
+  Loss(key, j, age_ms, token, graceful_);
+}
+
+void Tester::Loss(int key, const Judgement& j, int64_t age_ms, bool token, bool graceful) {
+  const bool allowed = o_.appendfsync != "always" && !graceful && age_ms <= o_.loss_window_ms;
   stats_.lost_ops += static_cast<uint64_t>(j.lost_ops);
   if (token) {
     stats_.lost_tokens++;
@@ -99,7 +103,7 @@ void Tester::Loss(int key, const Judgement& j, int64_t age_ms, bool token) {
     if (o_.verbose) Problem("lost (allowed)", what);
   } else {
     stats_.lost_not_allowed++;
-    std::string why = graceful_                    ? "after a clean shutdown"
+    std::string why = graceful                     ? "after a clean shutdown"
                       : o_.appendfsync == "always" ? "with appendfsync always"
                                                    : "older than --loss-window-ms";
     Problem("LOST " + why, what);
@@ -306,20 +310,8 @@ bool Tester::Check() {
       Key& k = keys_[i];
       const auto t = static_cast<uint64_t>(tok[p - from]);
       stats_.tokens_checked++;
-      if (!k.unknown) {
-        Judgement j = JudgeToken(k, t);
-        if (j.verdict == Verdict::kViolation) {
-          stats_.violations++;
-          Problem("VIOLATION", k.name + ": " + j.why);
-        } else if (j.verdict == Verdict::kLost) {
-          // lost_since from this round's history; an earlier token log entry may be older still.
-          auto& log = tokens_[i].acked;
-          auto it =
-              std::find_if(log.begin(), log.end(), [&](const auto& e) { return e.first >= t; });
-          if (it != log.end()) j.lost_since_ns = std::min(j.lost_since_ns, it->second);
-          Loss(static_cast<int>(i), j, (kill_ns_ - j.lost_since_ns) / kMs, true);
-        }
-      }
+      if (!k.unknown && t <= k.max_token)
+        TokenNotAbove(static_cast<int>(i), t, "after the restart");
       auto& log = tokens_[i].acked;
       log.erase(std::find_if(log.begin(), log.end(), [&](const auto& e) { return e.first >= t; }),
                 log.end());
@@ -397,6 +389,7 @@ int Tester::Run() {
       fatal = true;
       break;
     }
+    kills_.push_back(Kill{kill_ns_, drain_end_ns_, graceful_});
     int status = 0;
     const bool ended = server_.Wait(NowNs() + 60'000 * kMs, &status);
     const std::string how = ServerProcess::DescribeStatus(status);
@@ -493,7 +486,7 @@ int Tester::Run() {
         Commas(s.lost_by_kind[static_cast<int>(LossKind::kLostExtend)]).c_str(),
         Commas(s.lost_by_kind[static_cast<int>(LossKind::kOlderOwner)]).c_str(),
         Commas(s.lost_tokens).c_str(),
-        s.lost_tokens_prev ? Fmt(" (%s by the previous restart, seen by this round's acquires)",
+        s.lost_tokens_prev ? Fmt(" (%s undone by an earlier restart, seen only now)",
                                  Commas(s.lost_tokens_prev).c_str())
                                  .c_str()
                            : "",

@@ -201,22 +201,33 @@ TEST(LockcrashJudge, ExpiredLeaseMayBeGone) {
   EXPECT_EQ(Judge(k, ShowsFree(kT0 + kLease * kMs + 10 * kMs), kSlack).verdict, Verdict::kOk);
 }
 
-TEST(LockcrashJudge, TokenAfterRestart) {
-  Key k = KeyWith({State{}, Held(7, kT0, kT0 + kMs, 10), Free(kT0 + 2 * kMs),
-                   Held(8, kT0 + 3 * kMs, kT0 + 4 * kMs, 11), Free(kT0 + 5 * kMs)});
-  k.native = true;
-  k.max_token = 11;
-  EXPECT_EQ(JudgeToken(k, 12).verdict, Verdict::kOk);
-  Judgement j = JudgeToken(k, 11);
-  EXPECT_EQ(j.verdict, Verdict::kLost);
-  EXPECT_EQ(j.lost_since_ns, kT0 + 4 * kMs);
-  j = JudgeToken(k, 10);
-  EXPECT_EQ(j.lost_since_ns, kT0 + kMs);
-  // Acknowledged in an earlier round only.
-  Key old = KeyWith({State{}});
-  old.native = true;
-  old.max_token = 50;
-  EXPECT_EQ(JudgeToken(old, 49).verdict, Verdict::kViolation);
+TEST(LockcrashJudge, TokenLossIsJudgedAgainstTheKillAfterItsAcknowledgement) {
+  // Round 1's server acknowledged 10 and 11 and was killed (replies read until kT0 + 5 ms);
+  // round 2's acknowledged 20 and ended cleanly; round 3's server is running.
+  const std::vector<Kill> kills = {Kill{kT0 + 4 * kMs, kT0 + 5 * kMs, false},
+                                   Kill{kT0 + 20 * kMs, kT0 + 21 * kMs, true}};
+  const std::vector<std::pair<uint64_t, int64_t>> acked = {
+      {10, kT0 + kMs}, {11, kT0 + 4500 * 1000}, {20, kT0 + 10 * kMs}, {30, kT0 + 30 * kMs}};
+  // 11 again: undid round 1's 11 (read during round 1's drain), so round 1's kill lost it, even
+  // if it shows only after round 2 (the key was not taken in between).
+  TokenLoss l = FindTokenLoss(acked, kills, 11);
+  ASSERT_TRUE(l.found);
+  EXPECT_EQ(l.acked_token, 11u);
+  EXPECT_EQ(l.kill_index, 0u);
+  EXPECT_FALSE(l.kill.graceful);
+  // 10: the earliest undone is 10.
+  l = FindTokenLoss(acked, kills, 10);
+  ASSERT_TRUE(l.found);
+  EXPECT_EQ(l.ack_ns, kT0 + kMs);
+  // 15: undid round 2's 20, lost across a clean shutdown.
+  l = FindTokenLoss(acked, kills, 15);
+  ASSERT_TRUE(l.found);
+  EXPECT_EQ(l.kill_index, 1u);
+  EXPECT_TRUE(l.kill.graceful);
+  // 25: undid 30, acknowledged by the running server: no kill explains it.
+  EXPECT_FALSE(FindTokenLoss(acked, kills, 25).found);
+  // Above everything acknowledged: nothing undone.
+  EXPECT_FALSE(FindTokenLoss(acked, kills, 31).found);
 }
 
 TEST(LockcrashJudge, AdoptWhatTheServerShows) {

@@ -47,7 +47,7 @@ struct Stats {
   uint64_t checked = 0, held = 0, inflight_done = 0, inflight_not_done = 0, unknown = 0;
   uint64_t tokens_checked = 0;
   uint64_t lost_keys = 0, lost_ops = 0, lost_tokens = 0;
-  uint64_t lost_tokens_prev = 0;  // of lost_tokens: undone by the previous restart, seen now
+  uint64_t lost_tokens_prev = 0;  // of lost_tokens: undone by an earlier restart, seen only now
   uint64_t lost_by_kind[5] = {};
   uint64_t lost_not_allowed = 0;  // losses the policy does not allow (or too old)
   int64_t oldest_loss_ms = -1;    // age at the kill of the oldest acknowledged write lost
@@ -99,8 +99,9 @@ struct Stats {
 
 // ---------------------------------------------------------------------------------------------
 
-// A key's acknowledged fencing tokens (this round and the one before): which acquire a token that
-// came back after a restart undid.
+// A key's acknowledged fencing tokens, in every round so far: which acquire a token that came
+// back after a restart undid (FindTokenLoss). Kept whole: a key may not be taken again for rounds
+// after the kill that undid its last token.
 struct TokenLog {
   std::vector<std::pair<uint64_t, int64_t>> acked;  // (token, ack time), tokens increasing
 };
@@ -144,8 +145,14 @@ class Tester {
   bool Check();
   // Problems: counted, and the first o_.show of each kind printed.
   void Problem(const std::string& kind, const std::string& what);
-  // A loss `age_ms` old at the kill: allowed under everysec/no within the window.
+  // A loss `age_ms` old at the kill: allowed under everysec/no within the window, never after a
+  // clean shutdown (`graceful`: that kill's; this round's when not given).
   void Loss(int key, const Judgement& j, int64_t age_ms, bool token);
+  void Loss(int key, const Judgement& j, int64_t age_ms, bool token, bool graceful);
+  // A fencing token `t` not above every token acknowledged for the key (k.max_token): a loss
+  // judged against the kill that undid it, or a violation when no kill did. `where` names the
+  // moment for the report.
+  void TokenNotAbove(int key, uint64_t t, const char* where);
   int64_t RandomLease() {
     return std::uniform_int_distribution<int64_t>(o_.lease_min_ms, o_.lease_max_ms)(rng_);
   }
@@ -189,6 +196,7 @@ class Tester {
   int64_t prev_kill_ns_ = 0;       // the previous round's (tokens lost at that restart show up now)
   int64_t drain_end_ns_ = 0;       // this round's last reply from the killed server was read
   int64_t prev_drain_end_ns_ = 0;  // ... the previous round's
+  std::vector<Kill> kills_;        // every round's end so far, this round's once it is signalled
   bool killed_ = false;            // the load loop has seen the signal go
   std::atomic<bool> fired_{false};  // the signal has gone (set by the killer thread)
   bool died_early_ = false;
