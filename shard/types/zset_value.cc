@@ -142,6 +142,7 @@ void ZSetValue::PackedRemoveAt(ZSetValue* z, size_t p) {
 }
 
 ZSetValue* ZSetValue::PackedInsert(ZSetValue* z, std::string_view member, double score) {
+  if (score == 0) score = 0.0;  // -0 as +0: Redis's listpack keeps a score as text, "0"
   const size_t need = z->used_ + PackedSize(member);
   ZSetValue* out = z;
   if (need > z->capacity_) {

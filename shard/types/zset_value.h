@@ -17,7 +17,8 @@ namespace deadbolt::shard {
 // Owned by the Entry that points at it, on the shard's reactor thread.
 //
 // Order: by score, then by member bytes (unsigned, a shorter prefix first), as Redis's zslInsert
-// and zzlInsert. Scores are never NaN (the callers refuse it).
+// and zzlInsert. Scores are never NaN (the callers refuse it). The packed form stores -0 as 0, as
+// Redis 7.0's listpack does (it keeps scores as text).
 //
 // Two forms, switched by size with the limits of Redis's defaults (zset-max-listpack-entries 128,
 // zset-max-listpack-value 64):
