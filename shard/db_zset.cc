@@ -165,12 +165,10 @@ RankSpan SpanOf(const ZSetValue& z, const ZRangeSpec& r) {
   }
   size_t below, upto;
   if (r.by == ZRangeSpec::By::kScore) {
-    below = z.CountWhile([&](std::string_view, double s) {
-      return r.min_exclusive ? s <= r.min : s < r.min;
-    });
-    upto = z.CountWhile([&](std::string_view, double s) {
-      return r.max_exclusive ? s < r.max : s <= r.max;
-    });
+    below = z.CountWhile(
+        [&](std::string_view, double s) { return r.min_exclusive ? s <= r.min : s < r.min; });
+    upto = z.CountWhile(
+        [&](std::string_view, double s) { return r.max_exclusive ? s < r.max : s <= r.max; });
   } else {
     below = z.CountWhile([&](std::string_view m, double) { return BeforeLexMin(m, r.lex_min); });
     upto = z.CountWhile([&](std::string_view m, double) { return WithinLexMax(m, r.lex_max); });
@@ -274,8 +272,9 @@ OpResult<std::optional<double>> Db::ZScore(std::string_view key, std::string_vie
   return pos.entry()->zset()->Score(member);
 }
 
-OpResult<std::vector<std::optional<double>>> Db::ZMScore(
-    std::string_view key, std::span<const std::string_view> members, int64_t now_ms) {
+OpResult<std::vector<std::optional<double>>> Db::ZMScore(std::string_view key,
+                                                         std::span<const std::string_view> members,
+                                                         int64_t now_ms) {
   uint64_t hash;
   Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
   std::vector<std::optional<double>> out(members.size());
@@ -330,8 +329,8 @@ OpResult<std::optional<std::pair<int64_t, double>>> Db::ZRank(std::string_view k
   std::optional<double> score = z.Score(member);
   if (!score) return Result();
   const int64_t rank = static_cast<int64_t>(*z.Rank(member));
-  return Result(std::pair<int64_t, double>(
-      rev ? static_cast<int64_t>(z.size()) - 1 - rank : rank, *score));
+  return Result(
+      std::pair<int64_t, double>(rev ? static_cast<int64_t>(z.size()) - 1 - rank : rank, *score));
 }
 
 OpResult<int64_t> Db::ZRemRange(std::string_view key, const ZRangeSpec& range, int64_t now_ms) {

@@ -5,10 +5,12 @@
 // in Redis's order, scores print as its addReplyDouble does (%.17g; RESP3 a double), and RESP3
 // WITHSCORES replies are [member, score] pairs.
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
-#include <charconv>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,8 +22,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <absl/container/flat_hash_map.h>
 
 #include "server/base/error_strings.h"
 #include "server/cmdtable/command.h"
@@ -366,12 +366,11 @@ void ZRangeGeneric(CmdArgs args, ShardCtx& ctx) {
 }
 
 constexpr RangeCommand kZRange{true, ZRangeSpec::By::kRank, RangeCommand::Dir::kAuto, false};
-constexpr RangeCommand kZRangeByScore{false, ZRangeSpec::By::kScore,
-                                      RangeCommand::Dir::kForward, false};
-constexpr RangeCommand kZRevRangeByScore{false, ZRangeSpec::By::kScore,
-                                         RangeCommand::Dir::kReverse, false};
-constexpr RangeCommand kZRevRange{false, ZRangeSpec::By::kRank, RangeCommand::Dir::kReverse,
-                                  false};
+constexpr RangeCommand kZRangeByScore{false, ZRangeSpec::By::kScore, RangeCommand::Dir::kForward,
+                                      false};
+constexpr RangeCommand kZRevRangeByScore{false, ZRangeSpec::By::kScore, RangeCommand::Dir::kReverse,
+                                         false};
+constexpr RangeCommand kZRevRange{false, ZRangeSpec::By::kRank, RangeCommand::Dir::kReverse, false};
 constexpr RangeCommand kZRangeByLex{false, ZRangeSpec::By::kLex, RangeCommand::Dir::kForward,
                                     false};
 constexpr RangeCommand kZRevRangeByLex{false, ZRangeSpec::By::kLex, RangeCommand::Dir::kReverse,
@@ -616,15 +615,15 @@ void ZRangeStore(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     if (st->wrong_type || ctx.shard.index() != st->dst_shard) return;
     st->stored = ctx.db.ZStore(st->dst, st->members, ctx.now_ms);
   });
-  conn.FanOutPhases({std::min(st->src_shard, st->dst_shard),
-                     std::max(st->src_shard, st->dst_shard)},
-                    std::move(phases), [st](ReplyBuilder& rb) {
-                      if (st->wrong_type) {
-                        rb.Error(errors::kWrongType);
-                      } else {
-                        rb.Integer(st->stored);
-                      }
-                    });
+  conn.FanOutPhases(
+      {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
+      std::move(phases), [st](ReplyBuilder& rb) {
+        if (st->wrong_type) {
+          rb.Error(errors::kWrongType);
+        } else {
+          rb.Integer(st->stored);
+        }
+      });
 }
 
 enum class Aggregate : uint8_t { kSum, kMin, kMax };
@@ -702,8 +701,7 @@ void AggregateInto(double* target, double val, Aggregate a) {
 
 // The union or intersection of `sources` (missing ones empty), as zunionInterDiffGenericCommand:
 // sources taken from the smallest, weights applied (a NaN product counts as 0).
-shard::ZOwnedMembers Combine(const std::vector<Source>& sources, const SetOpArgs& op,
-                             bool inter) {
+shard::ZOwnedMembers Combine(const std::vector<Source>& sources, const SetOpArgs& op, bool inter) {
   std::vector<size_t> order(sources.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto size_of = [&](size_t i) { return sources[i].members ? sources[i].members->size() : 0; };

@@ -9,8 +9,7 @@ namespace deadbolt::shard {
 
 namespace {
 
-constexpr size_t kMaxPackedBytes =
-    ZSetValue::kMaxPackedEntries * (9 + ZSetValue::kMaxPackedLen);
+constexpr size_t kMaxPackedBytes = ZSetValue::kMaxPackedEntries * (9 + ZSetValue::kMaxPackedLen);
 
 size_t GrowCapacity(size_t capacity, size_t need, size_t header) {
   size_t cap = std::max(need, std::min(capacity * 2, kMaxPackedBytes));

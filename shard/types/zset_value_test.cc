@@ -78,9 +78,9 @@ TEST(ZSetValueTest, BecomesASkiplistPastTheLimitsAndPackedAgainWhenSmall) {
   z.Set("extra", 7);
   EXPECT_FALSE(z->packed());
   Items after = All(*z);
-  before.insert(std::lower_bound(before.begin(), before.end(),
-                                 std::pair<std::string, double>("extra", 7)),
-                {"extra", 7});
+  before.insert(
+      std::lower_bound(before.begin(), before.end(), std::pair<std::string, double>("extra", 7)),
+      {"extra", 7});
   EXPECT_EQ(after, before);
   for (size_t i = 0; i < ZSetValue::kMaxPackedEntries + 1 - 64; ++i) {
     EXPECT_TRUE(z.Del(after[i].first));
@@ -159,9 +159,8 @@ TEST(ZSetValueTest, MatchesAModel) {
     uint64_t cursor = 0;
     int calls = 0;
     do {
-      cursor = z->Scan(cursor, 10, [&](std::string_view m, double s) {
-        scanned[std::string(m)] = s;
-      });
+      cursor =
+          z->Scan(cursor, 10, [&](std::string_view m, double s) { scanned[std::string(m)] = s; });
       ASSERT_LT(++calls, 100000);
     } while (cursor != 0);
     EXPECT_EQ(scanned, scores);
