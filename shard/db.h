@@ -45,6 +45,61 @@ struct HScanResult {
   HashPairs pairs;
 };
 
+// --- sorted sets (db_zset.cc) ---
+
+// ZADD's flags (ZINCRBY is ZADD INCR). The caller has refused Redis's bad combinations.
+struct ZAddOptions {
+  bool nx = false;
+  bool xx = false;
+  bool gt = false;
+  bool lt = false;
+  bool incr = false;
+};
+
+struct ZAddResult {
+  int64_t added = 0;
+  int64_t updated = 0;  // members whose score changed (CH counts them)
+  // INCR: the new score; nullopt when NX/XX/GT/LT stopped it (ZADD then replies nil).
+  std::optional<double> score;
+};
+
+// A range of a sorted set, as ZRANGE and its relatives name one.
+struct ZRangeSpec {
+  enum class By : uint8_t { kRank, kScore, kLex };
+  // One end of a BYLEX range: "-", "+", "[member" or "(member".
+  struct LexBound {
+    enum class Kind : uint8_t { kMinusInf, kPlusInf, kInclusive, kExclusive };
+    Kind kind = Kind::kMinusInf;
+    std::string_view member;  // a view: the caller keeps it alive
+  };
+  By by = By::kRank;
+  bool rev = false;  // walk from the highest; a BYSCORE/BYLEX range is still given as min, max
+  int64_t start = 0;  // kRank: Redis's indexes (negative from the end)
+  int64_t stop = -1;
+  double min = 0;  // kScore
+  double max = 0;
+  bool min_exclusive = false;
+  bool max_exclusive = false;
+  LexBound lex_min;  // kLex
+  LexBound lex_max;
+  int64_t offset = 0;  // LIMIT (kScore, kLex): a negative offset selects nothing
+  int64_t limit = -1;  // negative: no limit
+};
+
+// Members with their scores, as views into the sorted set (valid until the next mutating call).
+using ZMembers = std::vector<std::pair<std::string_view, double>>;
+// The same, owned (members that have left the set: ZPOPMIN, a store's input).
+using ZOwnedMembers = std::vector<std::pair<std::string, double>>;
+
+// One ZSCAN step.
+struct ZScanResult {
+  uint64_t cursor = 0;  // 0 when the scan is complete
+  ZMembers members;
+  // True when the set is packed: Redis 7.0 then replies scores as its listpack holds them
+  // (integers as integers, else %.17g); a large set's as %.17Lf without trailing zeros.
+  bool packed = true;
+};
+
 struct SetResult {
   bool written = false;
   std::optional<std::string> old_value;  // with SetOptions::get, if the key held a string
@@ -60,6 +115,10 @@ struct ExpireChange {
   int64_t at_ms = 0;
 };
 
+// A score as KeySnapshot keeps it (8 bytes, little endian), and back.
+std::string ZScoreBytes(double score);
+double ZScoreFromBytes(std::string_view bytes);  // bytes.size() == 8
+
 struct ScanResult {
   uint64_t cursor = 0;  // 0 when the scan is complete
   std::vector<std::string> keys;
@@ -74,7 +133,9 @@ struct ScanResult {
 struct KeySnapshot {
   ValueType type = ValueType::kNone;
   std::string str;                                         // kString
-  std::vector<std::pair<std::string, std::string>> fields;  // kHash
+  // kHash: (field, value). kZSet: (member, score) in order, the score as the 8 bytes of the
+  // double, little endian (ZScoreBytes / ZScoreFromBytes).
+  std::vector<std::pair<std::string, std::string>> fields;
   int64_t expire_at_ms = -1;                                // -1: no TTL
   // The LockAcquire record of a string key (fencing token, hold count); 0 when there is none.
   // Snapshot fills them; Restore applies them only when asked (a journal replay does, RENAME
@@ -87,7 +148,8 @@ struct KeySnapshot {
 struct KeyView {
   ValueType type = ValueType::kNone;
   std::string_view str;  // kString
-  HashPairs fields;      // kHash, as (field, value) views
+  HashPairs fields;      // kHash, as (field, value) views; kZSet as KeySnapshot::fields says
+  std::vector<double> zscores;  // kZSet: backs the score bytes in `fields`
   int64_t expire_at_ms = -1;  // -1: no TTL
   uint64_t lock_token = 0;    // the LockAcquire record, as in KeySnapshot
   int64_t lock_holds = 0;
@@ -287,6 +349,46 @@ class Db {
   // all); count as Redis's COUNT (>= 1).
   OpResult<HScanResult> HScan(std::string_view key, uint64_t cursor, std::string_view pattern,
                               size_t count, int64_t now_ms);
+
+  // --- sorted sets (db_zset.cc), with Redis 7.0's t_zset.c semantics ---
+  // Every operation is kWrongType on a key of another type; a missing key reads as an empty set;
+  // one that removes the last member removes the key. Scores are never NaN (callers refuse it).
+  // ZADD / ZINCRBY: pairs of (score, member); with INCR exactly one. kScoreNaN when INCR gives
+  // NaN (inf + -inf), nothing changed.
+  OpResult<ZAddResult> ZAdd(std::string_view key, const ZAddOptions& opts,
+                            std::span<const std::pair<double, std::string_view>> items,
+                            int64_t now_ms);
+  OpResult<int64_t> ZRem(std::string_view key, std::span<const std::string_view> members,
+                         int64_t now_ms);
+  OpResult<std::optional<double>> ZScore(std::string_view key, std::string_view member,
+                                         int64_t now_ms);
+  OpResult<std::vector<std::optional<double>>> ZMScore(std::string_view key,
+                                                       std::span<const std::string_view> members,
+                                                       int64_t now_ms);
+  OpResult<int64_t> ZCard(std::string_view key, int64_t now_ms);
+  // ZCOUNT (by kScore) / ZLEXCOUNT (by kLex).
+  OpResult<int64_t> ZCount(std::string_view key, const ZRangeSpec& range, int64_t now_ms);
+  // ZRANGE and its relatives: the members of the range in the order asked.
+  OpResult<ZMembers> ZRange(std::string_view key, const ZRangeSpec& range, int64_t now_ms);
+  // ZRANK / ZREVRANK: (rank, score), nullopt when the member is missing.
+  OpResult<std::optional<std::pair<int64_t, double>>> ZRank(std::string_view key,
+                                                            std::string_view member, bool rev,
+                                                            int64_t now_ms);
+  // ZREMRANGEBYRANK / BYSCORE / BYLEX (range.rev and LIMIT ignored): how many went.
+  OpResult<int64_t> ZRemRange(std::string_view key, const ZRangeSpec& range, int64_t now_ms);
+  // ZPOPMIN / ZPOPMAX: up to `count` members from the low (high) end, in pop order.
+  OpResult<ZOwnedMembers> ZPop(std::string_view key, bool max, int64_t count, int64_t now_ms);
+  // ZRANDMEMBER with a count: count >= 0 distinct members (the whole set, from the highest, when
+  // count >= its size), count < 0 -count members that may repeat. Random from the Db's own
+  // generator.
+  OpResult<ZMembers> ZRandMember(std::string_view key, int64_t count, int64_t now_ms);
+  // One ZSCAN step: members whose bytes match the glob `pattern`; count as Redis's COUNT.
+  OpResult<ZScanResult> ZScan(std::string_view key, uint64_t cursor, std::string_view pattern,
+                              size_t count, int64_t now_ms);
+  // The store half of ZRANGESTORE / ZUNIONSTORE / ZINTERSTORE: `key` becomes a sorted set of
+  // `members` (distinct), replacing whatever it held (its TTL goes too); an empty list deletes
+  // it. Returns the size.
+  int64_t ZStore(std::string_view key, const ZOwnedMembers& members, int64_t now_ms);
 
  private:
   struct Impl;

@@ -1,8 +1,11 @@
 // Db::Snapshot and Db::Restore: copying a key out of one Db and into another, with its TTL.
 
+#include <bit>
+
 #include "shard/db.h"
 #include "shard/db_impl.h"
 #include "shard/types/hash_value.h"
+#include "shard/types/zset_value.h"
 
 namespace deadbolt::shard {
 
@@ -25,8 +28,15 @@ std::optional<KeySnapshot> Db::Snapshot(std::string_view key, int64_t now_ms) {
       for (const auto& [f, v] : *all) snap.fields.emplace_back(std::string(f), std::string(v));
       break;
     }
-    case ValueType::kZSet:  // reserved: no key of these types is built yet (issue 13)
-    case ValueType::kList:
+    case ValueType::kZSet: {
+      ZRangeSpec all;
+      auto members = ZRange(key, all, now_ms);
+      if (!members.ok()) return std::nullopt;
+      snap.fields.reserve(members->size());
+      for (const auto& [m, s] : *members) snap.fields.emplace_back(std::string(m), ZScoreBytes(s));
+      break;
+    }
+    case ValueType::kList:  // reserved: no key of these types is built yet (issue 13)
     case ValueType::kSet:
       return std::nullopt;
   }
@@ -41,9 +51,29 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
   if (!pos) return false;
   const Entry* e = pos.entry();
   out->fields.clear();
+  out->zscores.clear();
   out->lock_token = 0;
   out->lock_holds = 0;
-  if (e->kind() == Entry::Kind::kHash) {
+  if (e->kind() == Entry::Kind::kZSet) {
+    // The score bytes point into zscores: filled first, so that it does not move. Little
+    // endian, as ZScoreBytes (the machines deadbolt runs on are).
+    static_assert(std::endian::native == std::endian::little);
+    out->type = ValueType::kZSet;
+    out->str = {};
+    const ZSetValue& z = *e->zset();
+    out->zscores.reserve(z.size());
+    z.ForEach([&](std::string_view, double s) {
+      out->zscores.push_back(s);
+      return true;
+    });
+    out->fields.reserve(z.size());
+    size_t i = 0;
+    z.ForEach([&](std::string_view m, double) {
+      out->fields.emplace_back(
+          m, std::string_view(reinterpret_cast<const char*>(&out->zscores[i++]), sizeof(double)));
+      return true;
+    });
+  } else if (e->kind() == Entry::Kind::kHash) {
     out->type = ValueType::kHash;
     out->str = {};
     e->hash()->ForEach(
@@ -67,8 +97,17 @@ bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, in
   switch (snap.type) {
     case ValueType::kNone:
       return true;
-    case ValueType::kZSet:  // reserved: no key of these types is built yet (issue 13)
-    case ValueType::kList:
+    case ValueType::kZSet: {
+      ZOwnedMembers members;
+      members.reserve(snap.fields.size());
+      for (const auto& [m, s] : snap.fields) {
+        if (s.size() == 8) members.emplace_back(m, ZScoreFromBytes(s));
+      }
+      ZStore(key, members, now_ms);
+      if (snap.expire_at_ms >= 0) ExpireAt(key, snap.expire_at_ms, ExpireCond::kNone, now_ms);
+      return true;
+    }
+    case ValueType::kList:  // reserved: no key of these types is built yet (issue 13)
     case ValueType::kSet:
       return false;
     case ValueType::kString: {

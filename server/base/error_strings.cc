@@ -52,6 +52,13 @@ std::string ProtocolError(std::string_view parser_text) {
   return "ERR " + std::string(parser_text);
 }
 
+std::string ZNeedsInputKey(std::string_view command_lower) {
+  std::string out = "ERR at least 1 input key is needed for '";
+  out.append(command_lower);
+  out.append("' command");
+  return out;
+}
+
 std::string_view ForStatus(shard::OpStatus s) {
   using shard::OpStatus;
   switch (s) {
@@ -83,6 +90,8 @@ std::string_view ForStatus(shard::OpStatus s) {
       return kHashNotInteger;
     case OpStatus::kHashValueNotFloat:
       return kHashNotFloat;
+    case OpStatus::kScoreNaN:
+      return kZScoreNaN;
   }
   return "ERR internal error";
 }

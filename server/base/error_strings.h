@@ -52,6 +52,27 @@ inline constexpr std::string_view kMaxClients = "ERR max number of clients reach
 // HINCRBYFLOAT's increment is NaN or infinite (checked before the key is looked at).
 inline constexpr std::string_view kNanOrInfIncrement = "ERR value is NaN or Infinity";
 
+// --- sorted sets (Redis 7.0's t_zset.c) ---
+inline constexpr std::string_view kZScoreNaN = "ERR resulting score is not a number (NaN)";
+inline constexpr std::string_view kZAddXxNx =
+    "ERR XX and NX options at the same time are not compatible";
+inline constexpr std::string_view kZAddGtLtNx =
+    "ERR GT, LT, and/or NX options at the same time are not compatible";
+inline constexpr std::string_view kZAddIncrPairs =
+    "ERR INCR option supports a single increment-element pair";
+inline constexpr std::string_view kZMinMaxNotFloat = "ERR min or max is not a float";
+inline constexpr std::string_view kZMinMaxNotLex = "ERR min or max not valid string range item";
+inline constexpr std::string_view kZLimitNeedsBy =
+    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+inline constexpr std::string_view kZWithScoresByLex =
+    "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
+inline constexpr std::string_view kZWeightNotFloat = "ERR weight value is not a float";
+// ZRANDMEMBER's count below -LONG_MAX (getRangeLongFromObjectOrReply's text).
+inline constexpr std::string_view kZRandCountRange =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+// "ERR at least 1 input key is needed for 'zunionstore' command"
+std::string ZNeedsInputKey(std::string_view command_lower);
+
 // --- lock commands ---
 // DELEX with a condition on a key that is not a string (Redis 8.4's text; not WRONGTYPE).
 inline constexpr std::string_view kDelexNotString =

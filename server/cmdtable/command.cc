@@ -9,6 +9,7 @@ CommandTable::CommandTable() {
   RegisterStringCommands(this);
   RegisterKeyCommands(this);
   RegisterHashCommands(this);
+  RegisterZSetCommands(this);
   RegisterLockCommands(this);
   RegisterNativeLockCommands(this);
   RegisterScriptCommands(this);

@@ -223,12 +223,15 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       "set",      "setnx",        "setex",  "psetex",  "getset",       "mset",   "msetnx",
       "append",   "setrange",     "incr",   "decr",    "incrby",       "decrby", "incrbyfloat",
       "hset",     "hmset",        "hsetnx", "hincrby", "hincrbyfloat", "copy",   "rename",
-      "renamenx", "lock.acquire", "eval",   "evalsha"};
+      "renamenx", "lock.acquire", "eval",   "evalsha",
+      "zadd",     "zincrby",      "zrangestore", "zunionstore", "zinterstore"};
   // Writes that only change or remove keys that exist (or send messages).
   const std::set<std::string> writes_that_never_create = {
       "del",          "unlink",      "expire",  "pexpire", "expireat", "pexpireat",
       "persist",      "getdel",      "getex",   "hdel",    "delifeq",  "delex",
-      "lock.release", "lock.extend", "flushdb", "flushall"};
+      "lock.release", "lock.extend", "flushdb", "flushall",
+      "zrem",         "zremrangebyscore", "zremrangebyrank", "zremrangebylex",
+      "zpopmin",      "zpopmax"};
   std::set<std::string> got_may_create, got_other_writes;
   for (const CommandSpec& s : CommandTable::Get().All()) {
     SCOPED_TRACE(s.name);

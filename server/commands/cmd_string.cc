@@ -373,7 +373,8 @@ void IncrByFloat(CmdArgs args, ShardCtx& ctx) {
   long double delta;
   if (!shard::ParseLongDouble(args[2], &delta)) {
     // Redis checks the key's type before it reads the increment.
-    if (ctx.db.Type(args[1], ctx.now_ms) == shard::ValueType::kHash) {
+    const shard::ValueType type = ctx.db.Type(args[1], ctx.now_ms);
+    if (type != shard::ValueType::kNone && type != shard::ValueType::kString) {
       ctx.rb.Error(errors::kWrongType);
     } else {
       ctx.rb.Error(errors::kNotFloat);

@@ -24,6 +24,7 @@ enum class OpStatus : uint8_t {
   kNoSuchKey,      // a command needs the key to exist (RENAME ...)
   kHashValueNotInteger,  // hash value is not an integer
   kHashValueNotFloat,    // hash value is not a float
+  kScoreNaN,             // a sorted set score would become NaN (ZINCRBY inf then -inf)
 };
 
 // A value or a non-kOk status.

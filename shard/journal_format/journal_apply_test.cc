@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,55 @@ TEST_F(JournalApplyTest, PutWithAPastExpiryDeletesTheKey) {
   // One ms in the future: there.
   EXPECT_TRUE(Apply(PutStr(0, "k", "new", now + 1)));
   EXPECT_EQ(db(0).Pttl("k", now), 1);
+}
+
+// A sorted set goes through the bytes whole, from a live key's View (what the journal writes
+// at the end of a turn) and from a Snapshot: members, scores (inf, -inf, fractions), order and
+// TTL; in both forms.
+TEST_F(JournalApplyTest, PutOfASortedSet) {
+  Db src;
+  const std::pair<double, std::string_view> small[] = {
+      {1.5, "a"}, {-INFINITY, "low"}, {INFINITY, "high"}, {0.1, std::string_view("\0b", 2)}};
+  ASSERT_TRUE(src.ZAdd("z", ZAddOptions{}, small, now).ok());
+  src.ExpireAt("z", now + 60'000, ExpireCond::kNone, now);
+  std::vector<std::string> names;
+  for (int i = 0; i < 300; i++) names.push_back(Cat("m", i));
+  std::vector<std::pair<double, std::string_view>> many;
+  for (int i = 0; i < 300; i++) many.emplace_back(i % 7 * 0.25, names[i]);
+  ASSERT_TRUE(src.ZAdd("big", ZAddOptions{}, many, now).ok());
+  for (std::string_view key : {"z", "big"}) {
+    SCOPED_TRACE(std::string(key));
+    KeyView view;
+    ASSERT_TRUE(src.View(key, now, &view));
+    EXPECT_EQ(view.type, ValueType::kZSet);
+    std::optional<KeySnapshot> snap = src.Snapshot(key, now);
+    ASSERT_TRUE(snap);
+    for (int how = 0; how < 2; how++) {
+      std::string buf;
+      JournalWriter w(&buf);
+      w.BeginFrame();
+      if (how == 0) {
+        w.Put(4, key, view);
+      } else {
+        w.Put(4, key, *snap);
+      }
+      ASSERT_TRUE(w.EndFrame());
+      EXPECT_LE(buf.size() - kFrameHeaderSize, JournalPutSize(key, *snap));  // a bound
+      db(4).Flush();
+      JournalScan scan = ScanJournal(buf, [&](const JournalRecord& rec) {
+        EXPECT_EQ(rec.value.type, ValueType::kZSet);
+        EXPECT_TRUE(ApplyJournalRecord(rec, shard, now));
+        return true;
+      });
+      ASSERT_EQ(scan.status, Status::kOk);
+      EXPECT_EQ(db(4).Type(key, now), ValueType::kZSet);
+      EXPECT_EQ(db(4).Pttl(key, now), src.Pttl(key, now));
+      auto want = src.ZRange(key, ZRangeSpec{}, now);
+      auto got = db(4).ZRange(key, ZRangeSpec{}, now);
+      ASSERT_TRUE(want.ok() && got.ok());
+      EXPECT_EQ(*got, *want);
+    }
+  }
 }
 
 TEST_F(JournalApplyTest, PutOfAHash) {

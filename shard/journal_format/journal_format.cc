@@ -3,9 +3,10 @@
 // Record layouts (after the one-byte kind; "varint" is LEB128, "str" a varint length and the
 // bytes, fixed-width numbers little endian):
 //   kHeader:  u32 version, u32 shard, u32 num_shards, i64 created_ns
-//   kPut:     varint db, str key, u8 type (1 string, 2 hash), i64 expire_at_ms (-1: none),
-//             u64 lock_token, varint lock_holds, then a string's str value or a hash's varint
-//             count and that many (str field, str value)
+//   kPut:     varint db, str key, u8 type (1 string, 2 hash, 3 zset), i64 expire_at_ms
+//             (-1: none), u64 lock_token, varint lock_holds, then a string's str value, or a
+//             hash's varint count and that many (str field, str value), or a zset's varint count
+//             and that many (str member, str score: the double's 8 bytes, little endian)
 //   kDel:     varint db, str key
 //   kToken:   varint db, u64 token
 //   kFlushDb: varint db
@@ -25,6 +26,10 @@ namespace {
 
 constexpr uint8_t kTypeString = 1;
 constexpr uint8_t kTypeHash = 2;
+constexpr uint8_t kTypeZSet = 3;
+
+// Types whose body is a count and that many pairs of strings.
+bool HasPairs(ValueType t) { return t == ValueType::kHash || t == ValueType::kZSet; }
 
 void PutU32(std::string* out, uint32_t v) {
   char b[4];
@@ -166,13 +171,14 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
         r->value.str.assign(v);
         return true;
       }
-      if (type == kTypeHash) {
+      if (type == kTypeHash || type == kTypeZSet) {
         uint64_t n;
         if (!in.Varint(&n)) return false;
-        r->value.type = ValueType::kHash;
+        r->value.type = type == kTypeHash ? ValueType::kHash : ValueType::kZSet;
         for (uint64_t i = 0; i < n; i++) {
           std::string_view f, v;
           if (!in.Str(&f) || !in.Str(&v)) return false;
+          if (type == kTypeZSet && v.size() != 8) return false;
           r->value.fields.emplace_back(std::string(f), std::string(v));
         }
         return true;
@@ -255,11 +261,13 @@ void WritePut(std::string* out, uint32_t db, std::string_view key, ValueType typ
   out->push_back(static_cast<char>(RecordKind::kPut));
   PutVarint(out, db);
   PutStr(out, key);
-  out->push_back(static_cast<char>(type == ValueType::kHash ? kTypeHash : kTypeString));
+  out->push_back(static_cast<char>(type == ValueType::kHash   ? kTypeHash
+                                   : type == ValueType::kZSet ? kTypeZSet
+                                                              : kTypeString));
   PutU64(out, static_cast<uint64_t>(expire_at_ms));
   PutU64(out, lock_token);
   PutVarint(out, static_cast<uint64_t>(lock_holds < 0 ? 0 : lock_holds));
-  if (type == ValueType::kHash) {
+  if (HasPairs(type)) {
     PutVarint(out, fields.size());
     for (const auto& [f, v] : fields) {
       PutStr(out, f);
@@ -328,7 +336,7 @@ void JournalWriter::FlushDb(uint32_t db) {
 
 size_t JournalPutSize(std::string_view key, const KeySnapshot& value) {
   size_t n = 1 + 5 + VarintSize(key.size()) + key.size() + 1 + 8 + 8 + 10;
-  if (value.type == ValueType::kHash) {
+  if (HasPairs(value.type)) {
     n += VarintSize(value.fields.size());
     for (const auto& [f, v] : value.fields) {
       n += VarintSize(f.size()) + f.size() + VarintSize(v.size()) + v.size();

@@ -500,8 +500,10 @@ TEST(JournalScanTest, AValidChecksumAroundRecordsThatDoNotParseIsDamage) {
       {"kind 0xff", std::string("\xff", 1)},
       {"header too short", std::string("\x01\x01\x00\x00\x00", 5)},
       {"put without its fields", std::string("\x02\x00\x01k", 4)},
-      {"put of type 3", std::string("\x02\x00\x01k\x03", 5) + std::string(17, '\0') +
+      {"put of type 9", std::string("\x02\x00\x01k\x09", 5) + std::string(17, '\0') +
                             std::string("\x00", 1)},
+      {"put zset score not 8 bytes", std::string("\x02\x00\x01k\x03", 5) + std::string(17, '\0') +
+                                         std::string("\x01\x01" "a\x01" "b", 5)},
       {"put of type 0", std::string("\x02\x00\x01k\x00", 5) + std::string(17, '\0') +
                             std::string("\x00", 1)},
       {"put string cut", std::string("\x02\x00\x01k\x01", 5) + std::string(17, '\0') +

@@ -11,6 +11,7 @@
 namespace deadbolt::shard {
 
 class HashValue;   // shard/types/hash_value.h
+class ZSetValue;   // shard/types/zset_value.h
 class HeapString;  // shard/table/heap_string.h
 
 // Owned by the Dict that links it, on the shard's reactor thread; never shared across threads.
@@ -122,6 +123,7 @@ class Entry {
   void set_heap_string(HeapString* s) { StorePtr(s); }
   // kHash only.
   HashValue* hash() const { return static_cast<HashValue*>(LoadPtr()); }
+  ZSetValue* zset() const { return static_cast<ZSetValue*>(LoadPtr()); }
   // Any object kind (not a string): the value object it owns, for shard/types/ to cast.
   void* object() const { return LoadPtr(); }
 

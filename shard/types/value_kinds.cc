@@ -2,6 +2,7 @@
 
 #include "shard/table/heap_string.h"
 #include "shard/types/hash_value.h"
+#include "shard/types/zset_value.h"
 
 namespace deadbolt::shard {
 
@@ -16,8 +17,10 @@ void DestroyEntry(Entry* e) {
     case Entry::Kind::kHash:
       delete e->hash();
       break;
-    case Entry::Kind::kZSet:  // reserved: no entry of these kinds is built yet (issue 13)
-    case Entry::Kind::kList:
+    case Entry::Kind::kZSet:
+      delete e->zset();
+      break;
+    case Entry::Kind::kList:  // reserved: no entry of these kinds is built yet (issue 13)
     case Entry::Kind::kSet:
       break;
   }
@@ -29,6 +32,15 @@ Entry* MakeHashEntry(std::string_view key, HashValue* hash, int64_t expire_at) {
     return Entry::MakeObject(Entry::Kind::kHash, key, hash, expire_at);
   } catch (...) {
     delete hash;
+    throw;
+  }
+}
+
+Entry* MakeZSetEntry(std::string_view key, ZSetValue* zset, int64_t expire_at) {
+  try {
+    return Entry::MakeObject(Entry::Kind::kZSet, key, zset, expire_at);
+  } catch (...) {
+    delete zset;
     throw;
   }
 }

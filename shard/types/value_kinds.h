@@ -13,6 +13,7 @@
 namespace deadbolt::shard {
 
 class HashValue;
+class ZSetValue;
 
 // Pure functions over entries, called on the thread that owns them (the shard's reactor).
 
@@ -39,5 +40,8 @@ void DestroyEntry(Entry* e);
 
 // A new entry for a hash key. Takes ownership of `hash`, also when it throws.
 Entry* MakeHashEntry(std::string_view key, HashValue* hash, int64_t expire_at);
+
+// A new entry for a sorted set key. Takes ownership of `zset`, also when it throws.
+Entry* MakeZSetEntry(std::string_view key, ZSetValue* zset, int64_t expire_at);
 
 }  // namespace deadbolt::shard

@@ -6,6 +6,7 @@
 
 #include "shard/table/heap_string.h"
 #include "shard/types/hash_value.h"
+#include "shard/types/zset_value.h"
 
 namespace deadbolt::shard {
 namespace {
@@ -22,6 +23,8 @@ TEST(ValueKindsTest, TypeOfEveryKind) {
   EXPECT_EQ(TypeOf(heap_str.get()), ValueType::kString);
   EntryPtr hash(MakeHashEntry("k", HashValue::Create(), 5));
   EXPECT_EQ(TypeOf(hash.get()), ValueType::kHash);
+  EntryPtr zset(MakeZSetEntry("k", ZSetValue::Create(), 5));
+  EXPECT_EQ(TypeOf(zset.get()), ValueType::kZSet);
 }
 
 // DestroyEntry frees the value object with the entry, whatever its kind (ASan reports a leak or

@@ -1,0 +1,878 @@
+// Sorted set commands: ZADD ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZCOUNT ZLEXCOUNT ZRANGE
+// ZRANGEBYSCORE ZREVRANGE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZRANK ZREVRANK
+// ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN ZRANGESTORE
+// ZUNIONSTORE ZINTERSTORE, with Redis 7.0's replies and errors (t_zset.c): arguments are checked
+// in Redis's order, scores print as its addReplyDouble does (%.17g; RESP3 a double), and RESP3
+// WITHSCORES replies are [member, score] pairs.
+
+#include <absl/container/flat_hash_map.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/base/error_strings.h"
+#include "server/cmdtable/command.h"
+#include "server/commands/cmd_util.h"
+#include "server/core/connection.h"
+#include "server/core/reactor.h"
+#include "server/core/server.h"
+#include "shard/base/numeric.h"
+#include "shard/db.h"
+
+namespace deadbolt::server {
+
+namespace {
+
+using protocol::ReplyBuilder;
+using shard::OpStatus;
+using shard::ZRangeSpec;
+
+void ReplyStatus(ReplyBuilder& rb, OpStatus s) { rb.Error(errors::ForStatus(s)); }
+
+std::span<const std::string_view> Tail(CmdArgs args, size_t from) {
+  return {args.data() + from, args.size() - from};
+}
+
+// --- numbers as Redis reads and prints them ---
+
+// A score or weight, as getDoubleFromObject: strtod over the whole argument, no leading space,
+// no NaN, no overflow (nor an underflow to zero).
+bool ParseScore(std::string_view arg, double* out) {
+  if (arg.empty() || std::isspace(static_cast<unsigned char>(arg[0]))) return false;
+  const std::string s(arg);
+  char* end;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (static_cast<size_t>(end - s.c_str()) != s.size() || std::isnan(v)) return false;
+  if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || v == 0)) return false;
+  *out = v;
+  return true;
+}
+
+// One end of a score range, as zslParseRange: "(" makes it exclusive; the rest goes to strtod,
+// which must reach the end of the C string; NaN is refused (the empty string reads as 0).
+bool ParseScoreBound(std::string_view arg, double* value, bool* exclusive) {
+  std::string s(arg);
+  const char* p = s.c_str();
+  *exclusive = p[0] == '(';
+  if (*exclusive) ++p;
+  char* end;
+  *value = std::strtod(p, &end);
+  return end[0] == '\0' && !std::isnan(*value);
+}
+
+// One end of a lex range, as zslParseLexRangeItem.
+bool ParseLexBound(std::string_view arg, ZRangeSpec::LexBound* out) {
+  using Kind = ZRangeSpec::LexBound::Kind;
+  if (arg.empty()) return false;
+  switch (arg[0]) {
+    case '+':
+    case '-':
+      if (arg.size() > 1 && arg[1] != '\0') return false;
+      out->kind = arg[0] == '+' ? Kind::kPlusInf : Kind::kMinusInf;
+      return true;
+    case '(':
+    case '[':
+      out->kind = arg[0] == '(' ? Kind::kExclusive : Kind::kInclusive;
+      out->member = arg.substr(1);
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Redis 7.0's addReplyDouble: %.17g ("inf", "-inf"); a bulk string in RESP2, a double in RESP3.
+void ReplyScore(ReplyBuilder& rb, double d) {
+  char buf[40];
+  int n;
+  if (std::isinf(d)) {
+    n = std::snprintf(buf, sizeof(buf), "%s", d > 0 ? "inf" : "-inf");
+  } else {
+    n = std::snprintf(buf, sizeof(buf), "%.17g", d);
+  }
+  if (rb.resp() >= 3) {
+    std::string* out = rb.out();
+    out->push_back(',');
+    out->append(buf, static_cast<size_t>(n));
+    out->append("\r\n", 2);
+  } else {
+    rb.Bulk(std::string_view(buf, static_cast<size_t>(n)));
+  }
+}
+
+void ReplyOptionalScore(ReplyBuilder& rb, const std::optional<double>& d) {
+  if (d) {
+    ReplyScore(rb, *d);
+  } else {
+    rb.Null();
+  }
+}
+
+// A score as Redis 7.0's d2string writes it into a listpack (ZSCAN of a small set): integers
+// within +-LLONG_MAX/2 as integers, else %.17g.
+std::string PackedScoreText(double v) {
+  char buf[40];
+  int n;
+  if (std::isinf(v)) {
+    n = std::snprintf(buf, sizeof(buf), "%s", v < 0 ? "-inf" : "inf");
+  } else if (v >= static_cast<double>(-INT64_MAX / 2) && v <= static_cast<double>(INT64_MAX / 2) &&
+             v == static_cast<double>(static_cast<long long>(v))) {  // double2ll, -0 included
+    n = std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(v));
+  } else {
+    n = std::snprintf(buf, sizeof(buf), "%.17g", v);
+  }
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// A list of members, with their scores if asked: RESP2 flat, RESP3 [member, score] pairs.
+template <typename Members>
+void ReplyMembers(ReplyBuilder& rb, const Members& members, bool withscores) {
+  if (!withscores) {
+    rb.ArrayHeader(members.size());
+    for (const auto& [m, s] : members) rb.Bulk(m);
+    return;
+  }
+  const bool pairs = rb.resp() >= 3;
+  rb.ArrayHeader(pairs ? members.size() : members.size() * 2);
+  for (const auto& [m, s] : members) {
+    if (pairs) rb.ArrayHeader(2);
+    rb.Bulk(m);
+    ReplyScore(rb, s);
+  }
+}
+
+// --- ZADD ZINCRBY ---
+
+void ZAddGeneric(CmdArgs args, ShardCtx& ctx, bool zincrby) {
+  shard::ZAddOptions opts;
+  bool ch = false;
+  size_t scoreidx = 2;
+  if (zincrby) {
+    opts.incr = true;
+  } else {
+    for (; scoreidx < args.size(); ++scoreidx) {
+      const std::string_view o = args[scoreidx];
+      if (OptionIs(o, "nx")) {
+        opts.nx = true;
+      } else if (OptionIs(o, "xx")) {
+        opts.xx = true;
+      } else if (OptionIs(o, "ch")) {
+        ch = true;
+      } else if (OptionIs(o, "incr")) {
+        opts.incr = true;
+      } else if (OptionIs(o, "gt")) {
+        opts.gt = true;
+      } else if (OptionIs(o, "lt")) {
+        opts.lt = true;
+      } else {
+        break;
+      }
+    }
+  }
+  const size_t elements = args.size() - scoreidx;
+  if (elements % 2 != 0 || elements == 0) {
+    ctx.rb.Error(errors::kSyntax);
+    return;
+  }
+  if (opts.nx && opts.xx) {
+    ctx.rb.Error(errors::kZAddXxNx);
+    return;
+  }
+  if ((opts.gt && opts.nx) || (opts.lt && opts.nx) || (opts.gt && opts.lt)) {
+    ctx.rb.Error(errors::kZAddGtLtNx);
+    return;
+  }
+  if (opts.incr && elements > 2) {
+    ctx.rb.Error(errors::kZAddIncrPairs);
+    return;
+  }
+  std::vector<std::pair<double, std::string_view>> items(elements / 2);
+  for (size_t j = 0; j < items.size(); ++j) {
+    if (!ParseScore(args[scoreidx + 2 * j], &items[j].first)) {
+      ctx.rb.Error(errors::kNotFloat);
+      return;
+    }
+    items[j].second = args[scoreidx + 2 * j + 1];
+  }
+  auto r = ctx.db.ZAdd(args[1], opts, items, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+  } else if (opts.incr) {
+    ReplyOptionalScore(ctx.rb, r->score);
+  } else {
+    ctx.rb.Integer(ch ? r->added + r->updated : r->added);
+  }
+}
+
+void ZAdd(CmdArgs args, ShardCtx& ctx) { ZAddGeneric(args, ctx, false); }
+void ZIncrBy(CmdArgs args, ShardCtx& ctx) { ZAddGeneric(args, ctx, true); }
+
+void ZRem(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.ZRem(args[1], Tail(args, 2), ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void ZScore(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.ZScore(args[1], args[2], ctx.now_ms);
+  if (r.ok()) {
+    ReplyOptionalScore(ctx.rb, *r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void ZMScore(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.ZMScore(args[1], Tail(args, 2), ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  ctx.rb.ArrayHeader(r->size());
+  for (const auto& s : *r) ReplyOptionalScore(ctx.rb, s);
+}
+
+void ZCard(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.ZCard(args[1], ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+// Parses a [min, max] score (by == kScore) or lex (kLex) range into `range`; false after
+// replying the error.
+bool ParseRangeEnds(std::string_view min, std::string_view max, ZRangeSpec* range,
+                    ReplyBuilder& rb) {
+  if (range->by == ZRangeSpec::By::kScore) {
+    if (!ParseScoreBound(min, &range->min, &range->min_exclusive) ||
+        !ParseScoreBound(max, &range->max, &range->max_exclusive)) {
+      rb.Error(errors::kZMinMaxNotFloat);
+      return false;
+    }
+  } else if (range->by == ZRangeSpec::By::kLex) {
+    if (!ParseLexBound(min, &range->lex_min) || !ParseLexBound(max, &range->lex_max)) {
+      rb.Error(errors::kZMinMaxNotLex);
+      return false;
+    }
+  } else if (!StringToInt64(min, &range->start) || !StringToInt64(max, &range->stop)) {
+    rb.Error(errors::kNotInteger);
+    return false;
+  }
+  return true;
+}
+
+template <ZRangeSpec::By by>
+void ZCount(CmdArgs args, ShardCtx& ctx) {
+  ZRangeSpec range;
+  range.by = by;
+  if (!ParseRangeEnds(args[2], args[3], &range, ctx.rb)) return;
+  auto r = ctx.db.ZCount(args[1], range, ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+// --- the ZRANGE family ---
+
+// How a command of the family reads its arguments (zrangeGenericCommand's parameters).
+struct RangeCommand {
+  enum class Dir : uint8_t { kAuto, kForward, kReverse };
+  bool by_auto = false;  // ZRANGE, ZRANGESTORE: BYSCORE / BYLEX / REV are options
+  ZRangeSpec::By by = ZRangeSpec::By::kRank;
+  Dir dir = Dir::kAuto;
+  bool store = false;  // ZRANGESTORE: args[1] is the destination
+};
+
+// Parses a ZRANGE-family call into *range and *withscores; false after replying the error.
+bool ParseRange(CmdArgs args, const RangeCommand& cmd, ZRangeSpec* range, bool* withscores,
+                ReplyBuilder& rb) {
+  const size_t base = cmd.store ? 2 : 1;  // the source key
+  bool by_auto = cmd.by_auto;
+  ZRangeSpec::By by = cmd.by;
+  RangeCommand::Dir dir = cmd.dir;
+  bool limit = false;
+  *withscores = false;
+  for (size_t j = base + 3; j < args.size(); ++j) {
+    const size_t left = args.size() - j - 1;
+    if (!cmd.store && OptionIs(args[j], "withscores")) {
+      *withscores = true;
+    } else if (OptionIs(args[j], "limit") && left >= 2) {
+      if (!StringToInt64(args[j + 1], &range->offset) ||
+          !StringToInt64(args[j + 2], &range->limit)) {
+        rb.Error(errors::kNotInteger);
+        return false;
+      }
+      limit = true;
+      j += 2;
+    } else if (dir == RangeCommand::Dir::kAuto && OptionIs(args[j], "rev")) {
+      dir = RangeCommand::Dir::kReverse;
+    } else if (by_auto && OptionIs(args[j], "bylex")) {
+      by = ZRangeSpec::By::kLex;
+      by_auto = false;
+    } else if (by_auto && OptionIs(args[j], "byscore")) {
+      by = ZRangeSpec::By::kScore;
+      by_auto = false;
+    } else {
+      rb.Error(errors::kSyntax);
+      return false;
+    }
+  }
+  if (limit && by == ZRangeSpec::By::kRank) {
+    rb.Error(errors::kZLimitNeedsBy);
+    return false;
+  }
+  if (*withscores && by == ZRangeSpec::By::kLex) {
+    rb.Error(errors::kZWithScoresByLex);
+    return false;
+  }
+  range->by = by;
+  range->rev = dir == RangeCommand::Dir::kReverse;
+  std::string_view min = args[base + 1], max = args[base + 2];
+  if (range->rev && by != ZRangeSpec::By::kRank) std::swap(min, max);  // given as max, min
+  return ParseRangeEnds(min, max, range, rb);
+}
+
+template <RangeCommand const& cmd>
+void ZRangeGeneric(CmdArgs args, ShardCtx& ctx) {
+  ZRangeSpec range;
+  bool withscores;
+  if (!ParseRange(args, cmd, &range, &withscores, ctx.rb)) return;
+  auto r = ctx.db.ZRange(args[1], range, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  ReplyMembers(ctx.rb, *r, withscores);
+}
+
+constexpr RangeCommand kZRange{true, ZRangeSpec::By::kRank, RangeCommand::Dir::kAuto, false};
+constexpr RangeCommand kZRangeByScore{false, ZRangeSpec::By::kScore, RangeCommand::Dir::kForward,
+                                      false};
+constexpr RangeCommand kZRevRangeByScore{false, ZRangeSpec::By::kScore, RangeCommand::Dir::kReverse,
+                                         false};
+constexpr RangeCommand kZRevRange{false, ZRangeSpec::By::kRank, RangeCommand::Dir::kReverse, false};
+constexpr RangeCommand kZRangeByLex{false, ZRangeSpec::By::kLex, RangeCommand::Dir::kForward,
+                                    false};
+constexpr RangeCommand kZRevRangeByLex{false, ZRangeSpec::By::kLex, RangeCommand::Dir::kReverse,
+                                       false};
+constexpr RangeCommand kZRangeStore{true, ZRangeSpec::By::kRank, RangeCommand::Dir::kAuto, true};
+
+template <bool rev>
+void ZRank(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.ZRank(args[1], args[2], rev, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+  } else if (!*r) {
+    ctx.rb.Null();
+  } else {
+    ctx.rb.Integer((*r)->first);
+  }
+}
+
+template <ZRangeSpec::By by>
+void ZRemRange(CmdArgs args, ShardCtx& ctx) {
+  ZRangeSpec range;
+  range.by = by;
+  if (!ParseRangeEnds(args[2], args[3], &range, ctx.rb)) return;
+  auto r = ctx.db.ZRemRange(args[1], range, ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+// ZPOPMIN / ZPOPMAX key [count] (genericZpopCommand): without a count a flat [member, score];
+// with one, RESP3 gets [member, score] pairs.
+template <bool max>
+void ZPop(CmdArgs args, ShardCtx& ctx) {
+  if (args.size() > 3) {
+    ctx.rb.Error(errors::kSyntax);
+    return;
+  }
+  int64_t count = 1;
+  const bool has_count = args.size() == 3;
+  if (has_count) {
+    if (!StringToInt64(args[2], &count) || count < 0) {
+      ctx.rb.Error(errors::kNotPositive);
+      return;
+    }
+    if (count == 0) {
+      ctx.rb.ArrayHeader(0);
+      return;
+    }
+  }
+  auto r = ctx.db.ZPop(args[1], max, count, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  if (has_count) {
+    ReplyMembers(ctx.rb, *r, true);
+    return;
+  }
+  ctx.rb.ArrayHeader(r->size() * 2);  // flat, also in RESP3
+  for (const auto& [m, s] : *r) {
+    ctx.rb.Bulk(m);
+    ReplyScore(ctx.rb, s);
+  }
+}
+
+// ZRANDMEMBER key [count [WITHSCORES]]
+void ZRandMember(CmdArgs args, ShardCtx& ctx) {
+  if (args.size() >= 3) {
+    int64_t count;
+    if (!StringToInt64(args[2], &count)) {
+      ctx.rb.Error(errors::kNotInteger);
+      return;
+    }
+    if (count == INT64_MIN) {
+      ctx.rb.Error(errors::kZRandCountRange);
+      return;
+    }
+    bool withscores = false;
+    if (args.size() > 4 || (args.size() == 4 && !OptionIs(args[3], "withscores"))) {
+      ctx.rb.Error(errors::kSyntax);
+      return;
+    }
+    if (args.size() == 4) {
+      withscores = true;
+      if (count < -INT64_MAX / 2 || count > INT64_MAX / 2) {
+        ctx.rb.Error("ERR value is out of range");
+        return;
+      }
+    }
+    auto r = ctx.db.ZRandMember(args[1], count, ctx.now_ms);
+    if (!r.ok()) {
+      ReplyStatus(ctx.rb, r.status());
+      return;
+    }
+    ReplyMembers(ctx.rb, *r, withscores);
+    return;
+  }
+  auto r = ctx.db.ZRandMember(args[1], 1, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+  } else if (r->empty()) {
+    ctx.rb.Null();
+  } else {
+    ctx.rb.Bulk(r->front().first);
+  }
+}
+
+// ZSCAN key cursor [MATCH pattern] [COUNT count], in HSCAN's order of checks.
+void ZScan(CmdArgs args, ShardCtx& ctx) {
+  uint64_t cursor;
+  if (!ParseScanCursor(args[2], &cursor)) {
+    ctx.rb.Error(errors::kInvalidCursor);
+    return;
+  }
+  std::string_view pattern = "*";
+  int64_t count = 10;
+  std::string_view error;
+  for (size_t i = 3; i < args.size() && error.empty(); i += 2) {
+    const bool has_value = i + 1 < args.size();
+    if (OptionIs(args[i], "count") && has_value) {
+      if (!StringToInt64(args[i + 1], &count)) {
+        error = errors::kNotInteger;
+      } else if (count < 1) {
+        error = errors::kSyntax;
+      }
+    } else if (OptionIs(args[i], "match") && has_value) {
+      pattern = args[i + 1];
+    } else {
+      error = errors::kSyntax;
+    }
+  }
+  if (!error.empty()) {
+    switch (ctx.db.Type(args[1], ctx.now_ms)) {
+      case shard::ValueType::kNone:
+        ctx.rb.ArrayHeader(2);
+        ctx.rb.Bulk("0");
+        ctx.rb.ArrayHeader(0);
+        break;
+      case shard::ValueType::kZSet:
+        ctx.rb.Error(error);
+        break;
+      default:
+        ctx.rb.Error(errors::kWrongType);
+        break;
+    }
+    return;
+  }
+  auto r = ctx.db.ZScan(args[1], cursor, pattern, static_cast<size_t>(count), ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  char buf[24];
+  auto end = std::to_chars(buf, buf + sizeof(buf), r->cursor).ptr;
+  ctx.rb.ArrayHeader(2);
+  ctx.rb.Bulk(std::string_view(buf, end - buf));
+  ctx.rb.ArrayHeader(2 * r->members.size());
+  for (const auto& [m, s] : r->members) {
+    ctx.rb.Bulk(m);
+    ctx.rb.Bulk(r->packed ? PackedScoreText(s)
+                          : shard::FormatLongDoubleHuman(static_cast<long double>(s)));
+  }
+}
+
+// --- stores: ZRANGESTORE ZUNIONSTORE ZINTERSTORE ---
+
+// A source set read for a store: nullopt when the key is missing.
+struct Source {
+  bool wrong_type = false;
+  std::optional<shard::ZOwnedMembers> members;
+};
+
+Source ReadWhole(shard::Db& db, std::string_view key, int64_t now_ms) {
+  Source src;
+  ZRangeSpec all;
+  auto r = db.ZRange(key, all, now_ms);
+  if (!r.ok()) {
+    src.wrong_type = true;
+    return src;
+  }
+  if (r->empty()) return src;
+  src.members.emplace();
+  src.members->reserve(r->size());
+  for (const auto& [m, s] : *r) src.members->emplace_back(std::string(m), s);
+  return src;
+}
+
+// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+void ZRangeStoreOnShard(CmdArgs args, ShardCtx& ctx) {
+  ZRangeSpec range;
+  bool withscores;
+  if (!ParseRange(args, kZRangeStore, &range, &withscores, ctx.rb)) return;
+  auto r = ctx.db.ZRange(args[2], range, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  shard::ZOwnedMembers members;
+  members.reserve(r->size());
+  for (const auto& [m, s] : *r) members.emplace_back(std::string(m), s);
+  ctx.rb.Integer(ctx.db.ZStore(args[1], members, ctx.now_ms));
+}
+
+// Source and destination on different shards: the source shard reads the range (phase 1), the
+// destination shard stores it (phase 2), under both keys' locks.
+void ZRangeStore(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  auto range = std::make_shared<ZRangeSpec>();
+  bool withscores;
+  if (!ParseRange(args, kZRangeStore, range.get(), &withscores, rb)) return;
+  const Server& server = conn.reactor().server();
+  struct State {
+    std::string dst, src;
+    std::vector<std::string> bounds;  // backs the lex bounds' views
+    ZRangeSpec range;
+    int src_shard, dst_shard;
+    bool wrong_type = false;
+    shard::ZOwnedMembers members;
+    int64_t stored = 0;
+  };
+  auto st = std::make_shared<State>();
+  st->dst = std::string(args[1]);
+  st->src = std::string(args[2]);
+  st->range = *range;
+  st->bounds = {std::string(range->lex_min.member), std::string(range->lex_max.member)};
+  st->range.lex_min.member = st->bounds[0];
+  st->range.lex_max.member = st->bounds[1];
+  st->src_shard = server.ShardOf(args[2]);
+  st->dst_shard = server.ShardOf(args[1]);
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    if (ctx.shard.index() != st->src_shard) return;
+    auto r = ctx.db.ZRange(st->src, st->range, ctx.now_ms);
+    if (!r.ok()) {
+      st->wrong_type = true;
+      return;
+    }
+    for (const auto& [m, s] : *r) st->members.emplace_back(std::string(m), s);
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    if (st->wrong_type || ctx.shard.index() != st->dst_shard) return;
+    st->stored = ctx.db.ZStore(st->dst, st->members, ctx.now_ms);
+  });
+  conn.FanOutPhases(
+      {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
+      std::move(phases), [st](ReplyBuilder& rb) {
+        if (st->wrong_type) {
+          rb.Error(errors::kWrongType);
+        } else {
+          rb.Integer(st->stored);
+        }
+      });
+}
+
+enum class Aggregate : uint8_t { kSum, kMin, kMax };
+
+// ZUNIONSTORE / ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+struct SetOpArgs {
+  size_t numkeys = 0;
+  std::vector<double> weights;
+  Aggregate aggregate = Aggregate::kSum;
+};
+
+// Parses everything but the keys' contents; false after replying the error.
+bool ParseSetOp(CmdArgs args, std::string_view name, SetOpArgs* out, ReplyBuilder& rb) {
+  int64_t setnum;
+  if (!StringToInt64(args[2], &setnum)) {
+    rb.Error(errors::kNotInteger);
+    return false;
+  }
+  if (setnum < 1) {
+    rb.Error(errors::ZNeedsInputKey(name));
+    return false;
+  }
+  if (static_cast<uint64_t>(setnum) > args.size() - 3) {
+    rb.Error(errors::kSyntax);
+    return false;
+  }
+  out->numkeys = static_cast<size_t>(setnum);
+  out->weights.assign(out->numkeys, 1.0);
+  size_t j = 3 + out->numkeys;
+  while (j < args.size()) {
+    const size_t remaining = args.size() - j;
+    if (remaining >= out->numkeys + 1 && OptionIs(args[j], "weights")) {
+      ++j;
+      for (size_t i = 0; i < out->numkeys; ++i, ++j) {
+        if (!ParseScore(args[j], &out->weights[i])) {
+          rb.Error(errors::kZWeightNotFloat);
+          return false;
+        }
+      }
+    } else if (remaining >= 2 && OptionIs(args[j], "aggregate")) {
+      const std::string_view a = args[j + 1];
+      if (OptionIs(a, "sum")) {
+        out->aggregate = Aggregate::kSum;
+      } else if (OptionIs(a, "min")) {
+        out->aggregate = Aggregate::kMin;
+      } else if (OptionIs(a, "max")) {
+        out->aggregate = Aggregate::kMax;
+      } else {
+        rb.Error(errors::kSyntax);
+        return false;
+      }
+      j += 2;
+    } else {
+      rb.Error(errors::kSyntax);
+      return false;
+    }
+  }
+  return true;
+}
+
+void AggregateInto(double* target, double val, Aggregate a) {
+  switch (a) {
+    case Aggregate::kSum:
+      *target = *target + val;
+      if (std::isnan(*target)) *target = 0.0;  // inf + -inf: Redis's convention
+      break;
+    case Aggregate::kMin:
+      *target = val < *target ? val : *target;
+      break;
+    case Aggregate::kMax:
+      *target = val > *target ? val : *target;
+      break;
+  }
+}
+
+// The union or intersection of `sources` (missing ones empty), as zunionInterDiffGenericCommand:
+// sources taken from the smallest, weights applied (a NaN product counts as 0).
+shard::ZOwnedMembers Combine(const std::vector<Source>& sources, const SetOpArgs& op, bool inter) {
+  std::vector<size_t> order(sources.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto size_of = [&](size_t i) { return sources[i].members ? sources[i].members->size() : 0; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return size_of(a) < size_of(b); });
+  shard::ZOwnedMembers out;
+  if (inter) {
+    if (size_of(order[0]) == 0) return out;
+    std::vector<absl::flat_hash_map<std::string_view, double>> index(sources.size());
+    for (size_t k = 1; k < order.size(); ++k) {
+      for (const auto& [m, s] : *sources[order[k]].members) index[order[k]][m] = s;
+    }
+    for (const auto& [m, s0] : *sources[order[0]].members) {
+      double score = op.weights[order[0]] * s0;
+      if (std::isnan(score)) score = 0;
+      bool everywhere = true;
+      for (size_t k = 1; k < order.size() && everywhere; ++k) {
+        auto it = index[order[k]].find(m);
+        if (it == index[order[k]].end()) {
+          everywhere = false;
+        } else {
+          AggregateInto(&score, it->second * op.weights[order[k]], op.aggregate);
+        }
+      }
+      if (everywhere) out.emplace_back(m, score);
+    }
+    return out;
+  }
+  absl::flat_hash_map<std::string_view, size_t> at;  // member -> index in out
+  std::vector<std::pair<std::string_view, double>> acc;
+  for (size_t i : order) {
+    if (!sources[i].members) continue;
+    for (const auto& [m, s] : *sources[i].members) {
+      double score = op.weights[i] * s;
+      if (std::isnan(score)) score = 0;
+      auto [it, inserted] = at.try_emplace(m, acc.size());
+      if (inserted) {
+        acc.emplace_back(m, score);
+      } else {
+        AggregateInto(&acc[it->second].second, score, op.aggregate);
+      }
+    }
+  }
+  out.reserve(acc.size());
+  for (const auto& [m, s] : acc) out.emplace_back(std::string(m), s);
+  return out;
+}
+
+template <bool inter>
+void SetOpOnShard(CmdArgs args, ShardCtx& ctx) {
+  SetOpArgs op;
+  if (!ParseSetOp(args, inter ? "zinterstore" : "zunionstore", &op, ctx.rb)) return;
+  std::vector<Source> sources;
+  sources.reserve(op.numkeys);
+  for (size_t i = 0; i < op.numkeys; ++i) {
+    sources.push_back(ReadWhole(ctx.db, args[3 + i], ctx.now_ms));
+    if (sources.back().wrong_type) {
+      ctx.rb.Error(errors::kWrongType);
+      return;
+    }
+  }
+  ctx.rb.Integer(ctx.db.ZStore(args[1], Combine(sources, op, inter), ctx.now_ms));
+}
+
+// Keys on several shards: every shard reads the sources it owns (phase 1), then the
+// destination's shard combines and stores (phase 2), under all the keys' locks.
+template <bool inter>
+void SetOp(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  auto op = std::make_shared<SetOpArgs>();
+  if (!ParseSetOp(args, inter ? "zinterstore" : "zunionstore", op.get(), rb)) return;
+  const Server& server = conn.reactor().server();
+  struct State {
+    SetOpArgs op;
+    std::string dst;
+    int dst_shard;
+    std::vector<std::string> keys;
+    std::vector<int> owners;
+    std::vector<Source> sources;
+    bool wrong_type = false;
+    int64_t stored = 0;
+  };
+  auto st = std::make_shared<State>();
+  st->op = *op;
+  st->dst = std::string(args[1]);
+  st->dst_shard = server.ShardOf(args[1]);
+  std::vector<int> shards = {st->dst_shard};
+  for (size_t i = 0; i < op->numkeys; ++i) {
+    st->keys.emplace_back(args[3 + i]);
+    st->owners.push_back(server.ShardOf(args[3 + i]));
+    shards.push_back(st->owners.back());
+  }
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  st->sources.resize(op->numkeys);
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    for (size_t i = 0; i < st->keys.size(); ++i) {
+      if (st->owners[i] == ctx.shard.index()) {
+        st->sources[i] = ReadWhole(ctx.db, st->keys[i], ctx.now_ms);
+      }
+    }
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    if (ctx.shard.index() != st->dst_shard) return;
+    for (const Source& s : st->sources) st->wrong_type = st->wrong_type || s.wrong_type;
+    if (st->wrong_type) return;
+    st->stored = ctx.db.ZStore(st->dst, Combine(st->sources, st->op, inter), ctx.now_ms);
+  });
+  conn.FanOutPhases(shards, std::move(phases), [st](ReplyBuilder& rb) {
+    if (st->wrong_type) {
+      rb.Error(errors::kWrongType);
+    } else {
+      rb.Integer(st->stored);
+    }
+  });
+}
+
+// ZUNIONSTORE's keys: the destination and the numkeys sources after it. One range must cover
+// them, so it includes numkeys itself (args[2]); that costs a lock on a key named like the
+// number, nothing else. Malformed counts: no keys (the handler replies the error).
+bool SetOpKeyRange(CmdArgs args, int* first, int* last) {
+  int64_t n;
+  if (args.size() < 4 || !StringToInt64(args[2], &n) || n < 1 ||
+      static_cast<uint64_t>(n) > args.size() - 3) {
+    return false;
+  }
+  *first = 1;
+  *last = static_cast<int>(2 + n);
+  return true;
+}
+
+}  // namespace
+
+void RegisterZSetCommands(CommandTable* t) {
+  const std::vector<std::string> kReadFast = {"@read", "@sortedset", "@fast"};
+  const std::vector<std::string> kReadSlow = {"@read", "@sortedset", "@slow"};
+  const std::vector<std::string> kWriteFast = {"@write", "@sortedset", "@fast"};
+  const std::vector<std::string> kWriteSlow = {"@write", "@sortedset", "@slow"};
+  t->Add(Key1("zadd", -4, kWrite | kDenyOom | kFast, ZAdd, kWriteFast));
+  t->Add(Key1("zincrby", 4, kWrite | kDenyOom | kFast, ZIncrBy, kWriteFast));
+  t->Add(Key1("zrem", -3, kWrite | kFast, ZRem, kWriteFast));
+  t->Add(Key1("zscore", 3, kReadOnly | kFast, ZScore, kReadFast));
+  t->Add(Key1("zmscore", -3, kReadOnly | kFast, ZMScore, kReadFast));
+  t->Add(Key1("zcard", 2, kReadOnly | kFast, ZCard, kReadFast));
+  t->Add(Key1("zcount", 4, kReadOnly | kFast, ZCount<ZRangeSpec::By::kScore>, kReadFast));
+  t->Add(Key1("zlexcount", 4, kReadOnly | kFast, ZCount<ZRangeSpec::By::kLex>, kReadFast));
+  t->Add(Key1("zrange", -4, kReadOnly, ZRangeGeneric<kZRange>, kReadSlow));
+  t->Add(Key1("zrangebyscore", -4, kReadOnly, ZRangeGeneric<kZRangeByScore>, kReadSlow));
+  t->Add(Key1("zrevrangebyscore", -4, kReadOnly, ZRangeGeneric<kZRevRangeByScore>, kReadSlow));
+  t->Add(Key1("zrevrange", -4, kReadOnly, ZRangeGeneric<kZRevRange>, kReadSlow));
+  t->Add(Key1("zrangebylex", -4, kReadOnly, ZRangeGeneric<kZRangeByLex>, kReadSlow));
+  t->Add(Key1("zrevrangebylex", -4, kReadOnly, ZRangeGeneric<kZRevRangeByLex>, kReadSlow));
+  t->Add(Key1("zrank", 3, kReadOnly | kFast, ZRank<false>, kReadFast));
+  t->Add(Key1("zrevrank", 3, kReadOnly | kFast, ZRank<true>, kReadFast));
+  t->Add(Key1("zremrangebyscore", 4, kWrite, ZRemRange<ZRangeSpec::By::kScore>, kWriteSlow));
+  t->Add(Key1("zremrangebyrank", 4, kWrite, ZRemRange<ZRangeSpec::By::kRank>, kWriteSlow));
+  t->Add(Key1("zremrangebylex", 4, kWrite, ZRemRange<ZRangeSpec::By::kLex>, kWriteSlow));
+  t->Add(Key1("zpopmin", -2, kWrite | kFast, ZPop<false>, kWriteFast));
+  t->Add(Key1("zpopmax", -2, kWrite | kFast, ZPop<true>, kWriteFast));
+  t->Add(Key1("zrandmember", -2, kReadOnly, ZRandMember, kReadSlow));
+  t->Add(Key1("zscan", -3, kReadOnly, ZScan, kReadSlow));
+  t->Add(MultiKeyCommand("zrangestore", -5, kWrite | kDenyOom, ZRangeStore, ZRangeStoreOnShard,
+                         kWriteSlow, 1, 2, 1));
+  CommandSpec zunion = MultiKeyCommand("zunionstore", -4, kWrite | kDenyOom, SetOp<false>,
+                                       SetOpOnShard<false>, kWriteSlow, 0, 0, 0);
+  zunion.key_range = SetOpKeyRange;
+  t->Add(std::move(zunion));
+  CommandSpec zinter = MultiKeyCommand("zinterstore", -4, kWrite | kDenyOom, SetOp<true>,
+                                       SetOpOnShard<true>, kWriteSlow, 0, 0, 0);
+  zinter.key_range = SetOpKeyRange;
+  t->Add(std::move(zinter));
+}
+
+}  // namespace deadbolt::server
