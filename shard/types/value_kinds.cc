@@ -2,6 +2,8 @@
 
 #include "shard/table/heap_string.h"
 #include "shard/types/hash_value.h"
+#include "shard/types/list_value.h"
+#include "shard/types/set_value.h"
 
 namespace deadbolt::shard {
 
@@ -16,9 +18,13 @@ void DestroyEntry(Entry* e) {
     case Entry::Kind::kHash:
       delete e->hash();
       break;
-    case Entry::Kind::kZSet:  // reserved: no entry of these kinds is built yet (issue 13)
     case Entry::Kind::kList:
+      delete ListOf(e);
+      break;
     case Entry::Kind::kSet:
+      delete SetOf(e);
+      break;
+    case Entry::Kind::kZSet:  // reserved: no entry of this kind is built yet (issue 13)
       break;
   }
   Entry::FreeShell(e);
@@ -29,6 +35,24 @@ Entry* MakeHashEntry(std::string_view key, HashValue* hash, int64_t expire_at) {
     return Entry::MakeObject(Entry::Kind::kHash, key, hash, expire_at);
   } catch (...) {
     delete hash;
+    throw;
+  }
+}
+
+Entry* MakeListEntry(std::string_view key, ListValue* list, int64_t expire_at) {
+  try {
+    return Entry::MakeObject(Entry::Kind::kList, key, list, expire_at);
+  } catch (...) {
+    delete list;
+    throw;
+  }
+}
+
+Entry* MakeSetEntry(std::string_view key, SetValue* set, int64_t expire_at) {
+  try {
+    return Entry::MakeObject(Entry::Kind::kSet, key, set, expire_at);
+  } catch (...) {
+    delete set;
     throw;
   }
 }
