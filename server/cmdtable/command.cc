@@ -9,6 +9,8 @@ CommandTable::CommandTable() {
   RegisterStringCommands(this);
   RegisterKeyCommands(this);
   RegisterHashCommands(this);
+  RegisterListCommands(this);
+  RegisterSetCommands(this);
   RegisterLockCommands(this);
   RegisterNativeLockCommands(this);
   RegisterScriptCommands(this);

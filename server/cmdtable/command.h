@@ -191,6 +191,8 @@ void RegisterServerCommands(CommandTable* t);
 void RegisterStringCommands(CommandTable* t);
 void RegisterKeyCommands(CommandTable* t);
 void RegisterHashCommands(CommandTable* t);
+void RegisterListCommands(CommandTable* t);
+void RegisterSetCommands(CommandTable* t);
 void RegisterLockCommands(CommandTable* t);
 void RegisterNativeLockCommands(CommandTable* t);
 void RegisterScriptCommands(CommandTable* t);
