@@ -225,7 +225,7 @@ int ScanShardBits(int num_shards) {
 
 // The filter a SCAN TYPE name maps to. Redis compares the name case-insensitively with the type
 // of each key, so a type deadbolt has no keys of (list, set, ...) or an unknown name matches none.
-enum class TypeFilter { kAny, kString, kHash, kNothing };
+enum class TypeFilter { kAny, kString, kHash, kList, kSet, kNothing };
 
 void Scan(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   uint64_t cursor;
@@ -255,6 +255,8 @@ void Scan(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       const std::string_view name = args[i + 1];
       type = OptionIs(name, "string") ? TypeFilter::kString
              : OptionIs(name, "hash") ? TypeFilter::kHash
+             : OptionIs(name, "list") ? TypeFilter::kList
+             : OptionIs(name, "set")  ? TypeFilter::kSet
                                       : TypeFilter::kNothing;
     } else {
       rb.Error(errors::kSyntax);
@@ -313,6 +315,8 @@ void Scan(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
         if (me != st->shard && (step.size == 0 || step.size > st->count)) return;
         const ValueType vt = st->type == TypeFilter::kString ? ValueType::kString
                              : st->type == TypeFilter::kHash ? ValueType::kHash
+                             : st->type == TypeFilter::kList ? ValueType::kList
+                             : st->type == TypeFilter::kSet  ? ValueType::kSet
                                                              : ValueType::kNone;
         step.result =
             ctx.db.Scan(me == st->shard ? st->local : 0, st->pattern, st->count, vt, ctx.now_ms);

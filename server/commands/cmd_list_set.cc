@@ -1,4 +1,10 @@
-// Set commands: SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP SRANDMEMBER SSCAN SMOVE SINTER
+// List and set commands (one file: server/commands/ is at its 15-file limit).
+//
+// Lists: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX LSET LREM LINSERT LTRIM LPOS LMOVE
+// RPOPLPUSH, with Redis 7.0's replies, errors and their order (t_list.c). LMOVE and RPOPLPUSH
+// between keys on two shards are atomic: both keys locked, checked, then moved.
+//
+// Sets: SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP SRANDMEMBER SSCAN SMOVE SINTER
 // SINTERCARD SUNION SDIFF SINTERSTORE SUNIONSTORE SDIFFSTORE, with Redis 7.0's replies (a RESP3
 // set where Redis sends one), errors and their order (t_set.c). The multi-key ones are atomic
 // when their keys span shards: every key locked, the members read, then the destination written.
@@ -26,7 +32,371 @@
 
 namespace deadbolt::server {
 
-namespace {
+namespace list_cmds {
+
+using protocol::ReplyBuilder;
+using shard::ListEnd;
+using shard::OpStatus;
+
+void ReplyStatus(ReplyBuilder& rb, OpStatus s) { rb.Error(errors::ForStatus(s)); }
+
+std::span<const std::string_view> Tail(CmdArgs args, size_t from) {
+  return {args.data() + from, args.size() - from};
+}
+
+template <ListEnd end, bool only_if_exists>
+void Push(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.ListPush(args[1], Tail(args, 2), end, only_if_exists, ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+// LPOP / RPOP key [count]: the count is read before the key is looked at, as Redis.
+template <ListEnd end>
+void Pop(CmdArgs args, ShardCtx& ctx) {
+  if (args.size() > 3) {
+    ctx.rb.Error(errors::WrongArity(end == ListEnd::kLeft ? "lpop" : "rpop"));
+    return;
+  }
+  const bool has_count = args.size() == 3;
+  int64_t count = 1;
+  if (has_count) {
+    if (!StringToInt64(args[2], &count) || count < 0) {  // one message for both, as Redis
+      ctx.rb.Error(errors::kNotPositive);
+      return;
+    }
+  }
+  auto r = ctx.db.ListPop(args[1], end, static_cast<size_t>(count), ctx.now_ms);
+  if (!r.ok()) {
+    if (r.status() != OpStatus::kKeyNotFound) {
+      ReplyStatus(ctx.rb, r.status());
+    } else if (has_count) {
+      ctx.rb.NullArray();
+    } else {
+      ctx.rb.Null();
+    }
+    return;
+  }
+  if (!has_count) {
+    ctx.rb.Bulk(r->front());
+    return;
+  }
+  ctx.rb.ArrayHeader(r->size());
+  for (const std::string& v : *r) ctx.rb.Bulk(v);
+}
+
+void LLen(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.ListLen(args[1], ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void LRange(CmdArgs args, ShardCtx& ctx) {
+  int64_t start, stop;
+  if (!StringToInt64(args[2], &start) || !StringToInt64(args[3], &stop)) {
+    ctx.rb.Error(errors::kNotInteger);
+    return;
+  }
+  auto r = ctx.db.ListRange(args[1], start, stop, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  ctx.rb.BulkArray(r->data(), r->size());
+}
+
+// The reply for an index argument that is not an integer, which Redis reads only after the key:
+// nothing for a missing key (`missing` is replied), WRONGTYPE, then the integer error.
+void BadIndex(ShardCtx& ctx, std::string_view key, bool nil_when_missing) {
+  switch (ctx.db.Type(key, ctx.now_ms)) {
+    case shard::ValueType::kNone:
+      if (nil_when_missing) {
+        ctx.rb.Null();
+      } else {
+        ctx.rb.Error(errors::kNoSuchKey);
+      }
+      return;
+    case shard::ValueType::kList:
+      ctx.rb.Error(errors::kNotInteger);
+      return;
+    default:
+      ctx.rb.Error(errors::kWrongType);
+      return;
+  }
+}
+
+void LIndex(CmdArgs args, ShardCtx& ctx) {
+  int64_t index;
+  if (!StringToInt64(args[2], &index)) {
+    BadIndex(ctx, args[1], true);
+    return;
+  }
+  auto r = ctx.db.ListIndex(args[1], index, ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Bulk(*r);
+  } else if (r.status() == OpStatus::kKeyNotFound) {
+    ctx.rb.Null();
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void LSet(CmdArgs args, ShardCtx& ctx) {
+  int64_t index;
+  if (!StringToInt64(args[2], &index)) {
+    BadIndex(ctx, args[1], false);
+    return;
+  }
+  OpStatus s = ctx.db.ListSet(args[1], index, args[3], ctx.now_ms);
+  if (s == OpStatus::kOk) {
+    ctx.rb.Ok();
+  } else if (s == OpStatus::kOutOfRange) {
+    ctx.rb.Error(errors::kIndexOutOfRange);
+  } else {
+    ReplyStatus(ctx.rb, s);
+  }
+}
+
+void LRem(CmdArgs args, ShardCtx& ctx) {
+  int64_t count;
+  if (!StringToInt64(args[2], &count)) {
+    ctx.rb.Error(errors::kNotInteger);
+    return;
+  }
+  auto r = ctx.db.ListRem(args[1], count, args[3], ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void LInsert(CmdArgs args, ShardCtx& ctx) {
+  bool before;
+  if (OptionIs(args[2], "before")) {
+    before = true;
+  } else if (OptionIs(args[2], "after")) {
+    before = false;
+  } else {
+    ctx.rb.Error(errors::kSyntax);
+    return;
+  }
+  auto r = ctx.db.ListInsert(args[1], before, args[3], args[4], ctx.now_ms);
+  if (r.ok()) {
+    ctx.rb.Integer(*r);
+  } else {
+    ReplyStatus(ctx.rb, r.status());
+  }
+}
+
+void LTrim(CmdArgs args, ShardCtx& ctx) {
+  int64_t start, stop;
+  if (!StringToInt64(args[2], &start) || !StringToInt64(args[3], &stop)) {
+    ctx.rb.Error(errors::kNotInteger);
+    return;
+  }
+  OpStatus s = ctx.db.ListTrim(args[1], start, stop, ctx.now_ms);
+  if (s == OpStatus::kOk) {
+    ctx.rb.Ok();
+  } else {
+    ReplyStatus(ctx.rb, s);
+  }
+}
+
+// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]: options first, as Redis.
+void LPos(CmdArgs args, ShardCtx& ctx) {
+  int64_t rank = 1, count = 1, maxlen = 0;
+  bool has_count = false;
+  for (size_t i = 3; i < args.size(); i += 2) {
+    if (i + 1 >= args.size()) {
+      ctx.rb.Error(errors::kSyntax);
+      return;
+    }
+    int64_t v = 0;
+    const bool is_int = StringToInt64(args[i + 1], &v);
+    if (OptionIs(args[i], "rank")) {
+      if (!is_int) {
+        ctx.rb.Error(errors::kNotInteger);
+        return;
+      }
+      if (v == 0 || v == INT64_MIN) {
+        ctx.rb.Error(errors::kRankZero);
+        return;
+      }
+      rank = v;
+    } else if (OptionIs(args[i], "count") || OptionIs(args[i], "maxlen")) {
+      const bool is_count = OptionIs(args[i], "count");
+      if (!is_int || v < 0) {  // one message for both, as Redis
+        ctx.rb.Error(is_count ? errors::kCountNegative : errors::kMaxLenNegative);
+        return;
+      }
+      if (is_count) {
+        count = v;
+        has_count = true;
+      } else {
+        maxlen = v;
+      }
+    } else {
+      ctx.rb.Error(errors::kSyntax);
+      return;
+    }
+  }
+  auto r = ctx.db.ListPos(args[1], args[2], rank, count, maxlen, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  if (!has_count) {
+    if (r->empty()) {
+      ctx.rb.Null();
+    } else {
+      ctx.rb.Integer(r->front());
+    }
+    return;
+  }
+  ctx.rb.ArrayHeader(r->size());
+  for (int64_t i : *r) ctx.rb.Integer(i);
+}
+
+// LMOVE's LEFT | RIGHT.
+bool ParseEnd(std::string_view s, ListEnd* out) {
+  if (OptionIs(s, "left")) {
+    *out = ListEnd::kLeft;
+  } else if (OptionIs(s, "right")) {
+    *out = ListEnd::kRight;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The directions of LMOVE (args 3, 4) or RPOPLPUSH (right to left). False after replying.
+bool MoveEnds(CmdArgs args, ListEnd* from, ListEnd* to, ReplyBuilder& rb) {
+  if (args.size() == 3) {  // RPOPLPUSH
+    *from = ListEnd::kRight;
+    *to = ListEnd::kLeft;
+    return true;
+  }
+  if (!ParseEnd(args[3], from) || !ParseEnd(args[4], to)) {
+    rb.Error(errors::kSyntax);
+    return false;
+  }
+  return true;
+}
+
+void ReplyMoved(const shard::OpResult<std::string>& r, ReplyBuilder& rb) {
+  if (r.ok()) {
+    rb.Bulk(*r);
+  } else if (r.status() == OpStatus::kKeyNotFound) {
+    rb.Null();
+  } else {
+    ReplyStatus(rb, r.status());
+  }
+}
+
+// Both keys on this shard: one step.
+void MoveOnShard(CmdArgs args, ShardCtx& ctx) {
+  ListEnd from, to;
+  if (!MoveEnds(args, &from, &to, ctx.rb)) return;
+  ReplyMoved(ctx.db.ListMove(args[1], args[2], from, to, ctx.now_ms), ctx.rb);
+}
+
+// Source and destination on two shards, under both keys' locks: (1) each shard checks its key
+// (the source: a list, or missing; the destination: a list or missing), (2) the source pops,
+// (3) the destination pushes. Nobody sees the element in both lists or in neither.
+void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  ListEnd from, to;
+  if (!MoveEnds(args, &from, &to, rb)) return;
+  const Server& server = conn.reactor().server();
+  struct State {
+    std::string src, dst;
+    int src_shard, dst_shard;
+    ListEnd from, to;
+    OpStatus src_status = OpStatus::kOk;  // kKeyNotFound, kWrongType
+    OpStatus dst_status = OpStatus::kOk;
+    std::optional<std::string> value;
+  };
+  auto st = std::make_shared<State>();
+  st->src = std::string(args[1]);
+  st->dst = std::string(args[2]);
+  st->src_shard = server.ShardOf(args[1]);
+  st->dst_shard = server.ShardOf(args[2]);
+  st->from = from;
+  st->to = to;
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    if (ctx.shard.index() == st->src_shard) {
+      auto len = ctx.db.ListLen(st->src, ctx.now_ms);
+      st->src_status = !len.ok() ? len.status() : *len == 0 ? OpStatus::kKeyNotFound
+                                                            : OpStatus::kOk;
+    }
+    if (ctx.shard.index() == st->dst_shard) {
+      st->dst_status = ctx.db.ListCheckType(st->dst, ctx.now_ms);
+    }
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    if (st->src_status != OpStatus::kOk || st->dst_status != OpStatus::kOk) return;
+    if (ctx.shard.index() != st->src_shard) return;
+    auto r = ctx.db.ListPop(st->src, st->from, 1, ctx.now_ms);
+    if (r.ok() && !r->empty()) st->value = std::move(r->front());
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    if (!st->value || ctx.shard.index() != st->dst_shard) return;
+    const std::string_view one[1] = {*st->value};
+    ctx.db.ListPush(st->dst, one, st->to, false, ctx.now_ms);
+  });
+  conn.FanOutPhases({std::min(st->src_shard, st->dst_shard),
+                     std::max(st->src_shard, st->dst_shard)},
+                    std::move(phases), [st](ReplyBuilder& rb) {
+                      if (st->src_status != OpStatus::kOk) {
+                        ReplyMoved(st->src_status, rb);
+                      } else if (st->dst_status != OpStatus::kOk) {
+                        ReplyStatus(rb, st->dst_status);
+                      } else if (st->value) {
+                        rb.Bulk(*st->value);
+                      } else {
+                        rb.Null();
+                      }
+                    });
+}
+
+void Register(CommandTable* t) {
+  const std::vector<std::string> kReadFast = {"@read", "@list", "@fast"};
+  const std::vector<std::string> kReadSlow = {"@read", "@list", "@slow"};
+  const std::vector<std::string> kWriteFast = {"@write", "@list", "@fast"};
+  const std::vector<std::string> kWriteSlow = {"@write", "@list", "@slow"};
+  t->Add(Key1("lpush", -3, kWrite | kDenyOom | kFast, Push<ListEnd::kLeft, false>, kWriteFast));
+  t->Add(Key1("rpush", -3, kWrite | kDenyOom | kFast, Push<ListEnd::kRight, false>, kWriteFast));
+  t->Add(Key1("lpushx", -3, kWrite | kDenyOom | kFast, Push<ListEnd::kLeft, true>, kWriteFast));
+  t->Add(Key1("rpushx", -3, kWrite | kDenyOom | kFast, Push<ListEnd::kRight, true>, kWriteFast));
+  t->Add(Key1("lpop", -2, kWrite | kFast, Pop<ListEnd::kLeft>, kWriteFast));
+  t->Add(Key1("rpop", -2, kWrite | kFast, Pop<ListEnd::kRight>, kWriteFast));
+  t->Add(Key1("llen", 2, kReadOnly | kFast, LLen, kReadFast));
+  t->Add(Key1("lrange", 4, kReadOnly, LRange, kReadSlow));
+  t->Add(Key1("lindex", 3, kReadOnly, LIndex, kReadSlow));
+  t->Add(Key1("lset", 4, kWrite | kDenyOom, LSet, kWriteSlow));
+  t->Add(Key1("lrem", 4, kWrite, LRem, kWriteSlow));
+  t->Add(Key1("linsert", 5, kWrite | kDenyOom, LInsert, kWriteSlow));
+  t->Add(Key1("ltrim", 4, kWrite, LTrim, kWriteSlow));
+  t->Add(Key1("lpos", -3, kReadOnly, LPos, kReadSlow));
+  t->Add(MultiKeyCommand("lmove", 5, kWrite | kDenyOom, Move, MoveOnShard, kWriteSlow, 1, 2, 1));
+  t->Add(MultiKeyCommand("rpoplpush", 3, kWrite | kDenyOom, Move, MoveOnShard, kWriteSlow, 1, 2,
+                         1));
+}
+
+}  // namespace list_cmds
+
+void RegisterListCommands(CommandTable* t) { list_cmds::Register(t); }
+
+
+
+namespace set_cmds {
 
 using protocol::ReplyBuilder;
 using shard::OpStatus;
@@ -106,11 +476,7 @@ void SPop(CmdArgs args, ShardCtx& ctx) {
   const bool has_count = args.size() == 3;
   int64_t count = 1;
   if (has_count) {
-    if (!StringToInt64(args[2], &count)) {
-      ctx.rb.Error(errors::kNotInteger);
-      return;
-    }
-    if (count < 0) {
+    if (!StringToInt64(args[2], &count) || count < 0) {  // one message for both, as Redis
       ctx.rb.Error(errors::kNotPositive);
       return;
     }
@@ -389,11 +755,7 @@ bool ParseInterCard(CmdArgs args, AlgebraCall* c, ReplyBuilder& rb) {
   c->count = static_cast<size_t>(numkeys);
   for (size_t i = 2 + c->count; i < args.size(); i += 2) {
     if (OptionIs(args[i], "limit") && i + 1 < args.size()) {
-      if (!StringToInt64(args[i + 1], &c->limit)) {
-        rb.Error(errors::kNotInteger);
-        return false;
-      }
-      if (c->limit < 0) {
+      if (!StringToInt64(args[i + 1], &c->limit) || c->limit < 0) {
         rb.Error(errors::kLimitNegative);
         return false;
       }
@@ -512,9 +874,7 @@ bool InterCardKeys(CmdArgs args, int* first, int* last) {
   return true;
 }
 
-}  // namespace
-
-void RegisterSetCommands(CommandTable* t) {
+void Register(CommandTable* t) {
   const std::vector<std::string> kReadFast = {"@read", "@set", "@fast"};
   const std::vector<std::string> kReadSlow = {"@read", "@set", "@slow"};
   const std::vector<std::string> kWriteFast = {"@write", "@set", "@fast"};
@@ -528,7 +888,7 @@ void RegisterSetCommands(CommandTable* t) {
   t->Add(Key1("spop", -2, kWrite | kFast, SPop, kWriteFast));
   t->Add(Key1("srandmember", -2, kReadOnly, SRandMember, kReadSlow));
   t->Add(Key1("sscan", -3, kReadOnly, SScan, kReadSlow));
-  t->Add(MultiKeyCommand("smove", 4, kWrite | kFast, SMove, SMoveOnShard, kWriteFast, 1, 2, 1));
+  t->Add(MultiKeyCommand("smove", 4, kWrite | kFast | kMayCreate, SMove, SMoveOnShard, kWriteFast, 1, 2, 1));
   t->Add(MultiKeyCommand("sinter", -2, kReadOnly, Algebra<SetOp::kInter, false, false>,
                          AlgebraOnShard<SetOp::kInter, false, false>, kReadSlow, 1, -1, 1));
   t->Add(MultiKeyCommand("sunion", -2, kReadOnly, Algebra<SetOp::kUnion, false, false>,
@@ -550,5 +910,9 @@ void RegisterSetCommands(CommandTable* t) {
   card.key_range = InterCardKeys;
   t->Add(std::move(card));
 }
+
+}  // namespace set_cmds
+
+void RegisterSetCommands(CommandTable* t) { set_cmds::Register(t); }
 
 }  // namespace deadbolt::server
