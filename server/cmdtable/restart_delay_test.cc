@@ -227,13 +227,14 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       // Lists and sets (issue 13): every denyoom one (LSET and LINSERT, as Redis marks them,
       // though they never create), and SMOVE, which creates its destination.
       "lpush", "rpush", "lpushx", "rpushx", "lset", "linsert", "lmove", "rpoplpush", "sadd",
-      "smove", "sinterstore", "sunionstore", "sdiffstore"};
+      "smove", "sinterstore", "sunionstore", "sdiffstore", "blmove", "brpoplpush"};
   // Writes that only change or remove keys that exist (or send messages).
   const std::set<std::string> writes_that_never_create = {
       "del",          "unlink",      "expire",  "pexpire", "expireat", "pexpireat",
       "persist",      "getdel",      "getex",   "hdel",    "delifeq",  "delex",
       "lock.release", "lock.extend", "flushdb", "flushall",
-      "lpop",         "rpop",        "lrem",    "ltrim",   "srem",     "spop"};
+      "lpop",         "rpop",        "lrem",    "ltrim",   "srem",     "spop",
+      "blpop",        "brpop"};
   std::set<std::string> got_may_create, got_other_writes;
   for (const CommandSpec& s : CommandTable::Get().All()) {
     SCOPED_TRACE(s.name);
