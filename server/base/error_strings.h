@@ -215,8 +215,8 @@ inline constexpr std::string_view kTimeoutNotFloat = "ERR timeout is not a float
 // deadbolt's own: a blocking pop that would have to wait on several keys, or on keys of two
 // shards (the waiting machinery waits on one key of one shard).
 inline constexpr std::string_view kBlockOnOneKey =
-    "ERR deadbolt waits on one key: BLPOP/BRPOP with several keys, or BLMOVE/BRPOPLPUSH with "
-    "keys on two shards, can only be served at once (give the keys one {hash tag}, or wait on "
-    "one key)";
+    "ERR deadbolt waits on one key: BLPOP/BRPOP/BZPOPMIN/BZPOPMAX with several keys, or "
+    "BLMOVE/BRPOPLPUSH with keys on two shards, can only be served at once (give the keys one "
+    "{hash tag}, or wait on one key)";
 
 }  // namespace deadbolt::server::errors

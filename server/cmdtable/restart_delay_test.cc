@@ -237,7 +237,7 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       "zrem",         "zremrangebyscore", "zremrangebyrank", "zremrangebylex",
       "zpopmin",      "zpopmax",
       "lpop",         "rpop",        "lrem",    "ltrim",   "srem",     "spop",
-      "blpop",        "brpop"};
+      "blpop",        "brpop",       "bzpopmin", "bzpopmax"};
   std::set<std::string> got_may_create, got_other_writes;
   for (const CommandSpec& s : CommandTable::Get().All()) {
     SCOPED_TRACE(s.name);

@@ -20,6 +20,7 @@
 
 #include "server/base/error_strings.h"
 #include "server/cmdtable/command.h"
+#include "server/collections/blocking.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
@@ -33,8 +34,6 @@
 namespace deadbolt::server {
 
 namespace list_cmds {
-
-void ServeWaiters(ShardCtx& ctx, std::string_view key);
 
 using protocol::ReplyBuilder;
 using shard::ListEnd;
@@ -378,59 +377,6 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wa
 
 // --- BLPOP BRPOP BLMOVE BRPOPLPUSH: waiting in the server (LockWaiters' key-ready hook) ---
 
-// Redis's getTimeoutFromObjectOrReply: seconds as a float, 0 for no limit. Returns the
-// deadline (LockWaiters::kForever for none); false after replying the error.
-bool ParseTimeout(std::string_view s, int64_t now_ms, int64_t* deadline, ReplyBuilder& rb) {
-  long double secs;
-  if (!shard::ParseLongDouble(s, &secs)) {
-    rb.Error(errors::kTimeoutNotFloat);
-    return false;
-  }
-  if (secs < 0 || std::isinf(secs) || secs * 1000 > static_cast<long double>(INT64_MAX / 2)) {
-    rb.Error(errors::kTimeoutNegative);
-    return false;
-  }
-  const auto ms = static_cast<int64_t>(secs * 1000);  // truncated, as Redis: 0.0001 waits forever
-  *deadline = ms == 0 || ms > LockWaiters::kForever - now_ms ? LockWaiters::kForever : now_ms + ms;
-  return true;
-}
-
-std::string RespOf(int resp, const std::string_view* items, size_t n, bool bulk_only) {
-  std::string out;
-  ReplyBuilder rb(&out, resp);
-  if (bulk_only) {
-    rb.Bulk(items[0]);
-  } else {
-    rb.BulkArray(items, n);
-  }
-  return out;
-}
-
-std::string ErrorOf(int resp, std::string_view msg) {
-  std::string out;
-  ReplyBuilder rb(&out, resp);
-  rb.Error(msg);
-  return out;
-}
-
-// While others wait on `key`, a newcomer goes behind them: the ready ones are served first.
-bool OthersWait(ShardCtx& ctx, std::string_view key) {
-  LockWaiters& waiters = Reactor::Current()->lock_waiters();
-  if (!waiters.HasWaiters(ctx.db_index, key)) return false;
-  waiters.HandOver(ctx.db_index, key);
-  return waiters.HasWaiters(ctx.db_index, key);
-}
-
-// After a push to `key`: its waiters are served now, before any other command can take the
-// element (the change report would also serve them, a little later).
-void ServeWaiters(ShardCtx& ctx, std::string_view key) {
-  LockWaiters& waiters = Reactor::Current()->lock_waiters();
-  if (waiters.HasWaiters(ctx.db_index, key)) waiters.HandOver(ctx.db_index, key);
-}
-
-// CommandSpec::blocks of the blocking pops: every call may wait.
-bool AlwaysMayBlock(CmdArgs) { return true; }
-
 void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) { MoveAcross(args, conn, rb, false); }
 
 // BLMOVE / BRPOPLPUSH with keys on two shards: LMOVE / RPOPLPUSH's atomic move, without waiting.
@@ -441,7 +387,7 @@ void BMoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     return;
   }
   int64_t deadline;
-  if (!ParseTimeout(args.back(), 0, &deadline, rb)) return;
+  if (!ParseBlockTimeout(args.back(), 0, &deadline, rb)) return;
   MoveAcross(args.subspan(0, args.size() - 1), conn, rb, !conn.in_exec());
 }
 
@@ -452,7 +398,7 @@ void BMoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 template <ListEnd end>
 void BPop(CmdArgs args, ShardCtx& ctx) {
   int64_t deadline;
-  if (!ParseTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
+  if (!ParseBlockTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
   const size_t nkeys = args.size() - 2;
   for (size_t i = 1; i <= nkeys; ++i) {
     if (nkeys == 1 && OthersWait(ctx, args[i])) break;
@@ -509,7 +455,7 @@ void BMoveOnShard(CmdArgs args, ShardCtx& ctx) {
     return;
   }
   int64_t deadline;
-  if (!ParseTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
+  if (!ParseBlockTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
   if (!OthersWait(ctx, args[1])) {
     auto r = ctx.db.ListMove(args[1], args[2], from, to, ctx.now_ms);
     if (r.ok() || r.status() != OpStatus::kKeyNotFound) {
@@ -562,7 +508,7 @@ void BMoveOnShard(CmdArgs args, ShardCtx& ctx) {
 template <ListEnd end>
 void BPopAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   int64_t deadline;
-  if (!ParseTimeout(args.back(), 0, &deadline, rb)) return;
+  if (!ParseBlockTimeout(args.back(), 0, &deadline, rb)) return;
   const Server& server = conn.reactor().server();
   struct State {
     std::vector<std::string> keys;

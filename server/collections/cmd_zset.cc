@@ -3,7 +3,8 @@
 // ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN ZRANGESTORE
 // ZUNIONSTORE ZINTERSTORE, with Redis 7.0's replies and errors (t_zset.c): arguments are checked
 // in Redis's order, scores print as its addReplyDouble does (%.17g; RESP3 a double), and RESP3
-// WITHSCORES replies are [member, score] pairs.
+// WITHSCORES replies are [member, score] pairs. And the blocking pops BZPOPMIN BZPOPMAX, waiting
+// in the server on LockWaiters' key-ready hook as BLPOP does.
 
 #include <absl/container/flat_hash_map.h>
 
@@ -25,10 +26,13 @@
 
 #include "server/base/error_strings.h"
 #include "server/cmdtable/command.h"
+#include "server/collections/blocking.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "server/txn/blocked_reply.h"
+#include "server/txn/lock_waiters.h"
 #include "shard/base/numeric.h"
 #include "shard/db.h"
 
@@ -215,6 +219,7 @@ void ZAddGeneric(CmdArgs args, ShardCtx& ctx, bool zincrby) {
   } else {
     ctx.rb.Integer(ch ? r->added + r->updated : r->added);
   }
+  if (r.ok()) ServeWaiters(ctx, args[1]);  // BZPOPMIN / BZPOPMAX waiting on it
 }
 
 void ZAdd(CmdArgs args, ShardCtx& ctx) { ZAddGeneric(args, ctx, false); }
@@ -574,6 +579,7 @@ void ZRangeStoreOnShard(CmdArgs args, ShardCtx& ctx) {
   members.reserve(r->size());
   for (const auto& [m, s] : *r) members.emplace_back(std::string(m), s);
   ctx.rb.Integer(ctx.db.ZStore(args[1], members, ctx.now_ms));
+  ServeWaiters(ctx, args[1]);
 }
 
 // Source and destination on different shards: the source shard reads the range (phase 1), the
@@ -614,6 +620,7 @@ void ZRangeStore(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   phases.push_back([st](ShardCtx& ctx) {
     if (st->wrong_type || ctx.shard.index() != st->dst_shard) return;
     st->stored = ctx.db.ZStore(st->dst, st->members, ctx.now_ms);
+    ServeWaiters(ctx, st->dst);
   });
   conn.FanOutPhases(
       {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
@@ -764,6 +771,7 @@ void SetOpOnShard(CmdArgs args, ShardCtx& ctx) {
     }
   }
   ctx.rb.Integer(ctx.db.ZStore(args[1], Combine(sources, op, inter), ctx.now_ms));
+  ServeWaiters(ctx, args[1]);
 }
 
 // Keys on several shards: every shard reads the sources it owns (phase 1), then the
@@ -809,6 +817,7 @@ void SetOp(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     for (const Source& s : st->sources) st->wrong_type = st->wrong_type || s.wrong_type;
     if (st->wrong_type) return;
     st->stored = ctx.db.ZStore(st->dst, Combine(st->sources, st->op, inter), ctx.now_ms);
+    ServeWaiters(ctx, st->dst);
   });
   conn.FanOutPhases(shards, std::move(phases), [st](ReplyBuilder& rb) {
     if (st->wrong_type) {
@@ -831,6 +840,142 @@ bool SetOpKeyRange(CmdArgs args, int* first, int* last) {
   *first = 1;
   *last = static_cast<int>(2 + n);
   return true;
+}
+
+// --- BZPOPMIN BZPOPMAX: waiting in the server (LockWaiters' key-ready hook, as BLPOP) ---
+
+// [key, member, score], flat also in RESP3 (the score a double there), as Redis 7.0's
+// genericZpopCommand with its key.
+void ReplyKeyMemberScore(ReplyBuilder& rb, std::string_view key, std::string_view member,
+                         double score) {
+  rb.ArrayHeader(3);
+  rb.Bulk(key);
+  rb.Bulk(member);
+  ReplyScore(rb, score);
+}
+
+// BZPOPMIN / BZPOPMAX key [key ...] timeout, all keys on this shard: as BLPOP (cmd_list.cc). The
+// first key in order that has a member is popped (a key of another type first is WRONGTYPE, as
+// Redis). Else the client waits on its key, or with several keys is refused (kBlockOnOneKey);
+// inside MULTI it does not wait (a null array).
+template <bool max>
+void BZPop(CmdArgs args, ShardCtx& ctx) {
+  int64_t deadline;
+  if (!ParseBlockTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
+  const size_t nkeys = args.size() - 2;
+  for (size_t i = 1; i <= nkeys; ++i) {
+    if (nkeys == 1 && OthersWait(ctx, args[i])) break;
+    auto r = ctx.db.ZPop(args[i], max, 1, ctx.now_ms);
+    if (!r.ok() && r.status() != OpStatus::kKeyNotFound) {
+      ReplyStatus(ctx.rb, r.status());
+      return;
+    }
+    if (r.ok() && !r->empty()) {
+      ReplyKeyMemberScore(ctx.rb, args[i], r->front().first, r->front().second);
+      return;
+    }
+  }
+  if (!(ctx.block && *ctx.block)) {
+    ctx.rb.NullArray();
+    return;
+  }
+  if (nkeys != 1) {
+    ctx.rb.Error(errors::kBlockOnOneKey);
+    return;
+  }
+  LockWaiters::Waiter w;
+  w.deadline_ms = deadline;
+  w.timeout_null_array = true;
+  w.reply = std::move(*ctx.block);
+  const int db = ctx.db_index;
+  w.try_serve = [db](shard::Db& d, std::string_view key, int64_t now, BlockedReply& reply) {
+    auto r = d.ZPop(key, max, 1, now);
+    if (!r.ok() && r.status() == OpStatus::kWrongType) {
+      reply.Finish(ErrorOf(reply.resp(), errors::kWrongType));
+      return true;
+    }
+    if (!r.ok() || r->empty()) return false;
+    auto [member, score] = std::move(r->front());
+    std::string bytes;
+    ReplyBuilder rb(&bytes, reply.resp());
+    ReplyKeyMemberScore(rb, key, member, score);
+    // A client gone before its reply reached it: the member goes back with its score (unless
+    // it has been added again meanwhile).
+    reply.Finish(std::move(bytes), [db, k = std::string(key), m = std::move(member), score] {
+      shard::ZAddOptions nx;
+      nx.nx = true;
+      const std::pair<double, std::string_view> one[1] = {{score, m}};
+      Reactor::Current()->shard().db(db).ZAdd(k, nx, one, Reactor::Current()->now_ms());
+    });
+    return true;
+  };
+  Reactor::Current()->lock_waiters().Wait(ctx.db_index, args[1], std::move(w));
+}
+
+// Keys on several shards: one atomic attempt, as BLPOP's (cmd_list.cc); if nothing can be popped
+// it does not wait: a null array inside MULTI/EXEC, kBlockOnOneKey otherwise.
+template <bool max>
+void BZPopAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  int64_t deadline;
+  if (!ParseBlockTimeout(args.back(), 0, &deadline, rb)) return;
+  const Server& server = conn.reactor().server();
+  struct State {
+    std::vector<std::string> keys;
+    std::vector<int> shard;
+    std::vector<int64_t> len;  // per key: its size, -1 for another type (slot i: its shard)
+    size_t pick = SIZE_MAX;
+    std::string member;
+    double score = 0;
+    bool in_exec;
+  };
+  auto st = std::make_shared<State>();
+  std::vector<int> shards;
+  for (size_t i = 1; i + 1 < args.size(); ++i) {
+    st->keys.emplace_back(args[i]);
+    st->shard.push_back(server.ShardOf(args[i]));
+    shards.push_back(st->shard.back());
+  }
+  st->len.assign(st->keys.size(), 0);
+  st->in_exec = conn.in_exec();
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    for (size_t i = 0; i < st->keys.size(); ++i) {
+      if (st->shard[i] != ctx.shard.index()) continue;
+      auto r = ctx.db.ZCard(st->keys[i], ctx.now_ms);
+      st->len[i] = r.ok() ? *r : -1;
+    }
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    size_t pick = SIZE_MAX;
+    for (size_t i = 0; i < st->keys.size() && pick == SIZE_MAX; ++i) {
+      if (st->len[i] != 0) pick = i;
+    }
+    if (pick == SIZE_MAX || st->len[pick] < 0 || st->shard[pick] != ctx.shard.index()) return;
+    auto r = ctx.db.ZPop(st->keys[pick], max, 1, ctx.now_ms);
+    if (r.ok() && !r->empty()) {
+      st->pick = pick;
+      st->member = std::move(r->front().first);
+      st->score = r->front().second;
+    }
+  });
+  conn.FanOutPhases(shards, std::move(phases), [st](ReplyBuilder& rb) {
+    for (size_t i = 0; i < st->keys.size(); ++i) {
+      if (st->len[i] < 0) {
+        rb.Error(errors::kWrongType);
+        return;
+      }
+      if (st->len[i] > 0) break;
+    }
+    if (st->pick != SIZE_MAX) {
+      ReplyKeyMemberScore(rb, st->keys[st->pick], st->member, st->score);
+    } else if (st->in_exec) {
+      rb.NullArray();
+    } else {
+      rb.Error(errors::kBlockOnOneKey);
+    }
+  });
 }
 
 }  // namespace
@@ -873,6 +1018,15 @@ void RegisterZSetCommands(CommandTable* t) {
                                        SetOpOnShard<true>, kWriteSlow, 0, 0, 0);
   zinter.key_range = SetOpKeyRange;
   t->Add(std::move(zinter));
+  const std::vector<std::string> kBlockingAcl = {"@write", "@sortedset", "@fast", "@blocking"};
+  auto blocking = [&](std::string name, ConnHandler across, ShardHandler one_shard) {
+    CommandSpec s = MultiKeyCommand(std::move(name), -3, kWrite | kFast | kBlocking, across,
+                                    one_shard, kBlockingAcl, 1, -2, 1);
+    s.blocks = AlwaysMayBlock;
+    t->Add(std::move(s));
+  };
+  blocking("bzpopmin", BZPopAcross<false>, BZPop<false>);
+  blocking("bzpopmax", BZPopAcross<true>, BZPop<true>);
 }
 
 }  // namespace deadbolt::server

@@ -1,7 +1,8 @@
 #pragma once
 // Clients waiting in the server for a key of one shard to become ready, each key's served first
 // come first served: LOCK.ACQUIRE ... WAIT (handed the lock the moment it is free) and the
-// blocking pops BLPOP/BRPOP/BLMOVE/BRPOPLPUSH (served the moment the list has an element).
+// blocking pops BLPOP/BRPOP/BLMOVE/BRPOPLPUSH/BZPOPMIN/BZPOPMAX (served the moment the key has an
+// element).
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/functional/any_invocable.h>
@@ -41,8 +42,8 @@ class LockTable;
 // ahead leaving), the head waiter's try_serve runs on the shard's thread; it either serves the
 // waiter (finishes its reply, returns true: the next waiter is tried) or leaves everything as it
 // was (returns false: the queue waits on, first come first served). The blocking pops use it
-// (cmd_list_set.cc); BZPOPMIN/BZPOPMAX plug in the same way, with a try_serve that pops from the
-// sorted set. A waiter waits on one key.
+// (server/collections/cmd_list.cc) and BZPOPMIN/BZPOPMAX (cmd_zset.cc, a try_serve that pops from
+// the sorted set). A waiter waits on one key.
 //
 // Every waiter ends exactly once, through its BlockedReply: served (the token), timed out
 // (nil), or cancelled (its connection closed: it leaves the queue at once). Waiters whose

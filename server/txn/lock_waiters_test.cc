@@ -451,5 +451,54 @@ TEST_F(KeyReadyHookTest, AMoveWakesTheDestinationsWaiters) {
   EXPECT_FALSE(db().Exists("dst", now));
 }
 
+// BZPOPMIN's hook on a sorted set: every write that makes the key non-empty is news for its
+// waiters (ZADD, ZINCRBY, the STORE forms' ZStore, RENAME / COPY's Restore), and one that leaves
+// it empty serves nobody.
+TEST_F(KeyReadyHookTest, SortedSetWritesServeZPopWaiters) {
+  auto wait_zpop = [this](uint64_t client) {
+    auto out = std::make_shared<Outcome>();
+    LockWaiters::Waiter w;
+    w.reply = std::make_unique<FakeReply>(client, out);
+    w.try_serve = [](shard::Db& d, std::string_view k, int64_t t, BlockedReply& reply) {
+      auto r = d.ZPop(k, false, 1, t);
+      if (!r.ok() || r->empty()) return false;
+      reply.Finish("+" + r->front().first + "\r\n");
+      return true;
+    };
+    waiters.Wait(0, "z", std::move(w));
+    return out;
+  };
+  auto a = wait_zpop(1), b = wait_zpop(2), c = wait_zpop(3), d = wait_zpop(4), e = wait_zpop(5);
+  shard::ZAddOptions xx;
+  xx.xx = true;
+  const std::pair<double, std::string_view> m1[1] = {{1, "m1"}};
+  ASSERT_TRUE(db().ZAdd("z", xx, m1, now).ok());  // XX on a missing key: still empty
+  Settle();
+  EXPECT_FALSE(a->finished);
+  ASSERT_TRUE(db().ZAdd("z", {}, m1, now).ok());
+  Settle();
+  EXPECT_EQ(a->reply, "+m1\r\n");
+  shard::ZAddOptions incr;
+  incr.incr = true;
+  const std::pair<double, std::string_view> m2[1] = {{2, "m2"}};
+  ASSERT_TRUE(db().ZAdd("z", incr, m2, now).ok());  // ZINCRBY
+  Settle();
+  EXPECT_EQ(b->reply, "+m2\r\n");
+  EXPECT_EQ(db().ZStore("z", {{"m3", 3.0}}, now), 1);
+  Settle();
+  EXPECT_EQ(c->reply, "+m3\r\n");
+  const std::pair<double, std::string_view> m4[1] = {{4, "m4"}};
+  ASSERT_TRUE(db().ZAdd("other", {}, m4, now).ok());
+  Settle();
+  EXPECT_FALSE(d->finished);
+  auto snap = db().Snapshot("other", now);
+  ASSERT_TRUE(snap.has_value());
+  ASSERT_TRUE(db().Restore("z", *snap, true, now));  // RENAME / COPY other z
+  Settle();
+  EXPECT_EQ(d->reply, "+m4\r\n");
+  EXPECT_FALSE(e->finished);
+  EXPECT_EQ(waiters.size(), 1u);
+}
+
 }  // namespace
 }  // namespace deadbolt::server

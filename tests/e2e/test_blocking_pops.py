@@ -29,6 +29,9 @@ def tearDownModule():
 NOT_FLOAT = b"-ERR timeout is not a float or out of range\r\n"
 NEGATIVE = b"-ERR timeout is negative\r\n"
 QUEUED = b"+QUEUED\r\n"
+ONE_KEY = (b"-ERR deadbolt waits on one key: BLPOP/BRPOP/BZPOPMIN/BZPOPMAX with several keys, or "
+           b"BLMOVE/BRPOPLPUSH with keys on two shards, can only be served at once (give the keys"
+           b" one {hash tag}, or wait on one key)\r\n")
 
 
 def kv(k, v):
@@ -199,9 +202,7 @@ class WaitTest(BlockingTestCase):
 @unittest.skipIf(AGAINST_REDIS, "deadbolt waits on one key; redis-server waits on several")
 class OneKeyRestrictionTest(BlockingTestCase):
     def test_refused_when_it_would_wait_on_several_keys(self):
-        err = (b"-ERR deadbolt waits on one key: BLPOP/BRPOP with several keys, or "
-               b"BLMOVE/BRPOPLPUSH with keys on two shards, can only be served at once (give the"
-               b" keys one {hash tag}, or wait on one key)\r\n")
+        err = ONE_KEY
         self.assertReply(err, "BLPOP", "{t}a", "{t}b", "0")
         self.assertReply(err, "BLPOP", on_shard(0, "a"), on_shard(1, "b"), "0")
         self.assertReply(err, "BLMOVE", on_shard(0, "a"), on_shard(1, "b"), "LEFT", "LEFT", "0")
