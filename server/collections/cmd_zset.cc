@@ -544,7 +544,8 @@ void ZScan(CmdArgs args, ShardCtx& ctx) {
 
 // --- stores: ZRANGESTORE ZUNIONSTORE ZINTERSTORE ---
 
-// A source set read for a store: nullopt when the key is missing.
+// A source set read for a store (a sorted set, or a plain set for ZUNIONSTORE / ZINTERSTORE):
+// nullopt when the key is missing.
 struct Source {
   bool wrong_type = false;
   std::optional<shard::ZOwnedMembers> members;
@@ -555,7 +556,17 @@ Source ReadWhole(shard::Db& db, std::string_view key, int64_t now_ms) {
   ZRangeSpec all;
   auto r = db.ZRange(key, all, now_ms);
   if (!r.ok()) {
-    src.wrong_type = true;
+    // A plain set counts as a sorted set whose members all score 1, as Redis's
+    // zunionInterDiffGenericCommand reads it.
+    auto set = db.SetMembers(key, now_ms);
+    if (!set.ok()) {
+      src.wrong_type = true;
+      return src;
+    }
+    if (set->empty()) return src;
+    src.members.emplace();
+    src.members->reserve(set->size());
+    for (std::string& m : *set) src.members->emplace_back(std::move(m), 1.0);
     return src;
   }
   if (r->empty()) return src;

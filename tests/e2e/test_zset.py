@@ -479,6 +479,40 @@ class ZStoreTest(ZSetTestCase):
     def test_across_shards(self):
         self.check_stores(key_on(0, "dst"), key_on(1, "a"), key_on(0, "b"), key_on(1, "s"))
 
+    def check_set_sources(self, dst, z, st, lst):
+        """z: a sorted set, st: a plain set, lst: a list (still WRONGTYPE); any shards."""
+        self.assertReplies([
+            (("ZADD", z, "1", "x", "2", "y"), integer(2)),
+            (("SADD", st, "y", "z", "7"), integer(3)),
+            (("RPUSH", lst, "y"), integer(1)),
+            (("ZUNIONSTORE", dst, "2", z, st), integer(4)),
+            (("ZRANGE", dst, "0", "-1", "WITHSCORES"),
+             ws("7", "1", "x", "1", "z", "1", "y", "3")),
+            (("ZUNIONSTORE", dst, "1", st), integer(3)),
+            (("ZRANGE", dst, "0", "-1", "WITHSCORES"), ws("7", "1", "y", "1", "z", "1")),
+            (("ZINTERSTORE", dst, "2", st, z, "WEIGHTS", "2.5", "10"), integer(1)),
+            (("ZRANGE", dst, "0", "-1", "WITHSCORES"), ws("y", "22.5")),
+            (("ZUNIONSTORE", dst, "2", z, st, "WEIGHTS", "1", "-1", "AGGREGATE", "MIN"),
+             integer(4)),
+            (("ZRANGE", dst, "0", "-1", "WITHSCORES"),
+             ws("7", "-1", "y", "-1", "z", "-1", "x", "1")),
+            (("ZINTERSTORE", dst, "2", st, st, "AGGREGATE", "MAX"), integer(3)),
+            (("ZRANGE", dst, "0", "-1", "WITHSCORES"), ws("7", "1", "y", "1", "z", "1")),
+            (("ZINTERSTORE", dst, "2", st, "nokey"), integer(0)),
+            (("EXISTS", dst), integer(0)),
+            (("ZUNIONSTORE", dst, "2", st, lst), WRONGTYPE),
+            (("ZINTERSTORE", dst, "2", z, lst), WRONGTYPE),
+            (("ZRANGESTORE", dst, st, "0", "-1"), WRONGTYPE),
+            (("ZUNIONSTORE", st, "1", st), integer(3)),  # a set destination becomes a zset
+            (("TYPE", st), b"+zset\r\n"),
+        ])
+
+    def test_plain_sets_as_sources_one_shard(self):
+        self.check_set_sources("{t}dst", "{t}z", "{t}s", "{t}l")
+
+    def test_plain_sets_as_sources_across_shards(self):
+        self.check_set_sources(key_on(0, "dst"), key_on(1, "z"), key_on(1, "s"), key_on(0, "l"))
+
     def test_errors(self):
         self.assertReplies([
             (("ZUNIONSTORE", "d", "0", "a"),
