@@ -54,6 +54,7 @@ void ListValue::PushFront(std::string_view v) {
     std::string head;
     head.push_back(static_cast<char>(v.size()));
     head.append(v);
+    ReserveExact(&packed_, head.size());
     packed_.insert(0, head);
   } else {
     big_->emplace_front(v);
@@ -125,6 +126,7 @@ void ListValue::Insert(size_t i, std::string_view v) {
     std::string item;
     item.push_back(static_cast<char>(v.size()));
     item.append(v);
+    ReserveExact(&packed_, item.size());
     packed_.insert(Offset(i), item);
   } else {
     big_->emplace(big_->begin() + static_cast<std::ptrdiff_t>(i), v);

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "shard/types/packed_growth.h"
+
 namespace deadbolt::shard {
 
 // Owned by the Entry that points at it, on the shard's reactor thread.
@@ -76,6 +78,7 @@ class ListValue {
     return {packed_.data() + off + 1, static_cast<unsigned char>(packed_[off])};
   }
   static void Append(std::string* buf, std::string_view v) {
+    ReserveExact(buf, 1 + v.size());
     buf->push_back(static_cast<char>(v.size()));
     buf->append(v);
   }

@@ -36,6 +36,24 @@ TEST(ListValueTest, PushPopBothEndsStaysPacked) {
   EXPECT_EQ(All(l), (std::vector<std::string>{"b", ""}));
 }
 
+// A small list built one element at a time keeps at most 16 bytes of slack (std::string's
+// doubling left a 592-byte capacity for ten 36-byte UUIDs), from either end and inserted in the
+// middle.
+TEST(ListValueTest, PackedBufferGrowsToWhatItHolds) {
+  const std::string uuid(36, 'u');
+  for (int how = 0; how < 3; how++) {
+    SCOPED_TRACE(how);
+    ListValue l;
+    for (int i = 0; i < 10; i++) {
+      if (how == 0) l.PushBack(uuid);
+      if (how == 1) l.PushFront(uuid);
+      if (how == 2) l.Insert(l.size() / 2, uuid);
+    }
+    ASSERT_TRUE(l.packed());
+    EXPECT_LE(l.AllocatedBytes(), sizeof(ListValue) + 10 * 37 + 16);
+  }
+}
+
 // More than kMaxPackedEntries elements, or one longer than kMaxPackedLen, makes it large; it is
 // packed again only once it shrinks to half the limit with every element short.
 TEST(ListValueTest, EncodingConversions) {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <utility>
 
+#include "shard/types/packed_growth.h"
 #include "shard/types/value_kinds.h"
 
 namespace deadbolt::shard {
@@ -17,6 +18,7 @@ uint64_t NextRandom(uint64_t* state) {  // splitmix64, as the keyspace's Dict us
 }
 
 void AppendPacked(std::string* buf, std::string_view v) {
+  ReserveExact(buf, 1 + v.size());
   buf->push_back(static_cast<char>(v.size()));
   buf->append(v);
 }
@@ -124,6 +126,7 @@ void SetValue::IntInsert(int64_t v) {
     width_ = static_cast<uint8_t>(w);
   }
   const size_t at = IntLowerBound(v);
+  ReserveExact(&blob_, width_);
   blob_.insert(at * width_, width_, '\0');
   IntSetAt(at, v);
   ++count_;

@@ -31,6 +31,19 @@ TEST(SetValueTest, CanonicalIntIsRedisString2ll) {
 }
 
 // Integers stay an intset, sorted, widening 2 -> 4 -> 8 bytes as wider members arrive.
+// Small sets added to one member at a time keep at most 16 bytes of slack in their buffer.
+TEST(SetValueTest, PackedBuffersGrowToWhatTheyHold) {
+  SetValue strings, ints;
+  for (int i = 0; i < 10; i++) {
+    strings.Add(std::string(35, 'u') + static_cast<char>('0' + i));
+    ints.Add(std::to_string(1000 + i));
+  }
+  ASSERT_EQ(strings.form(), SetValue::Form::kPacked);
+  ASSERT_EQ(ints.form(), SetValue::Form::kInts);
+  EXPECT_LE(strings.AllocatedBytes(), sizeof(SetValue) + 10 * 37 + 16);
+  EXPECT_LE(ints.AllocatedBytes(), sizeof(SetValue) + 10 * 8 + 16);
+}
+
 TEST(SetValueTest, IntsetSortedAndWidening) {
   SetValue s;
   for (std::string m : {"5", "-3", "100", "5"}) s.Add(m);
