@@ -259,7 +259,8 @@ TEST(RestartDelayTest, OnlyAcquiringScriptsCreateKeysOnAnEmptyKeyspace) {
   // Arguments in the shapes the clients send: lease + field (Redisson acquire, renew), token +
   // ms (node-redlock, redsync), db + token + ms (@sesamecare-oss/redlock), token + ms + mode
   // (redis-py extend), message + lease + field + command + latch ms (Redisson release), lease +
-  // fields (Redisson's batched renewal).
+  // fields (Redisson's batched renewal), limit + id + timeout + now (redis-semaphore's
+  // Semaphore), limit + permits + id + timeout + now (its MultiSemaphore).
   const std::vector<std::vector<std::string_view>> argvs = {
       {"30000", "id:1"},
       {"tok", "30000"},
@@ -268,6 +269,8 @@ TEST(RestartDelayTest, OnlyAcquiringScriptsCreateKeysOnAnEmptyKeyspace) {
       {"tok", "30000", "0"},
       {"msg", "30000", "id:1", "publish", "1000"},
       {"30000", "id:1", "id:1", "id:1"},
+      {"3", "id", "30000", "1000"},
+      {"3", "1", "id", "30000", "1000"},
       {}};
   const std::vector<std::string_view> keys = {"lock", "redisson_lock__channel:{lock}",
                                               "redisson_unlock_latch:{lock}:1"};
@@ -294,7 +297,8 @@ TEST(RestartDelayTest, OnlyAcquiringScriptsCreateKeysOnAnEmptyKeyspace) {
     EXPECT_EQ(created, script.acquires);
     if (script.acquires) acquiring++;
   }
-  EXPECT_EQ(acquiring, 7);  // Redisson x3, redsync's touch with SET NX, node-redlock x3
+  // Redisson x3, redsync's touch with SET NX, node-redlock x3, redis-semaphore's acquires x2.
+  EXPECT_EQ(acquiring, 9);
 }
 
 TEST(RestartDelayTest, ConfigFlag) {

@@ -77,6 +77,13 @@ SHAS = {
     # redis-semaphore Mutex
     "semaphore_refresh": "594683e49a64ebaf975caf5f8079a1d097c438f1",
     "semaphore_release": "7157921a7cc7cfba979acf6d63f073151df17d12",
+    # redis-semaphore Semaphore / MultiSemaphore (also sent by RedlockSemaphore and
+    # RedlockMultiSemaphore to each server)
+    "sem_acquire": "43ebdb49120d170e08af560cb4e46e36f8585936",
+    "sem_refresh": "999a49a1d07671a8027165641001f5bad44608b3",
+    "msem_acquire": "10c1c2e05e7c48aa5824d227b8c51abcde87b18e",
+    "msem_refresh": "2327bcdc5edb5b8687f6d19b5e1f42b815ebddab",
+    "msem_release": "0bd1010c98f1ddd70a6024fd374489a8ea3d2c12",
     # node-redlock
     "redlock4_acquire": "e5a322e2634ef59a516e8ea150cb085afafee684",
     "redlock4_extend": "ce46f80993d5dac20dd066eb301a4e37994bdbed",
@@ -163,6 +170,17 @@ tryRead('semaphore', () => {
   const lib = path.join(nm, 'redis-semaphore/lib/mutex');
   const grab = f => fs.readFileSync(path.join(lib, f), 'utf8').match(/createEval\)\(`([\s\S]*?)`, 1\)/)[1];
   return {refresh: grab('refresh.js'), release: grab('release.js')};
+});
+tryRead('sem', () => {
+  const lib = path.join(nm, 'redis-semaphore/lib/semaphore');
+  const grab = f => fs.readFileSync(path.join(lib, f), 'utf8').match(/createEval\)\(`([\s\S]*?)`, 1\)/)[1];
+  return {acquire: grab('acquire/lua.js'), refresh: grab('refresh/lua.js')};
+});
+tryRead('msem', () => {
+  const lib = path.join(nm, 'redis-semaphore/lib/multiSemaphore');
+  const grab = f => fs.readFileSync(path.join(lib, f), 'utf8').match(/createEval\)\(`([\s\S]*?)`, 1\)/)[1];
+  return {acquire: grab('acquire/lua.js'), refresh: grab('refresh/lua.js'),
+          release: grab('release/lua.js')};
 });
 process.stdout.write(JSON.stringify(out));
 """
@@ -251,6 +269,7 @@ class ScriptCase(harness.ServerTestCase):
             self.assertEqual(self.c.cmd("SCRIPT", "LOAD", text), bulk(SHAS[name]), name)
 
     def ev(self, name, keys, args=(), c=None, cmd="EVALSHA"):
+        args = [repr(a) if isinstance(a, float) else a for a in args]
         return (c or self.c).cmd(cmd, SHAS[name], len(keys), *keys, *args)
 
     def check(self, name, keys, args, expected, c=None, cmd="EVALSHA"):
@@ -488,6 +507,161 @@ class CompareAndDeleteTest(ScriptCase):
                    script_error(NOT_INTEGER_MSG, "semaphore_refresh", 9))
         self.check("semaphore_refresh", ["m"], ["id1"],
                    script_error(NIL_ARG_MSG, "semaphore_refresh", 9))
+
+
+def zrange_reply(*pairs):
+    """ZRANGE ... WITHSCORES in RESP2: member, score, ..."""
+    return b"*%d\r\n" % (2 * len(pairs)) + b"".join(bulk(m) + bulk(str(sc)) for m, sc in pairs)
+
+
+def lua_error(line, message, name):
+    """An error of Lua itself (arithmetic, comparison, concatenation) inside a script."""
+    return script_error(b"ERR user_script:%d: %s" % (line, message.encode()), name, line)
+
+
+class SemaphoreScriptsTest(ScriptCase):
+    """redis-semaphore's Semaphore and MultiSemaphore: a sorted set of holder -> time of its
+    last acquire or refresh (the client's clock, ARGV); holders older than the lock timeout are
+    dropped first. KEYS and ARGV as the client sends them."""
+
+    SCRIPTS = ("sem_acquire", "sem_refresh", "msem_acquire", "msem_refresh", "msem_release")
+    KEY = "semaphore:s"
+
+    def test_semaphore_acquire_refresh_release(self):
+        k = self.KEY
+        self.check("sem_acquire", [k], [2, "id1", 500, 1000], integer(1))
+        self.assertTTL(k, 400, 500, cmd="PTTL")
+        self.check("sem_acquire", [k], [2, "id2", 500, 1001], integer(1))
+        self.check("sem_acquire", [k], [2, "id3", 500, 1002], integer(0))  # full
+        self.assertReply(zrange_reply(("id1", 1000), ("id2", 1001)), "ZRANGE", k, 0, -1,
+                         "WITHSCORES")
+        self.check("sem_refresh", [k], [2, "id1", 500, 1400], integer(1))
+        self.check("sem_refresh", [k], [2, "id3", 500, 1400], integer(0))  # not a holder
+        # id2's time (1001) is older than now - lockTimeout: it has expired and makes room.
+        self.check("sem_acquire", [k], [2, "id3", 500, 1600], integer(1))
+        self.assertReply(zrange_reply(("id1", 1400), ("id3", 1600)), "ZRANGE", k, 0, -1,
+                         "WITHSCORES")
+        self.check("sem_refresh", [k], [2, "id2", 500, 1600], integer(0))
+        self.assertReply(integer(1), "ZREM", k, "id1")  # Semaphore's release
+        self.check("sem_acquire", [k], ["0x2", "id4", " 500 ", "1.6e3"], integer(1))
+        self.check("sem_acquire", [k], [2.5, "id5", 500, 1600], integer(1))  # 2 < 2.5
+        self.check("sem_acquire", [k], ["nan", "id6", 500, 1600], integer(0))
+        self.assertReply(integer(3), "ZCARD", k)
+        # A lock timeout of 0: added, then PEXPIRE 0 removes the key.
+        self.check("sem_acquire", ["z"], [2, "id", 0, 1000], integer(1))
+        self.assertReply(integer(0), "EXISTS", "z")
+
+    def test_semaphore_errors(self):
+        k = self.KEY
+        self.assertEqual(self.c.cmd("SET", "str", "v"), OK)
+        for name in ("sem_acquire", "sem_refresh"):
+            with self.subTest(name):
+                self.check(name, [k], [2, "id"], lua_error(
+                    7, "attempt to perform arithmetic on local 'now' (a nil value)", name))
+                self.check(name, [k], [2, "id", 500, "abc"], lua_error(
+                    7, "attempt to perform arithmetic on local 'now' (a nil value)", name))
+                self.check(name, [k], [2, "id", "x", 1000], lua_error(
+                    7, "attempt to perform arithmetic on local 'lockTimeout' (a nil value)", name))
+                self.check(name, [], [2, "id", 500, 1000], script_error(NIL_ARG_MSG, name, 9))
+                self.check(name, ["str"], [2, "id", 500, 1000],
+                           script_error(WRONGTYPE_MSG, name, 9))
+                self.check(name, [k], [2, "id", 500, 1000], script_error(READ_ONLY_MSG, name, 9),
+                           cmd="EVALSHA_RO")
+                self.check(name, [k], [2, "id", 500, "nan"],
+                           script_error(b"ERR min or max is not a float", name, 9))
+        self.check("sem_acquire", [k], ["", "id", 500, 1000],
+                   lua_error(11, "attempt to compare number with nil", "sem_acquire"))
+        self.check("sem_refresh", [k], ["", "id", 500, 1000], integer(0))
+        # The member is added before PEXPIRE fails; it stays.
+        self.check("sem_acquire", [k], [2, "id", 1.5, 1000],
+                   script_error(NOT_INTEGER_MSG, "sem_acquire", 13))
+        self.assertReply(zrange_reply(("id", 1000)), "ZRANGE", k, 0, -1, "WITHSCORES")
+        self.check("sem_refresh", [k], ["", "id", 1.5, 1001],
+                   script_error(NOT_INTEGER_MSG, "sem_refresh", 13))
+        self.assertReply(zrange_reply(("id", 1001)), "ZRANGE", k, 0, -1, "WITHSCORES")
+        self.check("sem_acquire", [k], [2, "id2", 1.5, 1e20],
+                   script_error(NOT_INTEGER_MSG, "sem_acquire", 13))
+        self.assertReply(zrange_reply(("id2", "1e+20")), "ZRANGE", k, 0, -1, "WITHSCORES")
+        self.assertReply(integer(-1), "PTTL", k)
+
+    def test_multi_semaphore(self):
+        k = self.KEY
+        self.check("msem_acquire", [k], [5, 2, "a", 500, 1000], integer(1))
+        self.assertTTL(k, 400, 500, cmd="PTTL")
+        self.check("msem_acquire", [k], [5, 3, "b", 500, 1001], integer(1))
+        self.check("msem_acquire", [k], [5, 1, "c", 500, 1002], integer(0))  # 5 + 1 > 5
+        self.assertReply(zrange_reply(("a_0", 1000), ("a_1", 1000), ("b_0", 1001), ("b_1", 1001),
+                                      ("b_2", 1001)), "ZRANGE", k, 0, -1, "WITHSCORES")
+        self.check("msem_refresh", [k], [5, 2, "a", 500, 1300], integer(1))
+        self.check("msem_refresh", [k], [5, 1, "c", 500, 1300], integer(0))
+        self.check("msem_release", [k], [3, "b"], integer(3))
+        self.check("msem_release", [k], [3, "b"], integer(0))
+        self.check("msem_release", [k], [5, "a"], integer(2))  # only a_0 and a_1 exist
+        self.assertReply(integer(0), "EXISTS", k)
+        # Fractional permits: the loop runs floor(permits) times.
+        self.check("msem_acquire", [k], [5, 1.5, "d", 500, 2000], integer(1))
+        self.check("msem_refresh", [k], [5, 2.9, "d", 500, 2100], integer(1))  # adds d_1
+        self.assertReply(zrange_reply(("d_0", 2100), ("d_1", 2100)), "ZRANGE", k, 0, -1,
+                         "WITHSCORES")
+        # Expired holders make room: d's 2100 < 2700 - 500.
+        self.check("msem_acquire", [k], [5, 5, "e", 500, 2700], integer(1))
+        self.assertReply(integer(5), "ZCARD", k)
+        self.check("msem_refresh", [k], [5, 2, "d", 500, 2700], integer(0))
+        self.check("msem_acquire", [k], [9000, 3999.5, "big", 500, 2700], integer(1))
+        self.assertReply(integer(4004), "ZCARD", k)
+        self.check("msem_release", [k], [7999, "big"], integer(3999))
+
+    def test_multi_semaphore_errors(self):
+        k = self.KEY
+        self.assertEqual(self.c.cmd("SET", "str", "v"), OK)
+        for name in ("msem_acquire", "msem_refresh"):
+            with self.subTest(name):
+                self.check(name, [k], [5, 2, "a", 500], lua_error(
+                    8, "attempt to perform arithmetic on local 'now' (a nil value)", name))
+                self.check(name, [k], [5, 2, "a", "x", 1000], lua_error(
+                    8, "attempt to perform arithmetic on local 'lockTimeout' (a nil value)", name))
+                self.check(name, [], [5, 2, "a", 500, 1000], script_error(NIL_ARG_MSG, name, 11))
+                self.check(name, ["str"], [5, 2, "a", 500, 1000],
+                           script_error(WRONGTYPE_MSG, name, 11))
+                self.check(name, [k], [5, 2, "a", 500, 1000],
+                           script_error(READ_ONLY_MSG, name, 11), cmd="EVALSHA_RO")
+        a = "msem_acquire"
+        self.check(a, [k], [5, "", "a", 500, 1000], lua_error(
+            13, "attempt to perform arithmetic on local 'permits' (a nil value)", a))
+        self.check(a, [k], ["", 2, "a", 500, 1000],
+                   lua_error(13, "attempt to compare number with nil", a))
+        self.check(a, [k], [5, 0.5, "a", 500, 1000], script_error(
+            b"ERR Wrong number of args calling Redis command from script", a, 18))
+        self.check(a, [k], [5, -1, "a", 500, 1000], script_error(
+            b"ERR Wrong number of args calling Redis command from script", a, 18))
+        self.check(a, [k], [9000, 4000, "a", 500, 1000],
+                   lua_error(18, "too many results to unpack", a))
+        self.check(a, [k], [5, "nan", "a", 500, 1000], integer(0))
+        self.assertReply(integer(0), "EXISTS", k)
+        self.check(a, [k], [5, 1, "a", 500.5, 1000], script_error(NOT_INTEGER_MSG, a, 19))
+        self.assertReply(zrange_reply(("a_0", 1000)), "ZRANGE", k, 0, -1, "WITHSCORES")
+        r = "msem_refresh"
+        self.check(r, [k], [5, "", "a", 500, 1000], lua_error(
+            14, "attempt to perform arithmetic on local 'permits' (a nil value)", r))
+        self.check(r, [k], [5, "", "zz", 500, 1000], integer(0))
+        self.check(r, [k], [5, 0, "a", 500, 1000], script_error(
+            b"ERR Wrong number of args calling Redis command from script", r, 18))
+        self.check(r, [k], [5, 4000, "a", 500, 1000],
+                   lua_error(18, "too many results to unpack", r))
+        rel = "msem_release"
+        self.check(rel, [k], ["", "a"], lua_error(
+            7, "attempt to perform arithmetic on local 'permits' (a nil value)", rel))
+        self.check(rel, [k], [2], lua_error(
+            8, "attempt to concatenate local 'identifier' (a nil value)", rel))
+        self.check(rel, [k], [0, "a"], script_error(
+            b"ERR Wrong number of args calling Redis command from script", rel, 11))
+        self.check(rel, [k], [0], script_error(
+            b"ERR Wrong number of args calling Redis command from script", rel, 11))
+        self.check(rel, [k], [8000, "a"], lua_error(11, "too many results to unpack", rel))
+        self.check(rel, ["str"], [1, "a"], script_error(WRONGTYPE_MSG, rel, 11))
+        self.check(rel, [], [1, "a"], script_error(NIL_ARG_MSG, rel, 11))
+        self.check(rel, [k], [1, "a"], script_error(READ_ONLY_MSG, rel, 11), cmd="EVALSHA_RO")
+        self.check(rel, [k], [1, "a"], integer(1))
 
 
 # ---------------------------------------------------------------------------------------------
