@@ -291,14 +291,20 @@ TEST(RestartDelayTest, OnlyAcquiringScriptsCreateKeysOnAnEmptyKeyspace) {
       ShardCtx ctx{shard, shard.db(0), 0, kSince, config, rb};
       RunScriptOnShard(call, ctx);
       size_t n = 0;
-      for (int db = 0; db < shard.num_dbs(); db++) n += shard.db(db).Size();
+      // Redisson's read-write lock releases write their unlock latch even when the lock is
+      // free (a retried unlock reads it): a latch is no lock, so it does not count.
+      for (int db = 0; db < shard.num_dbs(); db++) {
+        n += shard.db(db).Size() - (shard.db(db).Exists(keys[2], kSince) ? 1 : 0);
+      }
       if (n > 0) created = true;
     }
     EXPECT_EQ(created, script.acquires);
     if (script.acquires) acquiring++;
   }
-  // Redisson x3, redsync's touch with SET NX, node-redlock x3, redis-semaphore's acquires x2.
-  EXPECT_EQ(acquiring, 9);
+  // Redisson RLock x3, redsync's touch with SET NX, node-redlock x3, redis-semaphore's acquires
+  // x2, Redisson's read and write acquire, fenced acquire x2, semaphore release / trySetPermits /
+  // addPermits, count-down latch trySetCount.
+  EXPECT_EQ(acquiring, 17);
 }
 
 TEST(RestartDelayTest, ConfigFlag) {

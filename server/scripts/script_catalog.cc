@@ -358,6 +358,7 @@ struct Catalog {
     AddSingleKeyScripts(&all);
     AddMultiKeyScripts(&all);
     AddSemaphoreScripts(&all);
+    AddRedissonScripts(&all);
     for (const ScriptInfo& s : all) by_digest.emplace(s.digest, &s);
   }
   std::vector<ScriptInfo> all;

@@ -84,6 +84,13 @@ bool ScriptRun::Call(int line, absl::Span<const LuaArg> args, CallReply* reply) 
     if (a == nullptr) return FailArgs(line);
     call_args_.push_back(*a);
   }
+  // PUBLISH / SPUBLISH run on the connection's reactor, not on a shard: as Redisson names them.
+  if (EqualsIgnoreCase(call_args_[0], "publish") || EqualsIgnoreCase(call_args_[0], "spublish")) {
+    if (call_args_.size() != 3) return Fail(errors::kScriptWrongArity, line);
+    if (!Publish(args[0], args[1], args[2], line)) return false;
+    if (reply) *reply = CallReply{CallReply::Type::kInteger, 0, {}, {}};
+    return true;
+  }
   const CommandSpec* spec = CommandTable::Get().Find(call_args_[0]);
   if (spec == nullptr) return Fail(errors::kScriptUnknownCommand, line);
   if (!spec->ArityOk(call_args_.size())) return Fail(errors::kScriptWrongArity, line);

@@ -35,6 +35,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import redisson_texts  # noqa: E402
 from harness import NIL, NULL3, OK, WRONGTYPE, bulk, error, integer  # noqa: E402
 from test_atomicity import on_shard, shard_of  # noqa: E402
 
@@ -69,6 +70,28 @@ SHAS = {
     "redisson_release_publish": "3ffe249c16dee540ac8ab32e39bd408626b9aff7",
     "redisson_renew": "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635",
     "redisson_renew_one": "8e19a1ddbdee9138df9f32a480c57addab4353d1",
+    # Redisson RReadWriteLock, RSemaphore, RCountDownLatch, RSpinLock, RFencedLock (texts:
+    # redisson_texts.py)
+    "rw_read_acquire": "95553a6ff11176c18e71344e89d116b06fd6f753",
+    "rw_read_release": "5947c0fee6ca25ae094ec1b3e7a2559a9273d29f",
+    "rw_read_renew": "6563941ff57e01b8cf61e86907b80686438a2f74",
+    "rw_read_force_unlock": "27dbe744e95c1d854a7f556cc6817030de2d0d01",
+    "rw_read_is_locked": "8ad44f1ba014938c20da38206b6d496c85ec1aed",
+    "rw_write_acquire": "6306ba3bf1f563b284bed52d305fce615c6664d9",
+    "rw_write_release": "d29c5559782035515d32e926762830b3304b49be",
+    "rw_write_force_unlock": "2e2cb2a3b13e2e80e4236ef6a25beaf365dba608",
+    "sema_try_acquire": "c7dc9d189c1715465a31a06ddbc008585e0c20be",
+    "sema_release": "ae27582488dd01f4e238cc0733a12146d410eb44",
+    "sema_drain": "c87766d572855e9461c4ecd453db5d1cbab6119e",
+    "sema_try_set_permits": "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
+    "sema_add_permits": "98238d408c6755085344670d3a2ddaa55cf177a9",
+    "latch_count_down": "38060fab26b0e7c5982a5cfd7ad542e44d3da19b",
+    "latch_try_set_count": "2a52d54a6f35bc8af5e84a2930b2ca1aa2a15892",
+    "latch_delete": "47aed1b8133417c9bc009ffc08602e37ed4a1bb3",
+    "spin_release": "73ac2729af29ea9a975f95e8097f7ee9a74cce3d",
+    "spin_force_unlock": "51b433c3cc9a6ca991b3aefec63d23490c246318",
+    "fenced_acquire_token": "49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45",
+    "fenced_acquire": "46b5551ba403d6152a7a6eca122e08728d6c8c66",
     # go-redsync v4
     "redsync_delete": "e950836ed1e694540c503ef9972b8de518044d3b",
     "redsync_touch": "d75bb8b5bd13532ddedd17762e772346e39b321e",
@@ -191,6 +214,7 @@ _TEXTS = None
 def _load_texts():
     texts = dict(CLASSIC_TEXTS)
     texts.update(SEED_TEXTS)
+    texts.update(redisson_texts.TEXTS)
     try:
         from redis.lock import Lock  # Debian's python3-redis
         texts["py_release"] = Lock.LUA_RELEASE_SCRIPT
@@ -916,6 +940,261 @@ class RedissonScriptsTest(ScriptCase):
         a, b = on_shard(0, "x"), on_shard(1, "x")
         self.check("redisson_release", [a, b, a], ["0", 30000, "id:1", "publish", 1000],
                    b"-CROSSSLOT Keys in request don't hash to the same slot\r\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Redisson RReadWriteLock, RSemaphore, RCountDownLatch, RSpinLock, RFencedLock (3.3x sources)
+# ---------------------------------------------------------------------------------------------
+
+RW = "rw"  # Redisson's key names for lock "rw" all hash to its slot
+RW_CHANNEL = "redisson_rwlock:{rw}"
+
+
+def rw_timeout_prefix(holder):
+    return "{rw}:%s:rwlock_timeout" % holder
+
+
+def rw_latch(n):
+    return "redisson_unlock_latch:{rw}:req%d" % n
+
+
+class RedissonPrimitivesTest(ScriptCase):
+    SCRIPTS = tuple(redisson_texts.TEXTS) + ("redisson_acquire_3x",)
+
+    def read_acquire(self, holder, expected, lease=30000):
+        self.check("rw_read_acquire", [RW, rw_timeout_prefix(holder)],
+                   [lease, holder, holder + ":write"], expected)
+
+    def read_release(self, holder, n, expected):
+        self.check("rw_read_release", [RW, RW_CHANNEL, rw_timeout_prefix(holder), "{rw}",
+                                       rw_latch(n)], ["0", holder, "publish", 1000], expected)
+
+    def write_acquire(self, holder, expected, lease=30000):
+        self.check("rw_write_acquire", [RW], [lease, holder + ":write"], expected)
+
+    def write_release(self, holder, n, expected):
+        self.check("rw_write_release", [RW, RW_CHANNEL, rw_latch(n)],
+                   ["1", 30000, holder + ":write", "publish", 1000], expected)
+
+    def test_read_write_lock(self):
+        sub = self.conn()
+        sub.cmd("SUBSCRIBE", RW_CHANNEL)
+        self.read_acquire("c1:1", NIL)
+        self.assertReply(b"*4\r\n$4\r\nmode\r\n$4\r\nread\r\n$4\r\nc1:1\r\n$1\r\n1\r\n",
+                         "HGETALL", RW)
+        self.assertReply(bulk("1"), "GET", rw_timeout_prefix("c1:1") + ":1")
+        self.assertTTL(rw_timeout_prefix("c1:1") + ":1", 29000, 30000, cmd="PTTL")
+        self.assertTTL(RW, 29000, 30000, cmd="PTTL")
+        self.read_acquire("c1:1", NIL, lease=10000)  # re-entry: keeps the longer PTTL
+        self.assertTTL(RW, 29000, 30000, cmd="PTTL")
+        self.assertTTL(rw_timeout_prefix("c1:1") + ":2", 9000, 10000, cmd="PTTL")
+        self.read_acquire("c2:1", NIL, lease=40000)  # readers share it
+        self.assertTTL(RW, 39000, 40000, cmd="PTTL")
+        self.write_acquire("c3:1", range(38000, 40001))  # readers hold it: the PTTL
+        self.check("rw_read_is_locked", [RW], [], integer(1))
+        # c1 leaves twice; the lock lives on as long as the longest read hold left.
+        self.read_release("c1:1", 1, integer(0))
+        self.assertReply(integer(0), "EXISTS", rw_timeout_prefix("c1:1") + ":2")
+        self.assertReply(bulk("0"), "GET", rw_latch(1))
+        self.read_release("c1:1", 1, integer(0))  # a retried unlock: the latch's answer
+        self.assertReply(bulk("1"), "HGET", RW, "c1:1")
+        self.read_release("c1:1", 2, integer(0))
+        self.assertReply(integer(0), "HEXISTS", RW, "c1:1")
+        self.assertTTL(RW, 38000, 40000, cmd="PTTL")
+        self.read_release("c1:1", 3, NIL)  # no longer a holder
+        self.read_release("c2:1", 4, integer(1))  # the last reader: DEL, publish "0"
+        self.assertReply(integer(0), "EXISTS", RW)
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(RW_CHANNEL) + bulk("0"))
+        self.read_release("c2:1", 5, integer(1))  # free already: publish again
+        # The writer; re-entry adds its lease to the PTTL; its own reads are allowed.
+        self.write_acquire("c3:1", NIL)
+        self.write_acquire("c3:1", NIL)
+        self.assertTTL(RW, 58000, 60000, cmd="PTTL")
+        self.assertReply(bulk("2"), "HGET", RW, "c3:1:write")
+        self.read_acquire("c3:1", NIL)
+        self.read_acquire("c4:1", range(57000, 60001))
+        self.write_acquire("c4:1", range(57000, 60001))
+        self.check("rw_read_is_locked", [RW], [], integer(1))  # mode write, a read hold too
+        self.write_release("c4:1", 6, NIL)
+        self.write_release("c3:1", 7, integer(0))
+        self.assertTTL(RW, 29000, 30000, cmd="PTTL")
+        self.write_release("c3:1", 8, integer(1))  # the read hold stays: mode read
+        self.assertReply(b"*4\r\n$4\r\nmode\r\n$4\r\nread\r\n$4\r\nc3:1\r\n$1\r\n1\r\n",
+                         "HGETALL", RW)
+        self.write_release("c3:1", 9, NIL)  # mode read: not the writer's to release
+        # The watchdog renews the hash and each read hold's timeout key.
+        self.assertEqual(self.c.cmd("PEXPIRE", rw_timeout_prefix("c3:1") + ":1", 100), integer(1))
+        self.check("rw_read_renew", [RW, "{rw}"], [50000, "c3:1"], integer(1))
+        self.assertTTL(RW, 49000, 50000, cmd="PTTL")
+        self.assertTTL(rw_timeout_prefix("c3:1") + ":1", 49000, 50000, cmd="PTTL")
+        self.check("rw_read_renew", [RW, "{rw}"], [50000, "c9:1"], integer(0))
+        self.check("rw_write_force_unlock", [RW, RW_CHANNEL], ["1", "publish"], integer(0))
+        self.check("rw_read_force_unlock", [RW, RW_CHANNEL], ["0", "publish"], integer(1))
+        self.assertReply(integer(0), "EXISTS", RW)
+        self.check("rw_read_is_locked", [RW], [], integer(0))
+        self.write_release("c3:1", 10, integer(1))  # free: publish "1", latch 1
+        self.assertReply(bulk("1"), "GET", rw_latch(10))
+
+    def test_read_write_lock_errors(self):
+        self.assertEqual(self.c.cmd("SET", RW, "x"), OK)
+        for name, keys, args in (
+                ("rw_read_acquire", [RW, rw_timeout_prefix("c")], [30000, "c", "c:write"]),
+                ("rw_write_acquire", [RW], [30000, "c:write"]),
+                ("rw_read_release", [RW, RW_CHANNEL, rw_timeout_prefix("c"), "{rw}", rw_latch(1)],
+                 ["0", "c", "publish", 1000]),
+                ("rw_write_release", [RW, RW_CHANNEL, rw_latch(1)],
+                 ["1", 30000, "c:write", "publish", 1000]),
+                ("rw_read_renew", [RW, "{rw}"], [30000, "c"]),
+                ("rw_read_is_locked", [RW], [])):
+            with self.subTest(name):
+                self.check(name, keys, args, script_error(WRONGTYPE_MSG, name, 1))
+        self.assertEqual(self.c.cmd("DEL", RW), integer(1))
+        self.check("rw_read_acquire", [RW, rw_timeout_prefix("c")], [30000, "c", "c:write"],
+                   script_error(READ_ONLY_MSG, "rw_read_acquire", 1), cmd="EVALSHA_RO")
+        self.check("rw_read_acquire", [RW], [30000, "c", "c:write"], script_error(
+            b"ERR user_script:1: attempt to concatenate field '?' (a nil value)",
+            "rw_read_acquire", 1))
+        self.assertReply(b"*4\r\n$4\r\nmode\r\n$4\r\nread\r\n$1\r\nc\r\n$1\r\n1\r\n",
+                         "HGETALL", RW)  # the HSETs before the failure stay
+        self.check("rw_read_acquire", [RW, rw_timeout_prefix("c")], ["x", "c", "c:write"],
+                   script_error(b"ERR value is not an integer or out of range",
+                                "rw_read_acquire", 1))
+        self.check("rw_write_acquire", [RW], [30000, "c:write"], integer(-1))
+        self.assertEqual(self.c.cmd("DEL", RW), integer(1))
+        self.check("rw_write_acquire", [RW], [30000, "c:write"], NIL)
+        self.check("rw_write_acquire", [RW], ["x", "c:write"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on field '?' (a string value)",
+            "rw_write_acquire", 1))
+        self.check("rw_write_release", [RW, RW_CHANNEL, rw_latch(2)],
+                   ["1", 30000, "c:write", "nosuch", 1000], integer(0))
+        self.check("rw_write_release", [RW, RW_CHANNEL, rw_latch(3)],
+                   ["1", 30000, "c:write", "nosuch", 1000],
+                   script_error(b"ERR Unknown Redis command called from script",
+                                "rw_write_release", 1))
+        self.assertReply(integer(0), "EXISTS", RW)  # deleted before the call failed
+
+    def test_semaphore(self):
+        sem, ch = "sem", "redisson_sc:{sem}"
+        sub = self.conn()
+        sub.cmd("SUBSCRIBE", ch)
+        self.check("sema_try_acquire", [sem], [1], integer(0))  # no permits set
+        self.check("sema_drain", [sem], [], integer(0))
+        self.check("sema_try_set_permits", [sem, ch], [3, "publish"], integer(1))
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("3"))
+        self.check("sema_try_set_permits", [sem, ch], [5, "publish"], integer(0))
+        self.check("sema_try_acquire", [sem], [2], integer(1))
+        self.check("sema_try_acquire", [sem], [2], integer(0))
+        self.assertReply(bulk("1"), "GET", sem)
+        self.check("sema_release", [sem, ch], [2, "publish"], NIL)
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("3"))
+        self.check("sema_add_permits", [sem, ch], [4, "publish"], NIL)
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("7"))
+        self.check("sema_add_permits", [sem, ch], [-10, "publish"], NIL)
+        self.assertReply(bulk("-3"), "GET", sem)
+        self.check("sema_try_acquire", [sem], [0], integer(0))
+        self.check("sema_release", [sem, ch], [5, "publish"], NIL)
+        self.check("sema_drain", [sem], [], bulk("2"))
+        self.assertReply(bulk("0"), "GET", sem)
+        self.check("sema_add_permits", ["sem2", "redisson_sc:{sem2}"], [2, "publish"], NIL)
+        self.assertReply(bulk("2"), "GET", "sem2")
+        # Errors: Lua's comparison and arithmetic, and the commands' own.
+        self.assertEqual(self.c.cmd("SET", sem, "abc"), OK)
+        self.check("sema_try_acquire", [sem], [1], script_error(
+            b"ERR user_script:1: attempt to compare number with nil", "sema_try_acquire", 1))
+        self.check("sema_add_permits", [sem, ch], [1, "publish"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on local 'value' (a string value)",
+            "sema_add_permits", 1))
+        self.check("sema_release", [sem, ch], [1, "publish"],
+                   script_error(NOT_INTEGER_MSG, "sema_release", 1))
+        self.assertEqual(self.c.cmd("SET", sem, "4"), OK)
+        self.check("sema_try_acquire", [sem], [], script_error(
+            b"ERR user_script:1: attempt to compare nil with number", "sema_try_acquire", 1))
+        self.check("sema_try_acquire", [sem], ["x"], script_error(
+            b"ERR user_script:1: attempt to compare nil with number", "sema_try_acquire", 1))
+        self.check("sema_try_acquire", [sem], [1.5], script_error(
+            NOT_INTEGER_MSG, "sema_try_acquire", 1))
+        self.check("sema_try_acquire", [sem], [1], script_error(
+            READ_ONLY_MSG, "sema_try_acquire", 1), cmd="EVALSHA_RO")
+        self.assertEqual(self.c.cmd("DEL", sem), integer(1))
+        self.assertEqual(self.c.cmd("HSET", sem, "f", "v"), integer(1))
+        for name, keys, args in (("sema_try_acquire", [sem], [1]),
+                                 ("sema_release", [sem, ch], [1, "publish"]),
+                                 ("sema_drain", [sem], []),
+                                 ("sema_try_set_permits", [sem, ch], [1, "publish"]),
+                                 ("sema_add_permits", [sem, ch], [1, "publish"])):
+            self.check(name, keys, args, script_error(WRONGTYPE_MSG, name, 1))
+
+    def test_count_down_latch(self):
+        latch, ch = "cdl", "redisson_countdownlatch__channel__{cdl}"
+        sub = self.conn()
+        sub.cmd("SUBSCRIBE", ch)
+        self.check("latch_try_set_count", [latch, ch], ["1", 2, "publish"], integer(1))
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("1"))
+        self.check("latch_try_set_count", [latch, ch], ["1", 5, "publish"], integer(0))
+        self.check("latch_count_down", [latch, ch], ["0", "publish"], NIL)
+        self.assertReply(bulk("1"), "GET", latch)
+        self.check("latch_count_down", [latch, ch], ["0", "publish"], NIL)  # zero: DEL, publish
+        self.assertReply(integer(0), "EXISTS", latch)
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("0"))
+        self.check("latch_count_down", [latch, ch], ["0", "publish"], NIL)  # -1: DEL, no message
+        self.assertReply(integer(0), "EXISTS", latch)
+        self.check("latch_delete", [latch, ch], ["1", "publish"], integer(0))
+        self.check("latch_try_set_count", [latch, ch], ["1", 3, "publish"], integer(1))
+        self.check("latch_delete", [latch, ch], ["1", "publish"], integer(1))
+        self.assertReply(integer(0), "EXISTS", latch)
+        self.assertEqual(self.c.cmd("SET", latch, "x"), OK)
+        self.check("latch_count_down", [latch, ch], ["0", "publish"],
+                   script_error(NOT_INTEGER_MSG, "latch_count_down", 1))
+        self.check("latch_count_down", [latch, ch], ["0", "publish"],
+                   script_error(READ_ONLY_MSG, "latch_count_down", 1), cmd="EVALSHA_RO")
+        self.check("latch_try_set_count", [latch, ch], ["1", 3, "publish"], integer(0))
+        self.check("latch_try_set_count", ["new", ch], ["1", 3], script_error(
+            NIL_ARG_MSG, "latch_try_set_count", 1))
+        self.assertReply(bulk("3"), "GET", "new")  # SET ran before the nil command
+
+    def test_spin_lock(self):
+        lock, lt = "{sp}", "redisson_unlock_latch:{sp}:r"
+        self.check("redisson_acquire_3x", [lock], [30000, "id:1"], NIL)  # RSpinLock's acquire
+        self.check("redisson_acquire_3x", [lock], [30000, "id:1"], NIL)
+        self.check("spin_release", [lock, lt + "1"], [30000, "id:2", 1000], NIL)
+        self.check("spin_release", [lock, lt + "2"], [30000, "id:1", 1000], integer(0))
+        self.check("spin_release", [lock, lt + "2"], [30000, "id:1", 1000], integer(0))
+        self.assertReply(bulk("1"), "HGET", lock, "id:1")
+        self.check("spin_release", [lock, lt + "3"], [30000, "id:1", 1000], integer(1))
+        self.assertReply(integer(0), "EXISTS", lock)
+        self.assertReply(bulk("1"), "GET", lt + "3")
+        self.assertTTL(lt + "3", 900, 1000, cmd="PTTL")
+        self.check("spin_force_unlock", [lock], [], integer(0))
+        self.check("redisson_acquire_3x", [lock], [30000, "id:1"], NIL)
+        self.check("spin_force_unlock", [lock], [], integer(1))
+        self.check("spin_release", [lock, lt + "4"], [30000, "id:1", "x"], NIL)
+        self.assertEqual(self.c.cmd("HSET", lock, "id:1", "1"), integer(1))
+        self.check("spin_release", [lock, lt + "5"], [30000, "id:1", "x"],
+                   script_error(NOT_INTEGER_MSG, "spin_release", 1))
+        self.assertReply(integer(0), "EXISTS", lock)
+
+    def test_fenced_lock(self):
+        lock, token = "{fl}", "redisson_lock_token:{fl}"
+        self.check("fenced_acquire_token", [lock, token], [30000, "id:1"],
+                   b"*2\r\n:-1\r\n:1\r\n")
+        self.check("fenced_acquire_token", [lock, token], [30000, "id:1"],
+                   b"*2\r\n:-1\r\n:2\r\n")  # re-entry: a new token
+        self.assertReply(bulk("2"), "HGET", lock, "id:1")
+        got = harness.decode(self.ev("fenced_acquire_token", [lock, token], [30000, "id:2"]))
+        self.assertEqual(got[1], -1)
+        self.assertTrue(29000 <= got[0] <= 30000, got)
+        self.check("fenced_acquire", [lock, token], [30000, "id:2"], range(29000, 30001))
+        self.check("fenced_acquire", [lock, token], [30000, "id:1"], NIL)
+        self.assertReply(bulk("3"), "GET", token)
+        self.assertEqual(self.c.cmd("DEL", lock), integer(1))
+        self.check("fenced_acquire", [lock, token], [30000, "id:2"], NIL)
+        self.assertReply(bulk("4"), "GET", token)
+        self.assertEqual(self.c.cmd("SET", token, "x"), OK)
+        self.assertEqual(self.c.cmd("DEL", lock), integer(1))
+        self.check("fenced_acquire_token", [lock, token], [30000, "id:1"],
+                   script_error(NOT_INTEGER_MSG, "fenced_acquire_token", 1))
+        self.check("fenced_acquire", [lock, token], [30000, "id:1"],
+                   script_error(READ_ONLY_MSG, "fenced_acquire", 1), cmd="EVALSHA_RO")
 
 
 # ---------------------------------------------------------------------------------------------
