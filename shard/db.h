@@ -118,6 +118,14 @@ struct ExpireChange {
 // A score as KeySnapshot keeps it (8 bytes, little endian), and back.
 std::string ZScoreBytes(double score);
 double ZScoreFromBytes(std::string_view bytes);  // bytes.size() == 8
+// One SSCAN step.
+struct SScanResult {
+  uint64_t cursor = 0;  // 0 when the scan is complete
+  std::vector<std::string> members;
+};
+
+// Where LMOVE / BLMOVE take from and put to.
+enum class ListEnd : uint8_t { kLeft, kRight };
 
 struct ScanResult {
   uint64_t cursor = 0;  // 0 when the scan is complete
@@ -136,6 +144,7 @@ struct KeySnapshot {
   // kHash: (field, value). kZSet: (member, score) in order, the score as the 8 bytes of the
   // double, little endian (ZScoreBytes / ZScoreFromBytes).
   std::vector<std::pair<std::string, std::string>> fields;
+  std::vector<std::string> members;  // kList (head to tail), kSet
   int64_t expire_at_ms = -1;                                // -1: no TTL
   // The LockAcquire record of a string key (fencing token, hold count); 0 when there is none.
   // Snapshot fills them; Restore applies them only when asked (a journal replay does, RENAME
@@ -150,6 +159,7 @@ struct KeyView {
   std::string_view str;  // kString
   HashPairs fields;      // kHash, as (field, value) views; kZSet as KeySnapshot::fields says
   std::vector<double> zscores;  // kZSet: backs the score bytes in `fields`
+  std::vector<std::string_view> members;  // kList (head to tail), kSet
   int64_t expire_at_ms = -1;  // -1: no TTL
   uint64_t lock_token = 0;    // the LockAcquire record, as in KeySnapshot
   int64_t lock_holds = 0;
@@ -389,6 +399,70 @@ class Db {
   // `members` (distinct), replacing whatever it held (its TTL goes too); an empty list deletes
   // it. Returns the size.
   int64_t ZStore(std::string_view key, const ZOwnedMembers& members, int64_t now_ms);
+  // --- lists (db_list.cc; Redis 7's t_list.c semantics) ---
+  // Every list operation is kWrongType on a key of another type. One that removes the last
+  // element removes the key. A missing key reads as an empty list.
+  // LPUSH / RPUSH (LPUSHX / RPUSHX with only_if_exists): the new length (0: missing key, X form).
+  OpResult<int64_t> ListPush(std::string_view key, std::span<const std::string_view> values,
+                             ListEnd end, bool only_if_exists, int64_t now_ms);
+  // LPOP / RPOP: up to `count` elements from `end`; kKeyNotFound for a missing key.
+  OpResult<std::vector<std::string>> ListPop(std::string_view key, ListEnd end, size_t count,
+                                             int64_t now_ms);
+  OpResult<int64_t> ListLen(std::string_view key, int64_t now_ms);
+  // LRANGE with Redis's index rules (negative from the end, clamped).
+  OpResult<std::vector<std::string_view>> ListRange(std::string_view key, int64_t start,
+                                                    int64_t stop, int64_t now_ms);
+  // LINDEX: kKeyNotFound for a missing key or an index out of range.
+  OpResult<std::string_view> ListIndex(std::string_view key, int64_t index, int64_t now_ms);
+  // LSET: kNoSuchKey for a missing key, kOutOfRange for an index out of range.
+  OpStatus ListSet(std::string_view key, int64_t index, std::string_view value, int64_t now_ms);
+  // LREM: the number removed.
+  OpResult<int64_t> ListRem(std::string_view key, int64_t count, std::string_view value,
+                            int64_t now_ms);
+  // LINSERT: the new length, -1 when the pivot is missing, 0 when the key is.
+  OpResult<int64_t> ListInsert(std::string_view key, bool before, std::string_view pivot,
+                               std::string_view value, int64_t now_ms);
+  OpStatus ListTrim(std::string_view key, int64_t start, int64_t stop, int64_t now_ms);
+  // LPOS: the indexes of matches, searched from the head (rank > 0) or tail (rank < 0), skipping
+  // |rank| - 1 matches, at most `count` of them (0: all), looking at most `maxlen` elements
+  // (0: all).
+  OpResult<std::vector<int64_t>> ListPos(std::string_view key, std::string_view element,
+                                         int64_t rank, int64_t count, int64_t maxlen,
+                                         int64_t now_ms);
+  // LMOVE with both keys here: the element moved; kKeyNotFound when the source is empty.
+  // kWrongType when either key holds another type (the source checked first; a missing source
+  // is kKeyNotFound before the destination is looked at, as in Redis).
+  OpResult<std::string> ListMove(std::string_view src, std::string_view dst, ListEnd from,
+                                 ListEnd to, int64_t now_ms);
+  // The type check of a key about to receive a pushed element (LMOVE's destination):
+  // kWrongType for a key of another type, else kOk.
+  OpStatus ListCheckType(std::string_view key, int64_t now_ms);
+
+  // --- sets (db_set.cc; Redis 7's t_set.c semantics) ---
+  // Every set operation is kWrongType on a key of another type; a missing key reads as an
+  // empty set; removing the last member removes the key.
+  OpResult<int64_t> SetAdd(std::string_view key, std::span<const std::string_view> members,
+                           int64_t now_ms);
+  OpResult<int64_t> SetRem(std::string_view key, std::span<const std::string_view> members,
+                           int64_t now_ms);
+  // SMEMBERS: ascending for an intset, insertion order while packed.
+  OpResult<std::vector<std::string>> SetMembers(std::string_view key, int64_t now_ms);
+  OpResult<bool> SetIsMember(std::string_view key, std::string_view member, int64_t now_ms);
+  OpResult<std::vector<bool>> SetMIsMember(std::string_view key,
+                                           std::span<const std::string_view> members,
+                                           int64_t now_ms);
+  OpResult<int64_t> SetCard(std::string_view key, int64_t now_ms);
+  // SPOP: up to `count` distinct random members, removed.
+  OpResult<std::vector<std::string>> SetPop(std::string_view key, size_t count, int64_t now_ms);
+  // SRANDMEMBER: count >= 0: up to `count` distinct members; count < 0: |count| picks that may
+  // repeat.
+  OpResult<std::vector<std::string>> SetRandMember(std::string_view key, int64_t count,
+                                                   int64_t now_ms);
+  OpResult<SScanResult> SetScan(std::string_view key, uint64_t cursor, std::string_view pattern,
+                                size_t count, int64_t now_ms);
+  // S*STORE's write: `key` becomes a set of `members` (a key of any type is replaced; no
+  // members deletes it). Returns the set's size.
+  int64_t SetStore(std::string_view key, std::span<const std::string> members, int64_t now_ms);
 
  private:
   struct Impl;

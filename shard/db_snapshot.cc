@@ -6,6 +6,8 @@
 #include "shard/db_impl.h"
 #include "shard/types/hash_value.h"
 #include "shard/types/zset_value.h"
+#include "shard/types/list_value.h"
+#include "shard/types/set_value.h"
 
 namespace deadbolt::shard {
 
@@ -36,9 +38,18 @@ std::optional<KeySnapshot> Db::Snapshot(std::string_view key, int64_t now_ms) {
       for (const auto& [m, s] : *members) snap.fields.emplace_back(std::string(m), ZScoreBytes(s));
       break;
     }
-    case ValueType::kList:  // reserved: no key of these types is built yet (issue 13)
-    case ValueType::kSet:
-      return std::nullopt;
+    case ValueType::kList: {
+      auto all = ListRange(key, 0, -1, now_ms);
+      if (!all.ok()) return std::nullopt;
+      for (std::string_view v : *all) snap.members.emplace_back(v);
+      break;
+    }
+    case ValueType::kSet: {
+      auto all = SetMembers(key, now_ms);
+      if (!all.ok()) return std::nullopt;
+      snap.members = std::move(*all);
+      break;
+    }
   }
   int64_t at = ExpireTime(key, now_ms);
   snap.expire_at_ms = at >= 0 ? at : -1;
@@ -52,6 +63,7 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
   const Entry* e = pos.entry();
   out->fields.clear();
   out->zscores.clear();
+  out->members.clear();
   out->lock_token = 0;
   out->lock_holds = 0;
   if (e->kind() == Entry::Kind::kZSet) {
@@ -78,6 +90,23 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
     out->str = {};
     e->hash()->ForEach(
         [&](std::string_view f, std::string_view v) { out->fields.emplace_back(f, v); });
+  } else if (e->kind() == Entry::Kind::kList) {
+    out->type = ValueType::kList;
+    out->str = {};
+    ListOf(e)->ForEach([&](std::string_view v) { out->members.push_back(v); });
+  } else if (e->kind() == Entry::Kind::kSet) {
+    // A set's members are views into its table or packed bytes, except an intset's, which are
+    // formatted: those are kept in impl_->view_members (valid as the other views are).
+    out->type = ValueType::kSet;
+    out->str = {};
+    const SetValue* set = SetOf(e);
+    if (set->form() == SetValue::Form::kInts) {
+      impl_->view_members.clear();
+      set->ForEach([&](std::string_view m) { impl_->view_members.emplace_back(m); });
+      for (const std::string& m : impl_->view_members) out->members.push_back(m);
+    } else {
+      set->ForEach([&](std::string_view m) { out->members.push_back(m); });
+    }
   } else {
     out->type = ValueType::kString;
     out->str = e->string_value();
@@ -107,9 +136,18 @@ bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, in
       if (snap.expire_at_ms >= 0) ExpireAt(key, snap.expire_at_ms, ExpireCond::kNone, now_ms);
       return true;
     }
-    case ValueType::kList:  // reserved: no key of these types is built yet (issue 13)
-    case ValueType::kSet:
-      return false;
+    case ValueType::kList:
+    case ValueType::kSet: {
+      std::vector<std::string_view> vs(snap.members.begin(), snap.members.end());
+      if (vs.empty()) return true;
+      if (snap.type == ValueType::kList) {
+        ListPush(key, vs, ListEnd::kRight, false, now_ms);
+      } else {
+        SetAdd(key, vs, now_ms);
+      }
+      if (snap.expire_at_ms >= 0) ExpireAt(key, snap.expire_at_ms, ExpireCond::kNone, now_ms);
+      return true;
+    }
     case ValueType::kString: {
       SetOptions opts;
       if (snap.expire_at_ms >= 0) {

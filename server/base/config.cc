@@ -112,8 +112,6 @@ const std::vector<Setting>& Settings() {
          return std::string(c.pipeline_order == Config::PipelineOrder::kKey ? "key" : "sent");
        }},
       {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
-      {"replies-from-shard", true, BoolSetter(&Config::replies_from_shard),
-       BoolGetter(&Config::replies_from_shard)},
       {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
       {"loglevel", true,
        [](Config& c, std::string_view v) -> std::optional<std::string> {
@@ -222,7 +220,6 @@ std::string Config::Usage() {
          "                       [--max-multibulk-len N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
          "                       [--loglevel LEVEL] [--no-pin] [--spin-us US]\n"
-         "                       [--replies-from-shard yes|no]\n"
          "                       [--pipeline-order sent|key]\n"
          "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"
          "                       [--dir PATH] [--auto-aof-rewrite-percentage N]\n"

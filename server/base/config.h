@@ -23,8 +23,8 @@ struct Config {
   int64_t max_multibulk_len = 1024 * 1024;
   int64_t client_query_buffer_limit = 1024LL * 1024 * 1024;
   int64_t maxclients = 10000;
-  int hz = 100;         // active-expiry ticks per second, per reactor
-  int64_t timeout = 0;  // idle client timeout in seconds (0: never)
+  int hz = 100;          // active-expiry ticks per second, per reactor
+  int64_t timeout = 0;   // idle client timeout in seconds (0: never)
   std::string loglevel = "notice";
   bool pin_threads = true;
   // A reactor that exchanged cross-reactor messages in a turn polls its inbox for this long
@@ -32,10 +32,6 @@ struct Config {
   // on a 2-core machine shared with the load it cost more CPU per op than the wake-ups it
   // saved, at P1 and P16 alike (bench/RESULTS.md).
   int spin_us = 0;
-  // A command that went to another reactor's shard has its reply written to the client by that
-  // reactor when the connection has nothing else to send before it (Reactor::SendReply): the
-  // connection's own reactor is not woken to write it.
-  bool replies_from_shard = true;
   // What a pipeline's order promises (docs/ARCHITECTURE.md). kSent, the default, as Redis:
   // others see its effects in the order sent. kKey: only commands on the same key keep their
   // order, so commands for different shards run at once; replies still leave in order.

@@ -210,4 +210,23 @@ std::string ProtocolError(std::string_view parser_text);
 // The error text for a shard status; kOk and kSkipped have none (empty view).
 std::string_view ForStatus(shard::OpStatus s);
 
+// --- lists and sets (issue 13), as Redis 7.0's t_list.c / t_set.c ---
+inline constexpr std::string_view kIndexOutOfRange = "ERR index out of range";
+inline constexpr std::string_view kRankZero =
+    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use "
+    "negative to start from the end of the list";
+inline constexpr std::string_view kCountNegative = "ERR COUNT can't be negative";
+inline constexpr std::string_view kMaxLenNegative = "ERR MAXLEN can't be negative";
+inline constexpr std::string_view kNumKeysNotPositive = "ERR numkeys should be greater than 0";
+inline constexpr std::string_view kNumKeysTooMany =
+    "ERR Number of keys can't be greater than number of args";
+inline constexpr std::string_view kLimitNegative = "ERR LIMIT can't be negative";
+inline constexpr std::string_view kTimeoutNotFloat = "ERR timeout is not a float or out of range";
+// deadbolt's own: a blocking pop that would have to wait on several keys, or on keys of two
+// shards (the waiting machinery waits on one key of one shard).
+inline constexpr std::string_view kBlockOnOneKey =
+    "ERR deadbolt waits on one key: BLPOP/BRPOP with several keys, or BLMOVE/BRPOPLPUSH with "
+    "keys on two shards, can only be served at once (give the keys one {hash tag}, or wait on "
+    "one key)";
+
 }  // namespace deadbolt::server::errors

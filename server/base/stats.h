@@ -35,9 +35,6 @@ struct ReactorStats {
   uint64_t wakeups_received = 0;
   uint64_t spins = 0;
   uint64_t spin_hits = 0;
-  // Replies this reactor wrote itself to another reactor's client (Reactor::SendReply): the
-  // owner needed no wake-up for them.
-  uint64_t direct_replies = 0;
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
   uint64_t unauth_clients_closed = 0;   // closed before AUTH for output piling up
@@ -69,7 +66,6 @@ struct ReactorStats {
     wakeups_received += o.wakeups_received;
     spins += o.spins;
     spin_hits += o.spin_hits;
-    direct_replies += o.direct_replies;
     total_error_replies += o.total_error_replies;
     acl_access_denied_auth += o.acl_access_denied_auth;
     unauth_clients_closed += o.unauth_clients_closed;

@@ -10,6 +10,8 @@ CommandTable::CommandTable() {
   RegisterKeyCommands(this);
   RegisterHashCommands(this);
   RegisterZSetCommands(this);
+  RegisterListCommands(this);
+  RegisterSetCommands(this);
   RegisterLockCommands(this);
   RegisterNativeLockCommands(this);
   RegisterScriptCommands(this);

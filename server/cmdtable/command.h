@@ -192,6 +192,8 @@ void RegisterStringCommands(CommandTable* t);
 void RegisterKeyCommands(CommandTable* t);
 void RegisterHashCommands(CommandTable* t);
 void RegisterZSetCommands(CommandTable* t);
+void RegisterListCommands(CommandTable* t);
+void RegisterSetCommands(CommandTable* t);
 void RegisterLockCommands(CommandTable* t);
 void RegisterNativeLockCommands(CommandTable* t);
 void RegisterScriptCommands(CommandTable* t);

@@ -225,7 +225,7 @@ int ScanShardBits(int num_shards) {
 
 // The filter a SCAN TYPE name maps to. Redis compares the name case-insensitively with the type
 // of each key, so a type deadbolt has no keys of (list, set, ...) or an unknown name matches none.
-enum class TypeFilter { kAny, kString, kHash, kZSet, kNothing };
+enum class TypeFilter { kAny, kString, kHash, kZSet, kList, kSet, kNothing };
 
 void Scan(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   uint64_t cursor;
@@ -256,6 +256,8 @@ void Scan(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       type = OptionIs(name, "string") ? TypeFilter::kString
              : OptionIs(name, "hash") ? TypeFilter::kHash
              : OptionIs(name, "zset") ? TypeFilter::kZSet
+             : OptionIs(name, "list") ? TypeFilter::kList
+             : OptionIs(name, "set")  ? TypeFilter::kSet
                                       : TypeFilter::kNothing;
     } else {
       rb.Error(errors::kSyntax);
@@ -315,6 +317,8 @@ void Scan(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
         const ValueType vt = st->type == TypeFilter::kString ? ValueType::kString
                              : st->type == TypeFilter::kHash ? ValueType::kHash
                              : st->type == TypeFilter::kZSet ? ValueType::kZSet
+                             : st->type == TypeFilter::kList ? ValueType::kList
+                             : st->type == TypeFilter::kSet  ? ValueType::kSet
                                                              : ValueType::kNone;
         step.result =
             ctx.db.Scan(me == st->shard ? st->local : 0, st->pattern, st->count, vt, ctx.now_ms);

@@ -201,8 +201,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     "cross_shard_wakeups_sent:", s.wakeups_sent, "\r\n",
                     "cross_shard_wakeups_received:", s.wakeups_received, "\r\n",
                     "cross_shard_spins:", s.spins, "\r\n",
-                    "cross_shard_spin_hits:", s.spin_hits, "\r\n",
-                    "cross_shard_direct_replies:", s.direct_replies, "\r\n");
+                    "cross_shard_spin_hits:", s.spin_hits, "\r\n");
     // Per reactor: what it sent to the others (messages, in how many chains), what it ran for
     // them, the wake-ups it caused and got, and how often its spin caught a message.
     for (size_t i = 0; i < snap.per_reactor.size(); i++) {
@@ -215,8 +214,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                       r.messages_received, ",batches_sent=", r.batches_sent,
                       ",mean_batch=", mean, ",wakeups_sent=", r.wakeups_sent,
                       ",wakeups_received=", r.wakeups_received, ",spins=", r.spins,
-                      ",spin_hits=", r.spin_hits, ",direct_replies=", r.direct_replies,
-                      ",eventloop_cycles=", r.eventloop_cycles,
+                      ",spin_hits=", r.spin_hits, ",eventloop_cycles=", r.eventloop_cycles,
                       "\r\n");
     }
     // Redis 7.2's name for wrong passwords; the clients closed before AUTH are deadbolt's own.

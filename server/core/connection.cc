@@ -89,8 +89,6 @@ struct RemoteCommand {
   std::shared_ptr<BlockState> block;
   // Run by the LockTable once nothing blocks it: its keys are free and it is its client's first.
   bool resumed = false;
-  // The client's socket, when this shard may write the reply itself (Reactor::SendReply).
-  int fd = -1;
 
   void operator()() {
     Reactor* r = Reactor::Current();
@@ -128,19 +126,6 @@ struct RemoteCommand {
     Connection* c = conn;
     uint64_t s = seq;
     const bool local = r->id() == origin;
-    if (fd >= 0 && !local) {
-      // Written from here if it can be; what is left (all of it, if not) comes home.
-      auto left = std::make_unique<std::string>(std::move(reply));
-      std::string* bytes = left.get();
-      r->SendReply(origin, fd, bytes, [c, s, left = std::move(left)]() mutable {
-        if (const std::string* e = Reactor::FailedReplyError()) *left = FailHeldReplies(*left, *e);
-        c->ReplyFromShardHome();
-        c->CompleteSlot(s, std::move(*left));
-        c->OnForwardDone();
-        c->Unref();
-      });
-      return;
-    }
     r->Send(origin, [c, s, local, reply = std::move(reply)]() mutable {
       // Held for a journal batch of that shard that could not be written: an error, not OK.
       if (const std::string* e = Reactor::FailedReplyError()) reply = FailHeldReplies(reply, *e);
@@ -214,25 +199,8 @@ void Connection::Unref() {
 
 void Connection::Kill() { reactor_->CloseConnection(this); }
 
-void Connection::WaitsBehindReplyFromShard() {
-  if (replies_from_shard_ > 0 && !wants_reply_wake_) {
-    // Something waits behind a reply another reactor may be writing: that reply's completion
-    // must wake this reactor when it comes, or it would wait for the next event here.
-    wants_reply_wake_ = true;
-    reactor_->WantWakeForReplies(+1);
-  }
-}
-
-void Connection::ReplyFromShardHome() {
-  if (--replies_from_shard_ == 0 && wants_reply_wake_) {
-    wants_reply_wake_ = false;
-    reactor_->WantWakeForReplies(-1);
-  }
-}
-
 void Connection::OnRead(const char* data, size_t n) {
   reactor_->stats().net_input_bytes += n;
-  WaitsBehindReplyFromShard();  // whatever this input makes
   if (close_after_reply_) return;  // input after QUIT or a protocol error is ignored
   in_.append(data, n);
   ProcessInput();
@@ -321,7 +289,6 @@ uint64_t Connection::ReserveSlot() {
   // commands, takes no more (the commands after this one wait for it).
   if (relay_) SendRelay();
   pending_.emplace_back();
-  WaitsBehindReplyFromShard();  // a reply (maybe this one) after one from another shard
   return pending_base_ + pending_.size() - 1;
 }
 
@@ -549,7 +516,6 @@ void Connection::Defer(const CommandSpec* spec, CmdArgs args) {
   deferred_spec_ = spec;
   deferred_args_ = std::make_unique<OwnedArgs>(args);
   paused_ = true;
-  WaitsBehindReplyFromShard();
 }
 
 void Connection::OnForwardDone() {
@@ -580,15 +546,8 @@ void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
   inflight_++;
   inflight_shard_ = shard;
   if (shard == reactor_->id() && !block) inflight_local_++;
-  RemoteCommand cmd{spec, std::make_unique<OwnedArgs>(args), reactor_->id(), db_index_, resp_,
-                    this, seq, id_, std::move(block)};
-  // A reply the shard may write itself (out_ has nothing to go first: a RemoteCommand carries
-  // no earlier replies, unlike a relay).
-  if (!cmd.block && shard != reactor_->id() && out_.empty() && MayReplyFromShard(seq)) {
-    cmd.fd = fd_;
-    SentReplyFromShard();
-  }
-  reactor_->Send(shard, std::move(cmd));
+  reactor_->Send(shard, RemoteCommand{spec, std::make_unique<OwnedArgs>(args), reactor_->id(),
+                                      db_index_, resp_, this, seq, id_, std::move(block)});
 }
 
 // --- blocking commands ---

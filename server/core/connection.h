@@ -169,9 +169,8 @@ class Connection {
     return block_state_ && block_state_->waiting.load(std::memory_order_relaxed);
   }
   // A relay of this connection's pipeline is back with the replies of its commands
-  // (server/core/relay.cc); `from_shard`: the last shard was allowed to write them itself
-  // (`replies` holds what it could not).
-  void OnRelayDone(uint64_t seq, std::string replies, bool from_shard);
+  // (server/core/relay.cc).
+  void OnRelayDone(uint64_t seq, std::string replies);
   // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
   void OnClose();
   bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }
@@ -238,12 +237,6 @@ class Connection {
   void RelayAdd(const CommandSpec* spec, CmdArgs args, int shard);
   bool RelayFull() const;
   void SendRelay();
-  // Whether the reply in slot `seq` may be written to the socket by the reactor that finishes
-  // the command (Reactor::SendReply) instead of coming home first: it is the first reply
-  // outstanding, no send is in flight and no output waits for the journal (what is in out_ may
-  // go with it), and nothing but that reply can come before the next ones (no subscriptions, no
-  // close pending).
-  bool MayReplyFromShard(uint64_t seq) const;
   // Holds a command (and the input after it) until the commands in flight are done.
   void Defer(const CommandSpec* spec, CmdArgs args);
   void OnForwardDone();
@@ -285,7 +278,7 @@ class Connection {
   // appendfsync always: (end offset in out_, journal batch) — out_'s bytes up to the offset
   // leave once the batch is on disk. Empty when nothing is held.
   std::deque<std::pair<size_t, uint64_t>> hold_marks_;
-  bool held_ = false;          // in the reactor's held_conns_
+  bool held_ = false;  // in the reactor's held_conns_
   uint64_t pending_base_ = 0;  // sequence number of pending_.front()
   protocol::ReplyBuilder rb_;
 
@@ -314,16 +307,6 @@ class Connection {
   // inflight_local_ of them to this reactor's own.
   int inflight_ = 0;
   int inflight_shard_ = -1;
-  // Replies out on other shards that those may write themselves (MayReplyFromShard): their
-  // completion comes home without waking this reactor, unless it asks (WantWakeForReplies)
-  // because the client sent more meanwhile.
-  int replies_from_shard_ = 0;
-  bool wants_reply_wake_ = false;
-  void SentReplyFromShard() { replies_from_shard_++; }
-  void ReplyFromShardHome();
-  // Called wherever something comes to wait behind replies: new input, a new reply slot, a
-  // deferred command.
-  void WaitsBehindReplyFromShard();
   int inflight_local_ = 0;
   std::unique_ptr<Relay, RelayDeleter> relay_;  // being gathered, not yet sent
   const CommandSpec* deferred_spec_ = nullptr;

@@ -250,7 +250,6 @@ std::optional<std::string> Reactor::Init() {
   if (event_fd_ < 0) return std::string("eventfd failed: ") + strerror(errno);
 
   outbox_.assign(server_->num_shards(), {nullptr, nullptr});
-  outbox_wake_.assign(server_->num_shards(), 0);
 
   if (config_.appendonly) {
     journal_ = std::make_unique<Journal>(this, &shard_, id_, server_->num_shards());
@@ -385,35 +384,7 @@ void Reactor::Send(int target, absl::AnyInvocable<void()> fn) {
     last->next.store(t, std::memory_order_relaxed);
     last = t;
   }
-  outbox_wake_[target] = 1;
   stats_.messages_sent++;
-}
-
-void Reactor::SendReply(int origin, int fd, std::string* reply, absl::AnyInvocable<void()> home) {
-  direct_replies_.push_back(DirectReply{origin, fd, reply, std::move(home)});
-}
-
-void Reactor::WriteDirectReplies(uint64_t hold) {
-  for (DirectReply& d : direct_replies_) {
-    bool wake = true;
-    if (!hold) {
-      // Non-blocking: what the socket does not take now, the owner writes (with its own
-      // send path), after this.
-      ssize_t n = send(d.fd, d.reply->data(), d.reply->size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n > 0) {
-        stats_.net_output_bytes += static_cast<uint64_t>(n);
-        d.reply->erase(0, static_cast<size_t>(n));
-      }
-      if (d.reply->empty()) {
-        wake = false;
-        stats_.direct_replies++;
-      }
-    }
-    const bool woke_before = outbox_wake_[d.origin] != 0;
-    Send(d.origin, std::move(d.home));
-    if (!wake) outbox_wake_[d.origin] = woke_before;
-  }
-  direct_replies_.clear();
 }
 
 void Reactor::Post(absl::AnyInvocable<void()> fn) {
@@ -431,12 +402,8 @@ void Reactor::FlushOutboxes() {
     hold = journal_->HoldBatch();
     if (!hold && !held_outboxes_.empty()) hold = held_outboxes_.back().batch;
   }
-  // Replies written from here reveal what this turn did: only when nothing waits for the disk.
-  if (!direct_replies_.empty()) WriteDirectReplies(hold);
   for (int target = 0; target < static_cast<int>(outbox_.size()); target++) {
     auto& [first, last] = outbox_[target];
-    bool wake = outbox_wake_[target] != 0;
-    outbox_wake_[target] = 0;
     if (!first) continue;
     if (hold) {
       held_outboxes_.push_back(HeldChain{hold, target, first, last});
@@ -448,13 +415,7 @@ void Reactor::FlushOutboxes() {
     first = last = nullptr;
     stats_.batches_sent++;
     messages_this_turn_ = true;
-    // Only replies written from here: wake the owner anyway if one of its clients waits on
-    // them. Read after the push: an owner that asks later sees the chain before it sleeps.
-    if (!wake) {
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      wake = r.reply_wakes_wanted_.load(std::memory_order_seq_cst) > 0;
-    }
-    if (wake) WakeFromHere(r);
+    WakeFromHere(r);
   }
 }
 
@@ -719,8 +680,8 @@ void Reactor::Adopt(int fd) {
   socklen_t plen = sizeof(peer), llen = sizeof(local);
   getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen);
   getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen);
-  auto* c =
-      new Connection(this, fd, server_->NextClientId(), AddrToString(peer), AddrToString(local));
+  auto* c = new Connection(this, fd, server_->NextClientId(), AddrToString(peer),
+                           AddrToString(local));
   conns_[c->id()] = c;
   server_->connected_clients().fetch_add(1, std::memory_order_relaxed);
   stats_.connections_received++;
@@ -880,10 +841,6 @@ void Reactor::Turn() {
     io_uring_submit_and_get_events(&ring_);
   }
   now_ms_ = RealtimeMs();
-  // Messages that came while this reactor slept go before the sockets' events: a reply another
-  // reactor wrote to one of our clients (SendReply) came home without waking us, and the
-  // client's next command, which may be what woke us, should find that one done.
-  if (inbox_.MaybeNonEmpty()) DrainInbox();
 
   unsigned head, count = 0;
   io_uring_cqe* cqe;

@@ -63,37 +63,19 @@ class Reactor {
   LockTable& locks() { return locks_; }
   WatchTable& watches() { return watches_; }
   LockWaiters& lock_waiters() { return lock_waiters_; }  // LOCK.ACQUIRE ... WAIT
-  PubSubRegistry& pubsub() { return pubsub_; }           // this reactor's subscriptions
+  PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
   const char* ring_mode() const { return ring_mode_; }
 
   // Reactor thread: runs fn on reactor `target`. Messages to the same target keep their order;
   // they are sent in one batch at the end of this loop turn. target may be this reactor.
   void Send(int target, absl::AnyInvocable<void()> fn);
-  // Reactor thread: a reply this reactor may write itself to a client socket `fd` of reactor
-  // `origin`, whose connection waits for it with nothing else to write before it (see
-  // Connection::MayReplyFromShard). At the end of the turn, if nothing this reactor sends waits
-  // for its journal, the bytes of `*reply` go to `fd` at once and are erased from it; `home`
-  // then travels to `origin` without waking it (the owner learns the reply went when it next
-  // wakes, at the latest for the client's next command), or, if the socket did not take them
-  // all, with a wake-up, and the owner writes what is left. Otherwise `home` travels as any
-  // message and the owner writes it all. `reply` must live in what `home` owns.
-  //
-  // Owner and shard never write to the socket at once: the owner writes nothing for the
-  // connection until `home` has run, and closes the descriptor only after that (the reference
-  // the command holds); a shutdown() meanwhile only makes this reactor's write fail.
-  void SendReply(int origin, int fd, std::string* reply, absl::AnyInvocable<void()> home);
-  // Reactor thread: `delta` connections here now (+1) or no longer (-1) need the completion of
-  // a reply written by another reactor to wake this one (their client sent more meanwhile).
-  void WantWakeForReplies(int delta) {
-    reply_wakes_wanted_.fetch_add(delta, std::memory_order_seq_cst);
-  }
   // Any thread: enqueue fn here now and wake the loop.
   void Post(absl::AnyInvocable<void()> fn);
 
   // Reactor thread: connection bookkeeping.
   void MarkForFlush(Connection* c);
   void ArmRecv(Connection* c);
-  void CloseConnection(Connection* c);  // shuts the socket; freed once nothing is in flight
+  void CloseConnection(Connection* c);      // shuts the socket; freed once nothing is in flight
   void MaybeFree(Connection* c);
   const absl::flat_hash_map<uint64_t, Connection*>& connections() const { return conns_; }
 
@@ -191,19 +173,6 @@ class Reactor {
   static inline std::atomic<bool> msg_ring_ok_{true};
   std::atomic<bool> stop_{false};
   std::vector<std::pair<Task*, Task*>> outbox_;  // per target: chain built this turn
-  // Per target: a message in this turn's chain needs it awake (all but SendReply's, once
-  // written).
-  std::vector<uint8_t> outbox_wake_;
-  struct DirectReply {
-    int origin;
-    int fd;
-    std::string* reply;
-    absl::AnyInvocable<void()> home;
-  };
-  std::vector<DirectReply> direct_replies_;  // SendReply: written at the end of the turn
-  // WantWakeForReplies; read by the reactors that write this one's replies.
-  std::atomic<int> reply_wakes_wanted_{0};
-  void WriteDirectReplies(uint64_t hold);
   std::vector<Task*> local_tasks_;
   bool messages_this_turn_ = false;  // sent or received a cross-reactor message (Spin)
 

@@ -41,7 +41,6 @@ struct Relay {
   size_t segment = 0;    // where the replies written by the shard that sent it here begin
   bool resumed = false;  // `next` waited in the LockTable and may now run
   int origin = 0;
-  int fd = -1;  // the client's socket, when the last shard may write the replies itself
   int db = 0;
   int resp = 2;
   uint64_t seq = 0;
@@ -90,7 +89,6 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->lens.clear();
   r->cmds.clear();
   r->replies.clear();
-  r->fd = -1;
   r->next = r->next_arg = r->next_byte = r->segment = 0;
   r->resumed = false;
   spare.push_back(std::move(r));
@@ -105,10 +103,9 @@ void Home(std::unique_ptr<Relay> r) {
   }
   Connection* c = r->conn;
   uint64_t seq = r->seq;
-  const bool from_shard = r->fd >= 0;
   std::string replies = std::move(r->replies);
   Recycle(std::move(r));
-  c->OnRelayDone(seq, std::move(replies), from_shard);
+  c->OnRelayDone(seq, std::move(replies));
 }
 
 void RunRelay(std::unique_ptr<Relay> r) {
@@ -156,12 +153,6 @@ void RunRelay(std::unique_ptr<Relay> r) {
   }
   if (r->origin == me) {
     Home(std::move(r));
-  } else if (r->fd >= 0) {
-    // The replies go to the client from here; only what the socket does not take comes home.
-    const int origin = r->origin;
-    const int fd = r->fd;
-    std::string* replies = &r->replies;
-    re->SendReply(origin, fd, replies, [r = std::move(r)]() mutable { Home(std::move(r)); });
   } else {
     int origin = r->origin;
     re->Send(origin, [r = std::move(r)]() mutable { Home(std::move(r)); });
@@ -188,34 +179,17 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
 }
 
 bool Connection::RelayFull() const {
-  return relay_ &&
-         (relay_->cmds.size() >= kMaxRelayCommands || relay_->bytes.size() >= kMaxRelayBytes);
+  return relay_ && (relay_->cmds.size() >= kMaxRelayCommands || relay_->bytes.size() >= kMaxRelayBytes);
 }
 
 void Connection::SendRelay() {
   if (!relay_) return;
   std::unique_ptr<Relay> r(relay_.release());
-  if (MayReplyFromShard(r->seq)) {
-    r->fd = fd_;
-    SentReplyFromShard();
-    // Replies this connection has not sent yet (those of the commands before the relay that ran
-    // here) travel ahead of the relay's: the last shard writes them all in one go.
-    if (!out_.empty()) {
-      r->replies.swap(out_);
-      out_.clear();
-    }
-  }
   int first = r->cmds.front().shard;
   reactor_->Send(first, Carry(std::move(r)));
 }
 
-bool Connection::MayReplyFromShard(uint64_t seq) const {
-  return reactor_->config().replies_from_shard && seq == pending_base_ && !send_in_flight_ &&
-         hold_marks_.empty() && !held_ && !closing_ && !close_after_reply_ && !subscribed();
-}
-
-void Connection::OnRelayDone(uint64_t seq, std::string replies, bool from_shard) {
-  if (from_shard) ReplyFromShardHome();
+void Connection::OnRelayDone(uint64_t seq, std::string replies) {
   CompleteSlot(seq, std::move(replies));
   OnForwardDone();
   Unref();

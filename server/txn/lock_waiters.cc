@@ -20,10 +20,14 @@ std::string TokenReply(int resp, uint64_t token) {
   return out;
 }
 
-std::string NilReply(int resp) {
+std::string NilReply(int resp, bool null_array) {
   std::string out;
   protocol::ReplyBuilder rb(&out, resp);
-  rb.Null();
+  if (null_array) {
+    rb.NullArray();
+  } else {
+    rb.Null();
+  }
   return out;
 }
 
@@ -124,11 +128,16 @@ void LockWaiters::Serve(Queue& q) {
   }
   shard::Db& d = shard_->db(q.db);
   const int64_t now = clock_();
-  serving_ = true;
+  serving_ = &q;
   while (!q.waiters.empty()) {
     Waiter& w = q.waiters.front();
     if (w.reply->cancelled()) {  // its connection closed; the cancel message is on its way
       w.reply->Finish({});
+      Remove(q, q.waiters.begin());
+      continue;
+    }
+    if (w.try_serve) {  // the key-ready hook
+      if (!w.try_serve(d, q.key, now, *w.reply)) break;
       Remove(q, q.waiters.begin());
       continue;
     }
@@ -140,7 +149,7 @@ void LockWaiters::Serve(Queue& q) {
         [this, db = q.db, key = q.key, owner = w.owner, token] { Undo(db, key, owner, token); });
     Remove(q, q.waiters.begin());
   }
-  serving_ = false;
+  serving_ = nullptr;
   if (q.waiters.empty()) {
     MaybeErase(q);
   } else {
@@ -199,9 +208,8 @@ void LockWaiters::MaybeCompactTimers() {
 }
 
 void LockWaiters::OnKeyChanged(int db, std::string_view key) {
-  if (serving_) return;
   Queue* q = Find(db, key);
-  if (!q) return;
+  if (!q || q == serving_) return;
   if (!q->dirty) {
     q->dirty = true;
     dirty_.push_back(q->name);
@@ -250,7 +258,7 @@ void LockWaiters::TimeOut(uint64_t client, uint64_t seq) {
   Queue& q = *queues_.find(c->second.name)->second;
   for (auto w = q.waiters.begin(); w != q.waiters.end(); ++w) {
     if (w->reply->client_id() != client) continue;
-    w->reply->Finish(NilReply(w->reply->resp()));
+    w->reply->Finish(NilReply(w->reply->resp(), w->timeout_null_array));
     const bool head = w == q.waiters.begin();
     Remove(q, w);
     if (q.waiters.empty()) {

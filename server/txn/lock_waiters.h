@@ -1,6 +1,7 @@
 #pragma once
-// LOCK.ACQUIRE ... WAIT: the clients waiting for the lock keys of one shard, each key's served
-// first come first served, handed the lock the moment it is free.
+// Clients waiting in the server for a key of one shard to become ready, each key's served first
+// come first served: LOCK.ACQUIRE ... WAIT (handed the lock the moment it is free) and the
+// blocking pops BLPOP/BRPOP/BLMOVE/BRPOPLPUSH (served the moment the list has an element).
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/functional/any_invocable.h>
@@ -35,6 +36,14 @@ class LockTable;
 // caught by a timer, not by whoever touches the key next: for a key with waiters the table
 // keeps the key's expire time in its timer heap, and the reactor wakes up for it (OnTimer).
 //
+// The "key became ready" hook: a waiter with a `try_serve` function is served by it instead of by
+// LockAcquire. Whenever the key may be ready (any change to it, its TTL running out, the waiter
+// ahead leaving), the head waiter's try_serve runs on the shard's thread; it either serves the
+// waiter (finishes its reply, returns true: the next waiter is tried) or leaves everything as it
+// was (returns false: the queue waits on, first come first served). The blocking pops use it
+// (cmd_list_set.cc); BZPOPMIN/BZPOPMAX plug in the same way, with a try_serve that pops from the
+// sorted set. A waiter waits on one key.
+//
 // Every waiter ends exactly once, through its BlockedReply: served (the token), timed out
 // (nil), or cancelled (its connection closed: it leaves the queue at once). Waiters whose
 // connection has closed are also skipped when met at the head of a queue, so a cancel that
@@ -53,6 +62,13 @@ class LockWaiters {
     int64_t deadline_ms = kForever;  // when it gives up (unix ms)
     std::unique_ptr<BlockedReply> reply;
     uint64_t seq = 0;  // set by Wait()
+    // The key-ready hook (see the class comment): called with the key's Db, the key and the
+    // time; serves the waiter through `reply` and returns true, or changes nothing and returns
+    // false. Without it the waiter waits for a lock (owner, lease_ms, reentrant).
+    absl::AnyInvocable<bool(shard::Db& db, std::string_view key, int64_t now_ms,
+                            BlockedReply& reply)>
+        try_serve;
+    bool timeout_null_array = false;  // its timeout replies a null array (BLPOP), else nil
   };
 
   // `schedule_drain` asks the reactor to call Drain() soon, after the current command (it is
@@ -145,7 +161,9 @@ class LockWaiters {
   std::vector<std::unique_ptr<DbObserver>> observers_;  // by db
   uint64_t next_seq_ = 0;
   bool drain_scheduled_ = false;
-  bool serving_ = false;  // Serve() is changing a key: its own change reports are not news
+  // The queue Serve() is serving: changes to its own key are not news (a try_serve that moves
+  // an element to another key of this shard reports that key's change as usual).
+  const Queue* serving_ = nullptr;
 };
 
 }  // namespace deadbolt::server

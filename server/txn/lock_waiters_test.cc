@@ -378,3 +378,78 @@ TEST_F(LockWaitersTest, TheTableObservesADbOnlyWhileItHasWaiters) {
 
 }  // namespace
 }  // namespace deadbolt::server
+
+namespace deadbolt::server {
+namespace {
+
+// The key-ready hook (Waiter::try_serve), as the blocking pops use it: a push to a list with
+// waiters serves them first come first served, one element each; a waiter the hook cannot
+// serve holds the ones behind it; a change to another key served by a hook is news for that
+// key's waiters; a timeout replies a null array when asked.
+class KeyReadyHookTest : public LockWaitersTest {
+ protected:
+  std::shared_ptr<Outcome> WaitPop(std::string_view key, uint64_t client, int64_t timeout_ms = 0,
+                                   std::string move_to = "") {
+    auto out = std::make_shared<Outcome>();
+    LockWaiters::Waiter w;
+    w.deadline_ms = timeout_ms == 0 ? LockWaiters::kForever : now + timeout_ms;
+    w.timeout_null_array = true;
+    w.reply = std::make_unique<FakeReply>(client, out);
+    w.try_serve = [move_to](shard::Db& d, std::string_view k, int64_t t, BlockedReply& reply) {
+      auto r = d.ListPop(k, shard::ListEnd::kLeft, 1, t);
+      if (!r.ok() || r->empty()) return false;
+      if (!move_to.empty()) {
+        const std::string_view one[1] = {r->front()};
+        d.ListPush(move_to, one, shard::ListEnd::kRight, false, t);
+      }
+      reply.Finish("+" + r->front() + "\r\n");
+      return true;
+    };
+    waiters.Wait(0, key, std::move(w));
+    return out;
+  }
+  void Push(std::string_view key, std::vector<std::string_view> vs) {
+    ASSERT_TRUE(db().ListPush(key, vs, shard::ListEnd::kRight, false, now).ok());
+  }
+};
+
+TEST_F(KeyReadyHookTest, PushServesWaitersInOrder) {
+  auto a = WaitPop("l", 1), b = WaitPop("l", 2), c = WaitPop("l", 3);
+  Push("l", {"x"});
+  EXPECT_TRUE(drain_requested);
+  Settle();
+  EXPECT_EQ(a->reply, "+x\r\n");
+  EXPECT_FALSE(b->finished);
+  Push("l", {"y", "z"});
+  Settle();
+  EXPECT_EQ(b->reply, "+y\r\n");
+  EXPECT_EQ(c->reply, "+z\r\n");
+  EXPECT_EQ(waiters.size(), 0u);
+  EXPECT_FALSE(db().Exists("l", now));
+}
+
+TEST_F(KeyReadyHookTest, CancelAndTimeoutLeaveAtOnce) {
+  auto a = WaitPop("l", 1), b = WaitPop("l", 2, 500), c = WaitPop("l", 3);
+  waiters.Cancel(1);
+  EXPECT_TRUE(a->finished);
+  EXPECT_EQ(a->reply, "");
+  AdvanceTo(now + 501);
+  EXPECT_EQ(b->reply, "*-1\r\n");  // timeout_null_array
+  Push("l", {"x"});
+  Settle();
+  EXPECT_EQ(c->reply, "+x\r\n");
+}
+
+TEST_F(KeyReadyHookTest, AMoveWakesTheDestinationsWaiters) {
+  auto mover = WaitPop("src", 1, 0, "dst");
+  auto popper = WaitPop("dst", 2);
+  Push("src", {"v"});
+  Settle();  // the mover takes v into dst, which is news for dst's waiter
+  EXPECT_EQ(mover->reply, "+v\r\n");
+  Settle();
+  EXPECT_EQ(popper->reply, "+v\r\n");
+  EXPECT_FALSE(db().Exists("dst", now));
+}
+
+}  // namespace
+}  // namespace deadbolt::server

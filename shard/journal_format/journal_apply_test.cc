@@ -144,6 +144,25 @@ TEST_F(JournalApplyTest, PutOfASortedSet) {
   }
 }
 
+// Lists and sets (issue 13) go through the bytes and come back whole, in order for a list.
+TEST_F(JournalApplyTest, PutOfAListAndASet) {
+  std::vector<std::string> items = {"a", "", Binary(), "a", std::string(300, 'x')};
+  EXPECT_TRUE(Apply(PutMembers(1, "l", ValueType::kList, items, now + 60'000)));
+  EXPECT_EQ(db(1).Type("l", now), ValueType::kList);
+  EXPECT_EQ(db(1).Pttl("l", now), 60'000);
+  auto got = db(1).ListRange("l", 0, -1, now);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(std::vector<std::string>(got->begin(), got->end()), items);
+  EXPECT_TRUE(Apply(PutMembers(1, "s", ValueType::kSet, {"3", "1", "x", Binary()})));
+  EXPECT_EQ(db(1).Type("s", now), ValueType::kSet);
+  EXPECT_EQ(*db(1).SetCard("s", now), 4);
+  EXPECT_TRUE(*db(1).SetIsMember("s", Binary(), now));
+  // A put replaces the old value whole.
+  EXPECT_TRUE(Apply(PutMembers(1, "l", ValueType::kList, {"only"})));
+  EXPECT_EQ(*db(1).ListLen("l", now), 1);
+  EXPECT_EQ(db(1).Pttl("l", now), -1);
+}
+
 TEST_F(JournalApplyTest, PutOfAHash) {
   std::vector<std::pair<std::string, std::string>> fields = {
       {"f1", "v1"}, {"", "empty field"}, {"empty value", ""}, {Binary(), Binary()}};

@@ -30,6 +30,8 @@ constexpr uint8_t kTypeZSet = 3;
 
 // Types whose body is a count and that many pairs of strings.
 bool HasPairs(ValueType t) { return t == ValueType::kHash || t == ValueType::kZSet; }
+constexpr uint8_t kTypeList = 4;
+constexpr uint8_t kTypeSet = 5;
 
 void PutU32(std::string* out, uint32_t v) {
   char b[4];
@@ -163,6 +165,7 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       }
       r->value.lock_holds = static_cast<int64_t>(holds);
       r->value.fields.clear();
+      r->value.members.clear();
       r->value.str.clear();
       if (type == kTypeString) {
         std::string_view v;
@@ -180,6 +183,17 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
           if (!in.Str(&f) || !in.Str(&v)) return false;
           if (type == kTypeZSet && v.size() != 8) return false;
           r->value.fields.emplace_back(std::string(f), std::string(v));
+        }
+        return true;
+      }
+      if (type == kTypeList || type == kTypeSet) {
+        uint64_t n;
+        if (!in.Varint(&n)) return false;
+        r->value.type = type == kTypeList ? ValueType::kList : ValueType::kSet;
+        for (uint64_t i = 0; i < n; i++) {
+          std::string_view m;
+          if (!in.Str(&m)) return false;
+          r->value.members.emplace_back(m);
         }
         return true;
       }
@@ -254,16 +268,19 @@ void JournalWriter::Header(const JournalHeader& h) {
 namespace {
 
 // Put's bytes, for both a snapshot (owned strings) and a view.
-template <typename Fields>
+template <typename Fields, typename Members>
 void WritePut(std::string* out, uint32_t db, std::string_view key, ValueType type,
-              std::string_view str, const Fields& fields, int64_t expire_at_ms, uint64_t lock_token,
-              int64_t lock_holds) {
+              std::string_view str, const Fields& fields, const Members& members,
+              int64_t expire_at_ms, uint64_t lock_token, int64_t lock_holds) {
   out->push_back(static_cast<char>(RecordKind::kPut));
   PutVarint(out, db);
   PutStr(out, key);
-  out->push_back(static_cast<char>(type == ValueType::kHash   ? kTypeHash
-                                   : type == ValueType::kZSet ? kTypeZSet
-                                                              : kTypeString));
+  uint8_t type_byte = kTypeString;
+  if (type == ValueType::kHash) type_byte = kTypeHash;
+  if (type == ValueType::kZSet) type_byte = kTypeZSet;
+  if (type == ValueType::kList) type_byte = kTypeList;
+  if (type == ValueType::kSet) type_byte = kTypeSet;
+  out->push_back(static_cast<char>(type_byte));
   PutU64(out, static_cast<uint64_t>(expire_at_ms));
   PutU64(out, lock_token);
   PutVarint(out, static_cast<uint64_t>(lock_holds < 0 ? 0 : lock_holds));
@@ -273,6 +290,9 @@ void WritePut(std::string* out, uint32_t db, std::string_view key, ValueType typ
       PutStr(out, f);
       PutStr(out, v);
     }
+  } else if (type == ValueType::kList || type == ValueType::kSet) {
+    PutVarint(out, members.size());
+    for (const auto& m : members) PutStr(out, m);
   } else {
     PutStr(out, str);
   }
@@ -281,13 +301,13 @@ void WritePut(std::string* out, uint32_t db, std::string_view key, ValueType typ
 }  // namespace
 
 void JournalWriter::Put(uint32_t db, std::string_view key, const KeySnapshot& value) {
-  WritePut(out_, db, key, value.type, value.str, value.fields, value.expire_at_ms, value.lock_token,
+  WritePut(out_, db, key, value.type, value.str, value.fields, value.members, value.expire_at_ms, value.lock_token,
            value.lock_holds);
   records_++;
 }
 
 void JournalWriter::Put(uint32_t db, std::string_view key, const KeyView& value) {
-  WritePut(out_, db, key, value.type, value.str, value.fields, value.expire_at_ms, value.lock_token,
+  WritePut(out_, db, key, value.type, value.str, value.fields, value.members, value.expire_at_ms, value.lock_token,
            value.lock_holds);
   records_++;
 }
@@ -341,6 +361,9 @@ size_t JournalPutSize(std::string_view key, const KeySnapshot& value) {
     for (const auto& [f, v] : value.fields) {
       n += VarintSize(f.size()) + f.size() + VarintSize(v.size()) + v.size();
     }
+  } else if (value.type == ValueType::kList || value.type == ValueType::kSet) {
+    n += VarintSize(value.members.size());
+    for (const auto& m : value.members) n += VarintSize(m.size()) + m.size();
   } else {
     n += VarintSize(value.str.size()) + value.str.size();
   }

@@ -69,6 +69,8 @@ TEST(JournalFormatTest, EveryRecordKindRoundTrips) {
       PutHash(0, "h", {{"f1", "v1"}, {"f2", ""}, {"", "v3"}, {"", ""}, {Binary(), Binary()}}),
       PutHash(5, "h2", {{"only", "one"}}, 1'700'000'000'001),
       PutHash(6, "h3", {{long_key, big}}),
+      PutMembers(2, "l", ValueType::kList, {"b", "a", "", Binary(), "a"}, 1'700'000'000'002),
+      PutMembers(2, "s", ValueType::kSet, {"1", "x", Binary()}),
       DelRec(0, "plain"),
       DelRec(128, Binary()),
       DelRec(1, ""),

@@ -73,6 +73,7 @@ inline void ExpectSame(const Rec& want, const Rec& got, const std::string& where
       EXPECT_EQ(got.value.expire_at_ms, want.value.expire_at_ms);
       EXPECT_EQ(got.value.lock_token, want.value.lock_token);
       EXPECT_EQ(got.value.lock_holds, want.value.lock_holds);
+      EXPECT_EQ(got.value.members, want.value.members);
       if (want.value.type == ValueType::kHash) {
         EXPECT_EQ(got.value.fields, want.value.fields);
         EXPECT_TRUE(got.value.str.empty());
@@ -169,6 +170,19 @@ inline Rec PutHash(uint32_t db, std::string key,
   r.key = std::move(key);
   r.value.type = ValueType::kHash;
   r.value.fields = std::move(fields);
+  r.value.expire_at_ms = expire_at;
+  return r;
+}
+
+// A put of a list (members head to tail) or a set.
+inline Rec PutMembers(uint32_t db, std::string key, ValueType type,
+                      std::vector<std::string> members, int64_t expire_at = -1) {
+  Rec r;
+  r.kind = RecordKind::kPut;
+  r.db = db;
+  r.key = std::move(key);
+  r.value.type = type;
+  r.value.members = std::move(members);
   r.value.expire_at_ms = expire_at;
   return r;
 }

@@ -40,7 +40,7 @@ class HeapString;  // shard/table/heap_string.h
 // (MakeObject) and frees them with their value (DestroyEntry, shard/types/value_kinds.h).
 class Entry {
  public:
-  // kZSet, kList and kSet are reserved for the value types of issue 13 (shard/types/).
+  // kHash, kZSet, kList and kSet hold a value object of shard/types/.
   enum class Kind : uint8_t {
     kInlineString = 0,
     kHeapString = 1,

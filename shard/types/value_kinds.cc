@@ -3,6 +3,8 @@
 #include "shard/table/heap_string.h"
 #include "shard/types/hash_value.h"
 #include "shard/types/zset_value.h"
+#include "shard/types/list_value.h"
+#include "shard/types/set_value.h"
 
 namespace deadbolt::shard {
 
@@ -20,8 +22,11 @@ void DestroyEntry(Entry* e) {
     case Entry::Kind::kZSet:
       delete e->zset();
       break;
-    case Entry::Kind::kList:  // reserved: no entry of these kinds is built yet (issue 13)
+    case Entry::Kind::kList:
+      delete ListOf(e);
+      break;
     case Entry::Kind::kSet:
+      delete SetOf(e);
       break;
   }
   Entry::FreeShell(e);
@@ -41,6 +46,24 @@ Entry* MakeZSetEntry(std::string_view key, ZSetValue* zset, int64_t expire_at) {
     return Entry::MakeObject(Entry::Kind::kZSet, key, zset, expire_at);
   } catch (...) {
     delete zset;
+    throw;
+  }
+}
+
+Entry* MakeListEntry(std::string_view key, ListValue* list, int64_t expire_at) {
+  try {
+    return Entry::MakeObject(Entry::Kind::kList, key, list, expire_at);
+  } catch (...) {
+    delete list;
+    throw;
+  }
+}
+
+Entry* MakeSetEntry(std::string_view key, SetValue* set, int64_t expire_at) {
+  try {
+    return Entry::MakeObject(Entry::Kind::kSet, key, set, expire_at);
+  } catch (...) {
+    delete set;
     throw;
   }
 }

@@ -14,6 +14,8 @@ namespace deadbolt::shard {
 
 class HashValue;
 class ZSetValue;
+class ListValue;
+class SetValue;
 
 // Pure functions over entries, called on the thread that owns them (the shard's reactor).
 
@@ -43,5 +45,11 @@ Entry* MakeHashEntry(std::string_view key, HashValue* hash, int64_t expire_at);
 
 // A new entry for a sorted set key. Takes ownership of `zset`, also when it throws.
 Entry* MakeZSetEntry(std::string_view key, ZSetValue* zset, int64_t expire_at);
+// A new entry for a list key / a set key. Each takes ownership of its value, also when it throws.
+Entry* MakeListEntry(std::string_view key, ListValue* list, int64_t expire_at);
+Entry* MakeSetEntry(std::string_view key, SetValue* set, int64_t expire_at);
+// The value object of a kList / kSet entry.
+inline ListValue* ListOf(const Entry* e) { return static_cast<ListValue*>(e->object()); }
+inline SetValue* SetOf(const Entry* e) { return static_cast<SetValue*>(e->object()); }
 
 }  // namespace deadbolt::shard

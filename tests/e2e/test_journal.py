@@ -592,6 +592,80 @@ class JournalZSetTest(JournalCase):
         self.stop()
 
 
+class JournalListSetTest(JournalCase):
+    """Lists and sets (issue 13): every acknowledged change survives SIGKILL with --appendfsync
+    always, through replay, a rewrite, and a change of --threads, in order and with TTLs."""
+
+    def populate(self, c):
+        def ok(*args):
+            r = c.cmd(*args)
+            self.assertFalse(r.startswith(b"-"), "%r -> %r" % (args, r))
+        ok("RPUSH", "l:small", "a", "b", "c", "", "d")
+        ok("LPOP", "l:small")
+        ok("LSET", "l:small", "0", "B")
+        ok("LINSERT", "l:small", "after", "B", "x")
+        ok("RPUSH", "l:big", *["v%d" % i for i in range(300)])
+        ok("LTRIM", "l:big", "5", "-6")
+        ok("RPUSH", "l:ttl", "t")
+        ok("PEXPIRE", "l:ttl", "90000")
+        ok("RPUSH", "l:gone", "g")
+        ok("RPOP", "l:gone")
+        # LMOVE between shards (atomic, one frame per shard) and back.
+        ok("RPUSH", "{a}src", "1", "2", "3")
+        ok("LMOVE", "{a}src", "{b}dst", "LEFT", "RIGHT")
+        ok("SADD", "s:ints", "5", "-1", "70000", "3")
+        ok("SREM", "s:ints", "3")
+        ok("SADD", "s:str", "x", "y", "1")
+        ok("SADD", "s:big", *["m%d" % i for i in range(700)])
+        ok("SMOVE", "{a}set", "{b}set", "nothing")
+        ok("SADD", "{a}set", "p", "q")
+        ok("SMOVE", "{a}set", "{b}set", "p")
+        ok("SUNIONSTORE", "{b}union", "s:ints", "s:str")
+        ok("SADD", "s:ttl", "1")
+        ok("PEXPIRE", "s:ttl", "90000")
+
+    def verify(self, c):
+        def members(*args):
+            return sorted(decode(c.cmd(*args)))
+        self.assertEqual(decode(c.cmd("LRANGE", "l:small", "0", "-1")),
+                         [b"B", b"x", b"c", b"", b"d"])
+        self.assertEqual(decode(c.cmd("LRANGE", "l:big", "0", "-1")),
+                         [("v%d" % i).encode() for i in range(5, 295)])
+        self.assertEqual(c.cmd("TYPE", "l:ttl"), b"+list\r\n")
+        self.assertTrue(0 < to_int(c.cmd("PTTL", "l:ttl")) <= 90000)
+        self.assertEqual(c.cmd("EXISTS", "l:gone"), integer(0))
+        self.assertEqual(decode(c.cmd("LRANGE", "{a}src", "0", "-1")), [b"2", b"3"])
+        self.assertEqual(decode(c.cmd("LRANGE", "{b}dst", "0", "-1")), [b"1"])
+        self.assertEqual(decode(c.cmd("SMEMBERS", "s:ints")), [b"-1", b"5", b"70000"])
+        self.assertEqual(members("SMEMBERS", "s:str"), [b"1", b"x", b"y"])
+        self.assertEqual(c.cmd("SCARD", "s:big"), integer(700))
+        self.assertEqual(c.cmd("SISMEMBER", "s:big", "m699"), integer(1))
+        self.assertEqual(members("SMEMBERS", "{a}set"), [b"q"])
+        self.assertEqual(members("SMEMBERS", "{b}set"), [b"p"])
+        self.assertEqual(members("SMEMBERS", "{b}union"),
+                         sorted([b"-1", b"5", b"70000", b"x", b"y", b"1"]))
+        self.assertEqual(c.cmd("TYPE", "s:ttl"), b"+set\r\n")
+        self.assertTrue(0 < to_int(c.cmd("PTTL", "s:ttl")) <= 90000)
+        self.assertEqual(c.cmd("DBSIZE"), integer(12))
+
+    def test_sigkill_rewrite_and_threads_change(self):
+        c = self.start(threads=2, fsync="always")
+        self.populate(c)
+        self.kill()
+        c = self.start(threads=2, fsync="always")
+        self.verify(c)
+        self.assertEqual(c.cmd("BGREWRITEAOF"),
+                         b"+Background append only file rewriting started\r\n")
+        self.wait_rewrites(c, 2)
+        self.kill()
+        c = self.start(threads=1, fsync="always")
+        self.verify(c)
+        self.kill()
+        c = self.start(threads=3, fsync="always")
+        self.verify(c)
+        self.stop()
+
+
 class JournalThreadsChangeTest(JournalCase):
     N = 2000
 

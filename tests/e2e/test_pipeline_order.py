@@ -130,6 +130,42 @@ class OrderChecks:
         c.cmd("FLUSHDB")
 
 
+    def test_large_replies_from_both_shards_keep_their_order(self):
+        # Replies far larger than a socket buffer, from both shards, read only once everything
+        # was sent (the socket is full while later replies are made): each whole, in its place.
+        big0, big1 = on_shard(0, "ordbig"), on_shard(1, "ordbig")
+        small0, small1 = on_shard(0, "ordsmall"), on_shard(1, "ordsmall")
+        v0, v1 = b"a" * (3 << 20), b"b" * (3 << 20) + b"end"
+        setup = self.conn()
+        for k, v in ((big0, v0), (big1, v1), (small0, b"s0"), (small1, b"s1")):
+            self.assertEqual(setup.cmd("SET", k, v), OK)
+        for c in (self.conn(), self.conn()):  # connections land on both reactors in turn
+            cmds, want = [], []
+            for big, v, small, sv in ((big1, v1, small0, b"s0"), (big0, v0, small1, b"s1")) * 3:
+                cmds += [("GET", big), ("GET", small), ("PING",)]
+                want += [bulk(v), bulk(sv), b"+PONG\r\n"]
+            got = c.pipeline(cmds)
+            for i, (g, w) in enumerate(zip(got, want)):
+                self.assertEqual(len(g), len(w), "reply %d to %r" % (i, cmds[i]))
+                self.assertEqual(g, w, "reply %d to %r" % (i, cmds[i]))
+
+    def test_pipelines_starting_on_either_shard(self):
+        # Pipelines that start on one shard and go to the other, of every length up to 40
+        # rounds: replies made before the switch and after it leave in the order sent.
+        a, b = on_shard(0, "ordmix"), on_shard(1, "ordmix")
+        for c in (self.conn(), self.conn()):
+            for n in range(1, 40):
+                cmds = [("SET", a, "x%d" % n), ("GET", a), ("INCR", b + ":n"), ("GET", b + ":n"),
+                        ("GET", a)] * n
+                got = c.pipeline(cmds)
+                self.assertEqual(got[0::5], [OK] * n)
+                self.assertEqual(got[1::5], [bulk("x%d" % n)] * n)
+                counts = [int(r[1:-2]) for r in got[2::5]]
+                self.assertEqual(counts, list(range(counts[0], counts[0] + n)))
+                self.assertEqual(got[3::5], [bulk(str(v)) for v in counts])
+                self.assertEqual(got[4::5], [bulk("x%d" % n)] * n)
+
+
 class SentOrderTest(OrderChecks, harness.ServerTestCase):
     """The default mode (and redis-server)."""
 

@@ -1,0 +1,141 @@
+#include "shard/types/set_value.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "shard/types/value_kinds.h"
+
+namespace deadbolt::shard {
+namespace {
+
+std::vector<std::string> All(const SetValue& s) {
+  std::vector<std::string> out;
+  s.ForEach([&](std::string_view m) { out.emplace_back(m); });
+  return out;
+}
+
+TEST(SetValueTest, CanonicalIntIsRedisString2ll) {
+  EXPECT_EQ(SetValue::CanonicalInt("0"), 0);
+  EXPECT_EQ(SetValue::CanonicalInt("-12"), -12);
+  EXPECT_EQ(SetValue::CanonicalInt("9223372036854775807"), INT64_MAX);
+  EXPECT_EQ(SetValue::CanonicalInt("-9223372036854775808"), INT64_MIN);
+  for (std::string_view bad : {"", "-", "-0", "01", "+1", " 1", "1 ", "1a",
+                               "9223372036854775808", "-9223372036854775809", "1.0"}) {
+    EXPECT_FALSE(SetValue::CanonicalInt(bad)) << bad;
+  }
+}
+
+// Integers stay an intset, sorted, widening 2 -> 4 -> 8 bytes as wider members arrive.
+TEST(SetValueTest, IntsetSortedAndWidening) {
+  SetValue s;
+  for (std::string m : {"5", "-3", "100", "5"}) s.Add(m);
+  EXPECT_EQ(s.form(), SetValue::Form::kInts);
+  EXPECT_EQ(All(s), (std::vector<std::string>{"-3", "5", "100"}));
+  EXPECT_TRUE(s.Add("70000"));
+  EXPECT_TRUE(s.Add("-9223372036854775808"));
+  EXPECT_EQ(All(s), (std::vector<std::string>{"-9223372036854775808", "-3", "5", "100", "70000"}));
+  EXPECT_TRUE(s.Contains("70000"));
+  EXPECT_FALSE(s.Contains("070000"));
+  EXPECT_TRUE(s.Remove("5"));
+  EXPECT_FALSE(s.Remove("5"));
+  EXPECT_EQ(s.size(), 4u);
+  EXPECT_EQ(s.form(), SetValue::Form::kInts);
+}
+
+TEST(SetValueTest, EncodingConversions) {
+  SetValue a;  // ints -> packed on a short non-integer
+  a.Add("1");
+  a.Add("2");
+  a.Add("x");
+  EXPECT_EQ(a.form(), SetValue::Form::kPacked);
+  EXPECT_EQ(All(a), (std::vector<std::string>{"1", "2", "x"}));
+  for (size_t i = 3; i < SetValue::kMaxPackedEntries; ++i) a.Add("m" + std::to_string(i));
+  EXPECT_EQ(a.form(), SetValue::Form::kPacked);
+  a.Add("one-more");
+  EXPECT_EQ(a.form(), SetValue::Form::kTable);
+  EXPECT_EQ(a.size(), SetValue::kMaxPackedEntries + 1);
+  EXPECT_TRUE(a.Contains("x"));
+  EXPECT_TRUE(a.Contains("1"));
+
+  SetValue b;  // packed -> table on a long member
+  b.Add("x");
+  b.Add(std::string(SetValue::kMaxPackedLen + 1, 'l'));
+  EXPECT_EQ(b.form(), SetValue::Form::kTable);
+
+  SetValue c;  // ints -> table past the intset limit
+  for (size_t i = 0; i < SetValue::kMaxIntsetEntries; ++i) c.Add(std::to_string(i * 7));
+  EXPECT_EQ(c.form(), SetValue::Form::kInts);
+  c.Add("-1");
+  EXPECT_EQ(c.form(), SetValue::Form::kTable);
+  EXPECT_EQ(c.size(), SetValue::kMaxIntsetEntries + 1);
+  EXPECT_TRUE(c.Contains("7"));
+
+  SetValue d;  // a big intset meeting a string goes straight to a table
+  for (size_t i = 0; i < SetValue::kMaxPackedEntries; ++i) d.Add(std::to_string(i));
+  d.Add("s");
+  EXPECT_EQ(d.form(), SetValue::Form::kTable);
+  // Never back: removing down to one member keeps the table, as Redis.
+  for (size_t i = 0; i < SetValue::kMaxPackedEntries; ++i) d.Remove(std::to_string(i));
+  EXPECT_EQ(d.form(), SetValue::Form::kTable);
+  EXPECT_EQ(All(d), (std::vector<std::string>{"s"}));
+}
+
+TEST(SetValueTest, MatchesStdSetUnderRandomOperations) {
+  std::mt19937 rng(11);
+  for (int kind = 0; kind < 3; ++kind) {
+    SetValue s;
+    std::set<std::string> model;
+    for (int step = 0; step < 6000; ++step) {
+      std::string m = std::to_string(static_cast<int>(rng() % 700) - 100);
+      if (kind == 1 && rng() % 50 == 0) m = "s" + m;
+      if (kind == 2 && rng() % 3 == 0) m = std::string(rng() % 80, 'a') + m;
+      const bool add = rng() % 3 != 0;
+      if (add) {
+        EXPECT_EQ(s.Add(m), model.insert(m).second);
+      } else {
+        EXPECT_EQ(s.Remove(m), model.erase(m) == 1);
+      }
+      ASSERT_EQ(s.size(), model.size());
+      if (step % 101 == 0) {
+        std::vector<std::string> got = All(s);
+        std::sort(got.begin(), got.end());
+        ASSERT_EQ(got, std::vector<std::string>(model.begin(), model.end()));
+        EXPECT_EQ(s.Contains(m), model.count(m) == 1);
+      }
+    }
+  }
+}
+
+TEST(SetValueTest, RandomAndScanCoverEveryMember) {
+  for (size_t n : {size_t{5}, size_t{1000}}) {
+    SetValue s;
+    for (size_t i = 0; i < n; ++i) s.Add("m" + std::to_string(i));
+    uint64_t rng = 1;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < n * 40; ++i) seen.insert(s.Random(&rng));
+    EXPECT_EQ(seen.size(), n);
+    std::set<std::string> scanned;
+    uint64_t cursor = 0;
+    do {
+      cursor = s.Scan(cursor, 10, [&](std::string_view m) { scanned.emplace(m); });
+    } while (cursor != 0);
+    EXPECT_EQ(scanned.size(), n);
+  }
+}
+
+TEST(SetValueTest, EntryOwnsTheSet) {
+  auto* s = new SetValue();
+  for (int i = 0; i < 200; ++i) s->Add("x" + std::to_string(i));
+  Entry* e = MakeSetEntry("k", s, 5);
+  EXPECT_EQ(TypeOf(e), ValueType::kSet);
+  EXPECT_EQ(SetOf(e), s);
+  DestroyEntry(e);
+}
+
+}  // namespace
+}  // namespace deadbolt::shard

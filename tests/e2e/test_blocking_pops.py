@@ -1,0 +1,212 @@
+"""Blocking pops: BLPOP BRPOP BLMOVE BRPOPLPUSH. Immediate replies and errors byte-exact against
+Redis 7.0; waiting in the server until a push (RESP2 and RESP3), timeouts (float seconds, 0 =
+forever), no waiting inside MULTI; first come first served across both reactors; a waiter whose
+connection closes (or is killed) leaves at once and takes nothing; keys on another shard.
+
+deadbolt waits on one key (a BLPOP with several keys, or a BLMOVE across shards, is served at
+once if it can be and otherwise refused with an error): those cases are deadbolt-only."""
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import (AGAINST_REDIS, NIL, NIL_ARRAY, NULL3, OK, SYNTAX, WRONGTYPE,  # noqa: E402
+                     array, bulk, decode, encode_command, integer)
+from slots import on_shard  # noqa: E402
+
+
+def setUpModule():
+    harness.start_module_server()
+
+
+def tearDownModule():
+    harness.stop_module_server()
+
+
+NOT_FLOAT = b"-ERR timeout is not a float or out of range\r\n"
+NEGATIVE = b"-ERR timeout is negative\r\n"
+QUEUED = b"+QUEUED\r\n"
+
+
+def kv(k, v):
+    return array(bulk(k), bulk(v))
+
+
+class BlockingTestCase(harness.ServerTestCase):
+    def setUp(self):
+        super().setUp()
+        self.assertReply(OK, "FLUSHALL")
+
+    def blocked_clients(self):
+        text = decode(self.c.cmd("INFO", "clients")).decode()
+        fields = dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
+        return int(fields["blocked_clients"])
+
+    def wait_blocked(self, n):
+        """Polls INFO until n clients wait (so that the order they arrived in is known)."""
+        deadline = time.monotonic() + harness.IO_TIMEOUT
+        while self.blocked_clients() != n:
+            if time.monotonic() > deadline:
+                self.fail("%d blocked clients, expected %d" % (self.blocked_clients(), n))
+            time.sleep(0.005)
+
+    def assert_no_reply(self, c, wait=0.2):
+        c.settimeout(wait)
+        with self.assertRaises(OSError):
+            c.read_reply()
+        c.settimeout(harness.IO_TIMEOUT)
+
+
+class ImmediateTest(BlockingTestCase):
+    def test_served_at_once_and_errors(self):
+        self.assertReplies([
+            (("RPUSH", "k", "a", "b", "c"), integer(3)),
+            (("BLPOP", "k", "0"), kv("k", "a")),
+            (("BRPOP", "k", "1.5"), kv("k", "c")),
+            (("BLPOP", "k", "x"), NOT_FLOAT),
+            (("BLPOP", "k", "-1"), NEGATIVE),
+            (("BLMOVE", "k", "{k}d", "UP", "LEFT", "0"), SYNTAX),
+            (("BLMOVE", "k", "k", "LEFT", "LEFT", "x"), NOT_FLOAT),
+            (("BLMOVE", "k", "k", "LEFT", "RIGHT", "0"), bulk("b")),
+            (("SET", "s", "x"), OK),
+            (("BLPOP", "s", "0"), WRONGTYPE),
+            (("BLPOP", "k", "0.01"), kv("k", "b")),
+            (("BLPOP", "k", "0.01"), NIL_ARRAY),  # timed out
+            # A timed-out BLMOVE / BRPOPLPUSH replies a null array (a nil inside MULTI).
+            (("BRPOPLPUSH", "k", "{k}d", "0.01"), NIL_ARRAY),
+            (("BLMOVE", "k", "{k}d", "LEFT", "LEFT", "0.01"), NIL_ARRAY),
+            (("RPUSH", "k", "v"), integer(1)),
+            (("BLMOVE", "k", "s", "LEFT", "LEFT", "0"), WRONGTYPE),
+            (("BRPOPLPUSH", "k", "{k}d", "0"), bulk("v")),
+            (("LRANGE", "{k}d", "0", "-1"), array(bulk("v"))),
+        ])
+
+    def test_several_keys_on_one_shard(self):
+        self.assertReplies([
+            (("RPUSH", "{t}b", "1"), integer(1)),
+            (("SET", "{t}s", "x"), OK),
+            (("BLPOP", "{t}a", "{t}b", "{t}s", "0"), kv("{t}b", "1")),
+            (("BLPOP", "{t}a", "{t}s", "0"), WRONGTYPE),
+        ])
+
+    def test_several_keys_across_shards(self):
+        a, b = on_shard(0, "a"), on_shard(1, "b")
+        self.assertReplies([
+            (("RPUSH", b, "1", "2"), integer(2)),
+            (("BLPOP", a, b, "0"), kv(b, "1")),
+            (("BRPOP", a, b, "0"), kv(b, "2")),
+            (("RPUSH", a, "x"), integer(1)),
+            (("BLMOVE", a, b, "LEFT", "LEFT", "0"), bulk("x")),
+            (("LRANGE", b, "0", "-1"), array(bulk("x"))),
+        ])
+
+    def test_multi_does_not_block(self):
+        self.assertReplies([
+            (("MULTI",), OK),
+            (("BLPOP", "nokey", "0"), QUEUED),
+            (("BLMOVE", "nokey", "k", "LEFT", "LEFT", "0"), QUEUED),
+            (("BRPOPLPUSH", "nokey", "k", "0"), QUEUED),
+            (("EXEC",), array(NIL_ARRAY, NIL, NIL)),
+        ])
+
+    def test_resp3_timeout_is_null(self):
+        c3 = self.conn()
+        c3.cmd("HELLO", "3")
+        self.assertReply(NULL3, "BLPOP", "nokey", "0.01", c=c3)
+        self.assertReply(NULL3, "BLMOVE", "nokey", "x", "LEFT", "LEFT", "0.01", c=c3)
+
+
+class WaitTest(BlockingTestCase):
+    def test_push_serves_a_waiter(self):
+        for key in (on_shard(0, "w"), on_shard(1, "w")):
+            w = self.conn()
+            w.send(encode_command("BLPOP", key, "0"))
+            self.wait_blocked(1)
+            self.assert_no_reply(w, 0.05)
+            self.assertReply(integer(1), "LPUSH", key, "hello")
+            self.assertEqual(w.read_reply(), kv(key, "hello"))
+            self.assertReply(integer(0), "EXISTS", key)
+            self.wait_blocked(0)
+
+    def test_blmove_waiter_and_resp3(self):
+        w = self.conn()
+        w.cmd("HELLO", "3")
+        w.send(encode_command("BLMOVE", "{m}src", "{m}dst", "RIGHT", "LEFT", "0"))
+        self.wait_blocked(1)
+        self.assertReply(integer(2), "RPUSH", "{m}src", "a", "b")
+        self.assertEqual(w.read_reply(), bulk("b"))
+        self.assertReply(array(bulk("a")), "LRANGE", "{m}src", "0", "-1")
+        self.assertReply(array(bulk("b")), "LRANGE", "{m}dst", "0", "-1")
+        w.send(encode_command("BRPOP", "{m}nokey", "0.05"))
+        self.assertEqual(w.read_reply(), NULL3)
+
+    def test_timeout_while_waiting(self):
+        w = self.conn()
+        t0 = time.monotonic()
+        w.send(encode_command("BLPOP", on_shard(1, "t"), "0.2"))
+        self.assertEqual(w.read_reply(), NIL_ARRAY)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.15)
+        self.wait_blocked(0)
+
+    def test_first_come_first_served_across_reactors(self):
+        # Connections are spread over both reactors; each waits on the key of one shard, in a
+        # known order. Each push of one element serves the longest-waiting client.
+        for key in (on_shard(0, "q"), on_shard(1, "q")):
+            waiters = [self.conn() for _ in range(6)]
+            for i, w in enumerate(waiters):
+                w.send(encode_command("BLPOP", key, "0"))
+                self.wait_blocked(i + 1)
+            for i, w in enumerate(waiters):
+                self.assertReply(integer(1), "RPUSH", key, "v%d" % i)
+                self.assertEqual(w.read_reply(), kv(key, "v%d" % i))
+                for later in waiters[i + 1:i + 2]:
+                    self.assert_no_reply(later, 0.02)
+            self.wait_blocked(0)
+            # One push of several elements serves several waiters, in order.
+            for i, w in enumerate(waiters[:3]):
+                w.send(encode_command("BRPOP", key, "0"))
+                self.wait_blocked(i + 1)
+            self.assertReply(integer(3), "RPUSH", key, "x", "y", "z")
+            self.assertEqual([w.read_reply() for w in waiters[:3]],
+                             [kv(key, "z"), kv(key, "y"), kv(key, "x")])
+
+    def test_a_closed_or_killed_waiter_leaves_at_once(self):
+        key = on_shard(1, "gone")
+        first, second = self.conn(), self.conn()
+        first.send(encode_command("BLPOP", key, "0"))
+        self.wait_blocked(1)
+        second.send(encode_command("BLPOP", key, "0"))
+        self.wait_blocked(2)
+        first.close()
+        self.wait_blocked(1)  # left at once, without any push
+        self.assertReply(integer(1), "RPUSH", key, "v")
+        self.assertEqual(second.read_reply(), kv(key, "v"))
+        self.assertReply(integer(0), "LLEN", key)
+        # CLIENT KILL of a waiter.
+        victim = self.conn()
+        victim_id = victim.call("CLIENT", "ID")
+        victim.send(encode_command("BRPOP", key, "0"))
+        self.wait_blocked(1)
+        self.assertReply(integer(1), "CLIENT", "KILL", "ID", victim_id)
+        self.wait_blocked(0)
+        self.assertReply(integer(1), "RPUSH", key, "kept")
+        self.assertReply(array(bulk("kept")), "LRANGE", key, "0", "-1")
+
+
+@unittest.skipIf(AGAINST_REDIS, "deadbolt waits on one key; redis-server waits on several")
+class OneKeyRestrictionTest(BlockingTestCase):
+    def test_refused_when_it_would_wait_on_several_keys(self):
+        err = (b"-ERR deadbolt waits on one key: BLPOP/BRPOP with several keys, or "
+               b"BLMOVE/BRPOPLPUSH with keys on two shards, can only be served at once (give the"
+               b" keys one {hash tag}, or wait on one key)\r\n")
+        self.assertReply(err, "BLPOP", "{t}a", "{t}b", "0")
+        self.assertReply(err, "BLPOP", on_shard(0, "a"), on_shard(1, "b"), "0")
+        self.assertReply(err, "BLMOVE", on_shard(0, "a"), on_shard(1, "b"), "LEFT", "LEFT", "0")
+        self.assertEqual(self.blocked_clients(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
