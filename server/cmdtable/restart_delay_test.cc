@@ -308,9 +308,10 @@ TEST(RestartDelayTest, OnlyAcquiringScriptsCreateKeysOnAnEmptyKeyspace) {
     if (script.acquires) acquiring++;
   }
   // Redisson RLock x3, redsync's touch with SET NX, node-redlock x3, redis-semaphore's acquires
-  // x2, Redisson's read and write acquire, fenced acquire x2, semaphore release / trySetPermits /
-  // addPermits, count-down latch trySetCount.
-  EXPECT_EQ(acquiring, 17);
+  // x2, Redisson's read and write acquire, fenced acquire x2, fair lock acquire x2, semaphore
+  // release / trySetPermits / addPermits, count-down latch trySetCount, permit-expirable
+  // semaphore addPermits / setPermits.
+  EXPECT_EQ(acquiring, 21);
 }
 
 TEST(RestartDelayTest, ConfigFlag) {

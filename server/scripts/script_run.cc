@@ -36,7 +36,7 @@ void ParseReply(std::string_view in, size_t* pos, CallReply* out, std::string_vi
   switch (type) {
     case '+':
       out->type = CallReply::Type::kStatus;
-      out->str = line;
+      out->str.assign(line);
       return;
     case '-':
       *error = line;
@@ -53,7 +53,7 @@ void ParseReply(std::string_view in, size_t* pos, CallReply* out, std::string_vi
         return;
       }
       out->type = CallReply::Type::kString;
-      out->str = in.substr(*pos, static_cast<size_t>(n));
+      out->str.assign(in.substr(*pos, static_cast<size_t>(n)));
       *pos += static_cast<size_t>(n) + 2;
       return;
     default:  // '*'
@@ -88,7 +88,10 @@ bool ScriptRun::Call(int line, absl::Span<const LuaArg> args, CallReply* reply) 
   if (EqualsIgnoreCase(call_args_[0], "publish") || EqualsIgnoreCase(call_args_[0], "spublish")) {
     if (call_args_.size() != 3) return Fail(errors::kScriptWrongArity, line);
     if (!Publish(args[0], args[1], args[2], line)) return false;
-    if (reply) *reply = CallReply{CallReply::Type::kInteger, 0, {}, {}};
+    if (reply) {
+      *reply = CallReply();
+      reply->type = CallReply::Type::kInteger;
+    }
     return true;
   }
   const CommandSpec* spec = CommandTable::Get().Find(call_args_[0]);

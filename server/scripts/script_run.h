@@ -24,12 +24,12 @@ using LuaArg = const std::string_view*;
 
 // What a redis.call() returned, as the script sees it: Redis 7.0 converts the command's RESP2
 // reply to Lua (a nil bulk or nil array is false, a status reply a table with `ok`, an array a
-// table). Strings are views into the ScriptRun's reply buffer: valid until its next Call().
+// table). Owns its strings: a script keeps replies across later calls.
 struct CallReply {
   enum class Type : uint8_t { kFalse, kInteger, kString, kStatus, kArray };
   Type type = Type::kFalse;
   int64_t integer = 0;
-  std::string_view str;             // kString, kStatus
+  std::string str;                  // kString, kStatus
   std::vector<CallReply> elements;  // kArray
   bool truthy() const { return type != Type::kFalse; }
 };
@@ -102,7 +102,7 @@ class ScriptRun {
   shard::Db* db_;
   int db_index_;
   std::string error_;
-  std::string call_out_;  // the last Call()'s RESP2 reply, which CallReply views point into
+  std::string call_out_;  // the last Call()'s RESP2 reply, parsed into a CallReply
   std::vector<std::string_view> call_args_;
 };
 

@@ -92,6 +92,20 @@ SHAS = {
     "spin_force_unlock": "51b433c3cc9a6ca991b3aefec63d23490c246318",
     "fenced_acquire_token": "49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45",
     "fenced_acquire": "46b5551ba403d6152a7a6eca122e08728d6c8c66",
+    "pes_try_acquire": "992c96b09a3d8ea0b37f5dc12e5347a44d93909d",
+    "pes_try_release": "4ce079451bee2993ce00c8a4e205b536c6ccad67",
+    "pes_try_release_many": "bb41a8ec1cd921c89e9d8f2ddde38ad13a2e8b74",
+    "pes_available_permits": "26b3972b2c9e617556282f404cb79709d746a713",
+    "pes_add_permits": "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0",
+    "pes_update_lease_time": "2298b02cc67a89f2a638e47503db3675c73d77f5",
+    "pes_acquired_permits": "6f0b0be79a0c146c778cb14f40c10eb5b706e574",
+    "pes_get_permits": "e242db5c1c68811b0d26a41937dcf22415b6d872",
+    "pes_set_permits": "494d8561fee0cdb033f6c28d74c052c52189a578",
+    "fair_acquire": "762bfafa6be221431a0b668685dd15c926483619",
+    "fair_try_acquire": "aa0a28d2eb7cbeb50151315a58eb75302d8dfa40",
+    "fair_acquire_failed": "d1ddef65ad80886b5d36e023c99930044ddd653a",
+    "fair_release": "ca303f8587d0942f8a0021f62338626ca4dd0118",
+    "fair_force_unlock": "047c11d7fec40d0102fe9903ff1e19e9a1dec610",
     # go-redsync v4
     "redsync_delete": "e950836ed1e694540c503ef9972b8de518044d3b",
     "redsync_touch": "d75bb8b5bd13532ddedd17762e772346e39b321e",
@@ -1035,6 +1049,18 @@ class RedissonPrimitivesTest(ScriptCase):
         self.write_release("c3:1", 10, integer(1))  # free: publish "1", latch 1
         self.assertReply(bulk("1"), "GET", rw_latch(10))
 
+    def test_read_release_under_a_write_hold(self):
+        """A writer's own read hold: releasing it leaves the write lock (mode write), with the
+        reply 0 and the latch 0; then the write release deletes the lock."""
+        self.write_acquire("c5:1", NIL)
+        self.read_acquire("c5:1", NIL)
+        self.read_release("c5:1", 20, integer(0))
+        self.assertReply(bulk("0"), "GET", rw_latch(20))
+        self.assertReply(b"*4\r\n$4\r\nmode\r\n$5\r\nwrite\r\n$10\r\nc5:1:write\r\n$1\r\n1\r\n",
+                         "HGETALL", RW)
+        self.write_release("c5:1", 21, integer(1))
+        self.assertReply(integer(0), "EXISTS", RW)
+
     def test_read_write_lock_errors(self):
         self.assertEqual(self.c.cmd("SET", RW, "x"), OK)
         for name, keys, args in (
@@ -1195,6 +1221,262 @@ class RedissonPrimitivesTest(ScriptCase):
                    script_error(NOT_INTEGER_MSG, "fenced_acquire_token", 1))
         self.check("fenced_acquire", [lock, token], [30000, "id:1"],
                    script_error(READ_ONLY_MSG, "fenced_acquire", 1), cmd="EVALSHA_RO")
+
+
+PES, PES_TIMEOUTS, PES_CHANNEL = "pes", "{pes}:timeout", "redisson_sc:{pes}"
+NEVER = 922337203685477  # RPermitExpirableSemaphore's expiry of a permit without a lease
+
+
+class RedissonPermitExpirableSemaphoreTest(ScriptCase):
+    """Permits are ids (16 random bytes, as Redisson sends them) in a sorted set by expiry; the
+    clients' clock (ARGV) decides which have expired and come back."""
+
+    SCRIPTS = ("sema_try_set_permits", "pes_try_acquire", "pes_try_release",
+               "pes_try_release_many", "pes_available_permits", "pes_add_permits",
+               "pes_update_lease_time", "pes_acquired_permits", "pes_get_permits",
+               "pes_set_permits")
+
+    def counts(self, now, acquired, total):
+        keys = [PES, PES_TIMEOUTS, PES_CHANNEL]
+        self.check("pes_acquired_permits", keys, [now, "publish"], acquired)
+        self.check("pes_get_permits", keys, [now, "publish"], total)
+
+    def test_set_permits_and_counts(self):
+        set_keys = [PES, PES_CHANNEL, PES_TIMEOUTS]
+        self.counts(NOW, integer(0), integer(0))
+        self.check("pes_set_permits", set_keys, [3, "publish"], NIL)
+        self.acquire([b"a", b"b"], NOW + 1000, NOW, bulk("OK"))
+        self.counts(NOW, integer(2), integer(3))
+        self.check("pes_set_permits", set_keys, [3, "publish"], NIL)  # already 3 in all
+        self.check("pes_set_permits", set_keys, [5, "publish"], NIL)
+        self.assertReply(bulk("3"), "GET", PES)
+        self.check("pes_set_permits", set_keys, [1, "publish"], NIL)  # 2 out: -1 left
+        self.assertReply(bulk("-1"), "GET", PES)
+        self.counts(NOW + 2000, integer(0), integer(1))  # both expired: back
+        self.assertEqual(self.c.cmd("SET", PES, "x"), OK)
+        self.check("pes_get_permits", [PES, PES_TIMEOUTS, PES_CHANNEL], [NOW, "publish"],
+                   script_error(b"ERR user_script:1: attempt to perform arithmetic on a nil value",
+                                "pes_get_permits", 1))
+        self.check("pes_set_permits", set_keys, [1, "publish"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on a nil value",
+            "pes_set_permits", 1))
+
+    def acquire(self, ids, expiry, now, expected):
+        self.check("pes_try_acquire", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                   [len(ids), expiry, now, NEVER, "publish"] + ids, expected)
+
+    def available(self, now, expected):
+        self.check("pes_available_permits", [PES, PES_TIMEOUTS, PES_CHANNEL], [now, "publish"],
+                   expected)
+
+    def test_permits_expire_and_come_back(self):
+        a, b, c, d = (bytes([i]) * 8 + b"\x00\xff\r\n" + bytes([i]) * 4 for i in range(1, 5))
+        sub = self.conn()
+        sub.cmd("SUBSCRIBE", PES_CHANNEL)
+        self.acquire([a], NOW + 1000, NOW, NIL)  # no permits set: nothing out, nil
+        self.check("sema_try_set_permits", [PES, PES_CHANNEL], [2, "publish"], integer(1))
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(PES_CHANNEL) + bulk("2"))
+        self.acquire([a], NOW + 1000, NOW, bulk("OK"))
+        self.acquire([b], NEVER, NOW, bulk("OK"))
+        self.acquire([c], NOW + 5000, NOW, bulk(":%d" % (NOW + 1000)))  # none left: nearest
+        self.available(NOW, bulk("0"))
+        # a's lease runs out: the next script takes it back (and publishes the count).
+        self.acquire([c, d], NOW + 5000, NOW + 2000, NIL)  # 1 left, 2 asked; b never expires
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(PES_CHANNEL) + bulk("1"))
+        self.acquire([c], NOW + 5000, NOW + 2000, bulk("OK"))
+        self.assertReply(b"*4\r\n" + bulk(c) + bulk(str(NOW + 5000)) + bulk(b) + bulk(str(NEVER)),
+                         "ZRANGE", PES_TIMEOUTS, 0, -1, "WITHSCORES")
+        self.check("pes_update_lease_time", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                   [c, NOW + 9000, NOW + 2000, "publish"], integer(1))
+        self.check("pes_update_lease_time", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                   [a, NOW + 9000, NOW + 2000, "publish"], integer(0))
+        self.check("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], [c, 1, NOW + 3000, "publish"],
+                   integer(1))
+        self.check("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], [c, 1, NOW + 3000, "publish"],
+                   integer(0))  # gone
+        self.available(NOW + 3000, bulk("1"))
+        self.check("pes_add_permits", [PES, PES_CHANNEL], [2, "publish"], NIL)
+        self.available(NOW + 3000, bulk("3"))
+        self.acquire([a, c, d], NOW + 5000, NOW + 3000, bulk("OK"))
+        self.check("pes_try_release_many", [PES, PES_CHANNEL, PES_TIMEOUTS],
+                   [2, NOW + 3000, "publish", a, b], integer(2))
+        self.available(NOW + 9000, integer(4))  # c and d expired: taken back, the count
+        self.check("pes_try_release_many", [PES, PES_CHANNEL, PES_TIMEOUTS],
+                   [1, NOW + 9000, "publish", c], integer(0))
+        self.check("pes_add_permits", [PES, PES_CHANNEL], [-3, "publish"], NIL)
+        self.available(NOW + 9000, bulk("1"))
+        self.assertReply(integer(0), "EXISTS", PES_TIMEOUTS)
+
+    def test_errors(self):
+        self.assertEqual(self.c.cmd("SET", PES, "x"), OK)
+        self.acquire([b"id"], NEVER, NOW, script_error(
+            b"ERR user_script:1: attempt to compare number with nil", "pes_try_acquire", 1))
+        self.check("pes_add_permits", [PES, PES_CHANNEL], [1, "publish"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on a nil value",
+            "pes_add_permits", 1))
+        self.assertEqual(self.c.cmd("SET", PES_TIMEOUTS, "x"), OK)
+        for name, keys, args in (
+                ("pes_try_acquire", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                 [1, NEVER, NOW, NEVER, "publish", "id"]),
+                ("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], ["id", 1, NOW, "publish"]),
+                ("pes_try_release_many", [PES, PES_CHANNEL, PES_TIMEOUTS],
+                 [1, NOW, "publish", "id"]),
+                ("pes_available_permits", [PES, PES_TIMEOUTS, PES_CHANNEL], [NOW, "publish"]),
+                ("pes_update_lease_time", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                 ["id", NOW, NOW, "publish"])):
+            with self.subTest(name):
+                self.check(name, keys, args, script_error(WRONGTYPE_MSG, name, 1))
+        self.assertEqual(self.c.cmd("DEL", PES_TIMEOUTS), integer(1))
+        self.check("pes_try_release_many", [PES, PES_CHANNEL, PES_TIMEOUTS], [0, NOW, "publish"],
+                   script_error(b"ERR Wrong number of args calling Redis command from script",
+                                "pes_try_release_many", 1))
+        self.assertEqual(self.c.cmd("ZADD", PES_TIMEOUTS, NOW, "id"), integer(1))
+        self.check("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], ["id", 1, NOW, "publish"],
+                   script_error(NOT_INTEGER_MSG, "pes_try_release", 1))
+        self.check("pes_available_permits", [PES, PES_TIMEOUTS, PES_CHANNEL], [NOW, "publish"],
+                   bulk("x"))  # the failed release removed "id" first; GET
+        self.assertEqual(self.c.cmd("SET", PES, "5"), OK)
+        self.assertEqual(self.c.cmd("ZADD", PES_TIMEOUTS, NOW, "id"), integer(1))
+        self.check("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], ["id", 1, "x", "publish"],
+                   script_error(b"ERR user_script:1: attempt to compare number with nil",
+                                "pes_try_release", 1))
+        self.assertReply(bulk("6"), "GET", PES)
+
+
+FAIR = "fair"
+FAIR_KEYS = [FAIR, "redisson_lock_queue:{fair}", "redisson_lock_timeout:{fair}"]
+FAIR_CHANNEL = "redisson_lock__channel:{fair}"
+WAIT = 300000  # Redisson's default threadWaitTime (5 minutes)
+NOW = 1700000000000  # the clients' clock, passed in ARGV
+
+
+class RedissonFairLockTest(ScriptCase):
+    """RFairLock: waiters queue in order, each with a timeout (the previous one's + the wait
+    time); the first is told when the lock is released; a waiter whose timeout passes is dropped
+    from the queue by the next script that runs. The times are the clients' (ARGV), so only the
+    lock's own PTTL depends on the server's clock."""
+
+    SCRIPTS = ("fair_acquire", "fair_try_acquire", "fair_acquire_failed", "fair_release",
+               "fair_force_unlock")
+
+    def acquire(self, holder, expected, now=NOW, lease=30000):
+        self.check("fair_acquire", FAIR_KEYS, [lease, holder, WAIT, now], expected)
+
+    def release(self, holder, n, expected, now=NOW):
+        self.check("fair_release", FAIR_KEYS + [FAIR_CHANNEL, "redisson_unlock_latch:{fair}:%d" % n],
+                   ["0", 30000, holder, now, "publish", 1000], expected)
+
+    def queue(self):
+        return harness.decode(self.c.cmd("LRANGE", FAIR_KEYS[1], 0, -1))
+
+    def timeouts(self):
+        got = harness.decode(self.c.cmd("ZRANGE", FAIR_KEYS[2], 0, -1, "WITHSCORES"))
+        return [(got[i], int(got[i + 1])) for i in range(0, len(got), 2)]
+
+    def test_queue_order_handover_and_timeout(self):
+        b_sub, c_sub = self.conn(), self.conn()
+        b_sub.cmd("SUBSCRIBE", FAIR_CHANNEL + ":B")
+        c_sub.cmd("SUBSCRIBE", FAIR_CHANNEL + ":C")
+        self.acquire("A", NIL)
+        self.acquire("A", NIL)  # re-entry
+        self.assertReply(bulk("2"), "HGET", FAIR, "A")
+        # B and C queue behind A, in order; B's timeout is the lock's PTTL + the wait, C's is
+        # B's + the wait. Asking again changes nothing.
+        got_b = harness.decode(self.ev("fair_acquire", FAIR_KEYS, [30000, "B", WAIT, NOW]))
+        self.assertTrue(29000 <= got_b <= 30000, got_b)
+        self.acquire("C", integer(got_b + WAIT))
+        self.acquire("B", integer(got_b))
+        self.acquire("C", integer(got_b + WAIT))
+        self.assertEqual(self.queue(), [b"B", b"C"])
+        self.assertEqual(self.timeouts(), [(b"B", NOW + got_b + WAIT),
+                                           (b"C", NOW + got_b + 2 * WAIT)])
+        # tryLock() without waiting never queues.
+        self.check("fair_try_acquire", FAIR_KEYS, [30000, "D", NOW, WAIT], integer(1))
+        self.check("fair_try_acquire", FAIR_KEYS, [30000, "A", NOW, WAIT], NIL)  # re-entry
+        self.assertEqual(self.queue(), [b"B", b"C"])
+        self.release("A", 1, integer(0))
+        self.release("A", 2, integer(0))
+        self.release("A", 3, integer(1))  # free: B, first in line, is told
+        self.assertEqual(b_sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" +
+                         bulk(FAIR_CHANNEL + ":B") + bulk("0"))
+        self.release("A", 3, integer(1))  # retried: the latch
+        # C may not jump the queue, and its wait is unchanged; B takes it, and C's timeout moves
+        # one wait earlier.
+        self.acquire("C", integer(got_b + WAIT))
+        self.check("fair_try_acquire", FAIR_KEYS, [30000, "C", NOW, WAIT], integer(1))
+        self.acquire("B", NIL)
+        self.assertEqual(self.queue(), [b"C"])
+        self.assertEqual(self.timeouts(), [(b"C", NOW + got_b + WAIT)])
+        # D queues behind C; then C's timeout passes (the clients' clock moves on) while it has
+        # not come back: the next script drops it from the front of the queue.
+        self.acquire("D", integer(got_b + WAIT))  # C's timeout - now
+        later = NOW + got_b + WAIT
+        self.acquire("E", integer(WAIT), now=later)  # D's timeout - later
+        self.assertEqual(self.queue(), [b"D", b"E"])
+        # D gives up (tryLock's wait ran out): E moves one wait earlier.
+        self.check("fair_acquire_failed", FAIR_KEYS[1:], ["D", WAIT], NIL)
+        self.assertEqual(self.queue(), [b"E"])
+        self.assertEqual(self.timeouts(), [(b"E", NOW + got_b + 2 * WAIT)])
+        self.check("fair_acquire_failed", FAIR_KEYS[1:], ["nobody", WAIT], NIL)
+        self.assertEqual(self.queue(), [b"E"])
+        # B releases: E is first and told; forceUnlock tells E again.
+        e_sub = self.conn()
+        e_sub.cmd("SUBSCRIBE", FAIR_CHANNEL + ":E")
+        self.release("B", 4, integer(1), now=later)
+        self.assertEqual(e_sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" +
+                         bulk(FAIR_CHANNEL + ":E") + bulk("0"))
+        self.check("fair_force_unlock", FAIR_KEYS + [FAIR_CHANNEL], ["0", later, "publish"],
+                   integer(0))
+        self.acquire("E", NIL, now=later)
+        self.assertEqual(self.queue(), [])
+        self.assertReply(integer(0), "EXISTS", FAIR_KEYS[1], FAIR_KEYS[2])
+        self.check("fair_force_unlock", FAIR_KEYS + [FAIR_CHANNEL], ["0", later, "publish"],
+                   integer(1))
+        self.assertReply(integer(0), "EXISTS", FAIR)
+        # C, dropped, was never told: the next thing its connection reads is a PING's reply.
+        self.assertEqual(c_sub.cmd("PING"), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n")
+
+    def test_every_waiter_timed_out(self):
+        self.acquire("A", NIL)
+        got_b = harness.decode(self.ev("fair_acquire", FAIR_KEYS, [30000, "B", WAIT, NOW]))
+        self.acquire("C", integer(got_b + WAIT))
+        # Long after both timeouts: A's release drops them both and tells nobody.
+        far = NOW + 10 * WAIT
+        self.release("A", 1, integer(1), now=far)
+        self.assertEqual(self.queue(), [])
+        self.assertReply(integer(0), "EXISTS", FAIR_KEYS[1], FAIR_KEYS[2])
+
+    def test_errors(self):
+        self.assertEqual(self.c.cmd("SET", FAIR_KEYS[1], "x"), OK)
+        for name, keys, args in (
+                ("fair_acquire", FAIR_KEYS, [30000, "A", WAIT, NOW]),
+                ("fair_try_acquire", FAIR_KEYS, [30000, "A", NOW, WAIT]),
+                ("fair_acquire_failed", FAIR_KEYS[1:], ["A", WAIT]),
+                ("fair_release", FAIR_KEYS + [FAIR_CHANNEL, "l"], ["0", 1, "A", NOW, "publish", 1]),
+                ("fair_force_unlock", FAIR_KEYS + [FAIR_CHANNEL], ["0", NOW, "publish"])):
+            with self.subTest(name):
+                self.check(name, keys, args, script_error(WRONGTYPE_MSG, name, 1))
+        self.assertEqual(self.c.cmd("DEL", FAIR_KEYS[1]), integer(1))
+        self.acquire("A", NIL)
+        self.check("fair_acquire", FAIR_KEYS, [30000, "B", WAIT], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on a nil value", "fair_acquire", 1))
+        got_b = harness.decode(self.ev("fair_acquire", FAIR_KEYS, [30000, "B", WAIT, NOW]))
+        self.assertTrue(29000 <= got_b <= 30000, got_b)
+        self.check("fair_acquire", FAIR_KEYS, [30000, "C", WAIT], script_error(
+            b"ERR user_script:1: attempt to compare number with nil", "fair_acquire", 1))
+        self.check("fair_acquire", FAIR_KEYS, [30000, "C", WAIT, NOW],
+                   script_error(READ_ONLY_MSG, "fair_acquire", 1), cmd="EVALSHA_RO")
+        self.check("fair_acquire_failed", FAIR_KEYS[1:], ["nobody", WAIT], NIL)
+        self.check("fair_acquire", FAIR_KEYS, [30000, "C", WAIT, NOW], integer(got_b + WAIT))
+        self.check("fair_acquire_failed", FAIR_KEYS[1:], ["B"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on a nil value",
+            "fair_acquire_failed", 1))
+        self.assertEqual(self.c.cmd("ZADD", FAIR_KEYS[2], "XX", NOW, "B"), integer(0))
+        self.check("fair_release", FAIR_KEYS + [FAIR_CHANNEL, "l"], ["0", 30000, "A", NOW,
+                                                                    "publish", "x"],
+                   script_error(NOT_INTEGER_MSG, "fair_release", 1))
+        self.assertEqual(self.queue(), [b"C"])  # B was dropped before the failure
+        self.assertReply(integer(0), "EXISTS", FAIR)
 
 
 # ---------------------------------------------------------------------------------------------
