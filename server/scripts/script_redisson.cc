@@ -28,6 +28,7 @@ using protocol::ReplyBuilder;
 using Type = CallReply::Type;
 
 constexpr int kLine = 1;  // every Redisson script is one line
+constexpr double kMaxReadHolds = 1e6;  // see ForEachReadHold
 
 constexpr std::string_view kGet = "get";
 constexpr std::string_view kSet = "set";
@@ -204,6 +205,14 @@ bool ForEachReadHold(ScriptRun& r, LuaArg lock, F&& fn) {
     if (!r.Call(kLine, {&kHGet, lock, &f}, &v)) return false;
     const std::optional<double> counter = ToNumber(v);
     if (!counter) continue;
+    // Redisson's hold counts are small. A count this large (written by hand) would keep Redis
+    // in the script for hours, or forever past 2^53; deadbolt refuses instead of stalling its
+    // reactor: the one place its reply differs from Redis's.
+    if (*counter > kMaxReadHolds) {
+      return r.Fail("ERR deadbolt: a read lock hold count above 1000000 (field '" + field +
+                        "'): the script would not finish",
+                    kLine);
+    }
     for (double i = *counter; i >= 1; i -= 1) {
       if (!fn(field, i)) return false;
     }

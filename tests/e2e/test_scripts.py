@@ -1061,6 +1061,14 @@ class RedissonPrimitivesTest(ScriptCase):
         self.write_release("c5:1", 21, integer(1))
         self.assertReply(integer(0), "EXISTS", RW)
 
+    @unittest.skipIf(AGAINST_REDIS, "Redis would loop in the script for hours")
+    def test_huge_read_hold_count_is_refused(self):
+        self.assertEqual(self.c.cmd("HSET", RW, "mode", "read", "c1:1", "1", "c2:1", "2000000"),
+                         integer(3))
+        got = self.ev("rw_read_renew", [RW, "{rw}"], [30000, "c1:1"])
+        self.assertTrue(got.startswith(b"-ERR deadbolt: a read lock hold count above 1000000"),
+                        got)
+
     def test_read_write_lock_errors(self):
         self.assertEqual(self.c.cmd("SET", RW, "x"), OK)
         for name, keys, args in (

@@ -129,12 +129,13 @@ test('Semaphore: 10 contenders, limit 3, never more than 3 holders', async () =>
 test('Semaphore: the 4th is refused while 3 hold; refresh keeps a holder past its timeout', async () => {
   const c = client();
   await c.del('semaphore:sem11');
-  const opts = { lockTimeout: 400, refreshInterval: 100, acquireTimeout: 200, retryInterval: 20 };
+  // Refreshed every 100 ms, a holder survives timers late by up to 1.4 s (a loaded machine).
+  const opts = { lockTimeout: 1500, refreshInterval: 100, acquireTimeout: 200, retryInterval: 20 };
   const holders = [0, 1, 2].map(() => new Semaphore(client(), 'sem11', 3, opts));
   for (const h of holders) await h.acquire();
   const fourth = new Semaphore(client(), 'sem11', 3, opts);
   assert.equal(await fourth.tryAcquire(), false);
-  await sleep(1200);  // three lock timeouts: only the refresh script keeps them
+  await sleep(3500);  // over two lock timeouts: only the refresh script keeps them
   assert.equal(await c.zcard('semaphore:sem11'), 3);
   assert.equal(await fourth.tryAcquire(), false);
   assert.ok(holders.every((h) => h.isAcquired));
@@ -161,11 +162,12 @@ test('MultiSemaphore: 10 contenders taking 1 or 2 permits of 3, never more than 
   });
   assert.equal(await c.exists('semaphore:msem10'), 0);
   // Refresh keeps a holder's permits; release removes all of them.
-  const opts = { lockTimeout: 400, refreshInterval: 100, acquireTimeout: 200, retryInterval: 20 };
+  // Refreshed every 100 ms, a holder survives timers late by up to 1.4 s (a loaded machine).
+  const opts = { lockTimeout: 1500, refreshInterval: 100, acquireTimeout: 200, retryInterval: 20 };
   const m = new MultiSemaphore(client(), 'msem11', 3, 2, opts);
   await c.del('semaphore:msem11');
   await m.acquire();
-  await sleep(1000);
+  await sleep(3500);  // over two lock timeouts
   assert.deepEqual(await c.zrange('semaphore:msem11', 0, -1),
                    [`${m.identifier}_0`, `${m.identifier}_1`]);
   assert.equal(await new MultiSemaphore(client(), 'msem11', 3, 2, opts).tryAcquire(), false);
@@ -196,12 +198,13 @@ test('RedlockMultiSemaphore over 3 servers: permits on a quorum, released everyw
   const servers = ports();
   const admin = servers.map((p) => client({ port: p }));
   for (const a of admin) await a.del('semaphore:rmsem');
-  const opts = { lockTimeout: 400, refreshInterval: 100, acquireTimeout: 200, retryInterval: 20 };
+  // Refreshed every 100 ms, a holder survives timers late by up to 1.4 s (a loaded machine).
+  const opts = { lockTimeout: 1500, refreshInterval: 100, acquireTimeout: 200, retryInterval: 20 };
   const make = (permits) => new RedlockMultiSemaphore(servers.map((p) => client({ port: p })),
                                                       'rmsem', 3, permits, opts);
   const two = make(2);
   await two.acquire();
-  await sleep(1000);  // refreshed on every server
+  await sleep(3500);  // over two lock timeouts: refreshed on every server
   for (const a of admin) assert.equal(await a.zcard('semaphore:rmsem'), 2);
   assert.equal(await make(2).tryAcquire(), false);
   const one = make(1);
