@@ -105,6 +105,10 @@ inline constexpr std::string_view kScriptWriteInReadOnly =
     "ERR Write commands are not allowed from read-only scripts.";
 inline constexpr std::string_view kScriptUnknownCommand =
     "ERR Unknown Redis command called from script";
+inline constexpr std::string_view kScriptWrongArity =
+    "ERR Wrong number of args calling Redis command from script";
+inline constexpr std::string_view kScriptNotAllowed =
+    "ERR This Redis command is not allowed from script";
 // An error raised inside a script, as Redis 7.0 replies it: "WRONGTYPE Operation against a key
 // holding the wrong kind of value script: <sha>, on @user_script:2."
 inline std::string ScriptError(std::string_view error, std::string_view sha, int line) {
@@ -121,6 +125,12 @@ inline std::string ScriptError(std::string_view error, std::string_view sha, int
 inline std::string ScriptArithmeticError(int line, std::string_view lua_type) {
   return "ERR user_script:" + std::to_string(line) +
          ": attempt to perform arithmetic on field '?' (a " + std::string(lua_type) + " value)";
+}
+
+// Any other error of Lua itself at `line` of a script: "ERR user_script:7: attempt to perform
+// arithmetic on local 'now' (a nil value)".
+inline std::string ScriptLuaError(int line, std::string_view message) {
+  return "ERR user_script:" + std::to_string(line) + ": " + std::string(message);
 }
 
 // --- pub/sub ---

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "server/base/error_strings.h"
+#include "server/scripts/script_families.h"
 #include "server/scripts/script_multikey.h"
 #include "server/scripts/script_run.h"
 
@@ -356,6 +357,8 @@ struct Catalog {
   Catalog() {
     AddSingleKeyScripts(&all);
     AddMultiKeyScripts(&all);
+    AddSemaphoreScripts(&all);
+    AddRedissonScripts(&all);
     for (const ScriptInfo& s : all) by_digest.emplace(s.digest, &s);
   }
   std::vector<ScriptInfo> all;
@@ -368,6 +371,13 @@ const Catalog& TheCatalog() {
 }
 
 }  // namespace
+
+ScriptInfo MakeScript(std::string_view sha, std::string_view client, std::string_view name,
+                      int num_keys, ScriptShardFn run, bool acquires) {
+  ScriptInfo s = Entry(sha, client, name, num_keys, run);
+  s.acquires = acquires;
+  return s;
+}
 
 absl::Span<const ScriptInfo> AllScripts() { return TheCatalog().all; }
 

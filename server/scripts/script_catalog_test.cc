@@ -287,5 +287,32 @@ TEST_F(ScriptRunTest, RedlockOneShard) {
   EXPECT_TRUE(db().Exists("s1", now_));
 }
 
+constexpr std::string_view kSemAcquire = "43ebdb49120d170e08af560cb4e46e36f8585936";
+constexpr std::string_view kMultiSemRelease = "0bd1010c98f1ddd70a6024fd374489a8ea3d2c12";
+
+// Scripts whose redis.call()s run through the command handlers (ScriptRun::Call).
+TEST_F(ScriptRunTest, SemaphoreThroughCommandHandlers) {
+  EXPECT_EQ(Eval(kSemAcquire, {"s"}, {"2", "a", "500", "1000"}), ":1\r\n");
+  EXPECT_EQ(Eval(kSemAcquire, {"s"}, {"2", "b", "500", "1001"}), ":1\r\n");
+  EXPECT_EQ(Eval(kSemAcquire, {"s"}, {"2", "c", "500", "1002"}), ":0\r\n");
+  EXPECT_EQ(*db().ZCard("s", now_), 2);
+  EXPECT_EQ(db().Pttl("s", now_), 500);
+  EXPECT_EQ(Eval(kSemAcquire, {"s"}, {"2", "c", "500", "1501"}), ":1\r\n");  // a, b expired
+  EXPECT_EQ(*db().ZScore("s", "c", now_), std::optional<double>(1501));
+  EXPECT_EQ(Eval(kSemAcquire, {"s"}, {"2", "d", "500", "1501"}, /*read_only=*/true),
+            "-ERR Write commands are not allowed from read-only scripts. script: "
+            "43ebdb49120d170e08af560cb4e46e36f8585936, on @user_script:9.\r\n");
+  EXPECT_EQ(Eval(kSemAcquire, {"s"}, {"2", "d", "500"}),
+            "-ERR user_script:7: attempt to perform arithmetic on local 'now' (a nil value) "
+            "script: 43ebdb49120d170e08af560cb4e46e36f8585936, on @user_script:7.\r\n");
+  SetString("str", "v");
+  EXPECT_EQ(Eval(kSemAcquire, {"str"}, {"2", "d", "500", "1"}),
+            "-WRONGTYPE Operation against a key holding the wrong kind of value script: "
+            "43ebdb49120d170e08af560cb4e46e36f8585936, on @user_script:9.\r\n");
+  EXPECT_EQ(Eval(kMultiSemRelease, {"s"}, {"0", "c"}),
+            "-ERR Wrong number of args calling Redis command from script script: "
+            "0bd1010c98f1ddd70a6024fd374489a8ea3d2c12, on @user_script:11.\r\n");
+}
+
 }  // namespace
 }  // namespace deadbolt::server

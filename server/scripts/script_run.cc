@@ -25,10 +25,95 @@ int64_t DefaultPublish(bool shard_channel, std::string_view channel, std::string
                        shard_channel ? PubSubKind::kShard : PubSubKind::kChannel, channel, message);
 }
 
+// Parses one RESP2 reply at *pos of `in` (a handler's whole, well-formed output) into `out`.
+// An error reply sets *error instead.
+void ParseReply(std::string_view in, size_t* pos, CallReply* out, std::string_view* error) {
+  const char type = in[*pos];
+  const size_t eol = in.find("\r\n", *pos);
+  const std::string_view line = in.substr(*pos + 1, eol - *pos - 1);
+  *pos = eol + 2;
+  int64_t n = 0;
+  switch (type) {
+    case '+':
+      out->type = CallReply::Type::kStatus;
+      out->str.assign(line);
+      return;
+    case '-':
+      *error = line;
+      return;
+    case ':':
+      StringToInt64(line, &n);
+      out->type = CallReply::Type::kInteger;
+      out->integer = n;
+      return;
+    case '$':
+      StringToInt64(line, &n);
+      if (n < 0) {
+        out->type = CallReply::Type::kFalse;
+        return;
+      }
+      out->type = CallReply::Type::kString;
+      out->str.assign(in.substr(*pos, static_cast<size_t>(n)));
+      *pos += static_cast<size_t>(n) + 2;
+      return;
+    default:  // '*'
+      StringToInt64(line, &n);
+      if (n < 0) {
+        out->type = CallReply::Type::kFalse;
+        return;
+      }
+      out->type = CallReply::Type::kArray;
+      out->elements.resize(static_cast<size_t>(n));
+      for (CallReply& e : out->elements) ParseReply(in, pos, &e, error);
+      return;
+  }
+}
+
 }  // namespace
 
 ScriptRun::ScriptRun(const ScriptCall& call, ShardCtx& ctx)
-    : call_(call), ctx_(ctx), db_(&ctx.db) {}
+    : call_(call), ctx_(ctx), db_(&ctx.db), db_index_(ctx.db_index) {}
+
+bool ScriptRun::Call(int line, std::initializer_list<LuaArg> args, CallReply* reply) {
+  return Call(line, absl::Span<const LuaArg>(args.begin(), args.size()), reply);
+}
+
+bool ScriptRun::Call(int line, absl::Span<const LuaArg> args, CallReply* reply) {
+  call_args_.clear();
+  for (LuaArg a : args) {
+    if (a == nullptr) return FailArgs(line);
+    call_args_.push_back(*a);
+  }
+  // PUBLISH / SPUBLISH run on the connection's reactor, not on a shard: as Redisson names them.
+  if (EqualsIgnoreCase(call_args_[0], "publish") || EqualsIgnoreCase(call_args_[0], "spublish")) {
+    if (call_args_.size() != 3) return Fail(errors::kScriptWrongArity, line);
+    if (!Publish(args[0], args[1], args[2], line)) return false;
+    if (reply) {
+      *reply = CallReply();
+      reply->type = CallReply::Type::kInteger;
+    }
+    return true;
+  }
+  const CommandSpec* spec = CommandTable::Get().Find(call_args_[0]);
+  if (spec == nullptr) return Fail(errors::kScriptUnknownCommand, line);
+  if (!spec->ArityOk(call_args_.size())) return Fail(errors::kScriptWrongArity, line);
+  if ((spec->flags & kNoScript) || spec->shard_handler == nullptr) {
+    return Fail(errors::kScriptNotAllowed, line);
+  }
+  if ((spec->flags & kWrite) && call_.read_only) return Fail(errors::kScriptWriteInReadOnly, line);
+  call_out_.clear();
+  protocol::ReplyBuilder rb(&call_out_, 2);
+  ShardCtx ctx{ctx_.shard, *db_, db_index_, ctx_.now_ms, ctx_.config, rb};
+  spec->shard_handler(CmdArgs(call_args_.data(), call_args_.size()), ctx);
+  CallReply ignored;
+  CallReply* out = reply ? reply : &ignored;
+  *out = CallReply();
+  std::string_view error;
+  size_t pos = 0;
+  if (!call_out_.empty()) ParseReply(call_out_, &pos, out, &error);
+  if (!error.empty()) return Fail(error, line);
+  return true;
+}
 
 bool ScriptRun::Fail(std::string_view redis_error, int line) {
   error_ = errors::ScriptError(redis_error, script().sha, line);
@@ -148,6 +233,7 @@ void ScriptRun::PcallSelect(LuaArg db) {
   if (!StringToInt64(LuaNumberText(n, buf), &index)) return;
   if (index < 0 || index >= ctx_.config.databases || index >= ctx_.shard.num_dbs()) return;
   db_ = &ctx_.shard.db(static_cast<int>(index));
+  db_index_ = static_cast<int>(index);
 }
 
 bool LuaToNumber(std::string_view s, double* out) {

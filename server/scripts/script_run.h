@@ -9,6 +9,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <absl/types/span.h>
 
 #include "server/cmdtable/command.h"
 #include "server/scripts/script_catalog.h"
@@ -18,6 +21,18 @@ namespace deadbolt::server {
 
 // A Lua value passed to redis.call(): a string, or nil (nullptr).
 using LuaArg = const std::string_view*;
+
+// What a redis.call() returned, as the script sees it: Redis 7.0 converts the command's RESP2
+// reply to Lua (a nil bulk or nil array is false, a status reply a table with `ok`, an array a
+// table). Owns its strings: a script keeps replies across later calls.
+struct CallReply {
+  enum class Type : uint8_t { kFalse, kInteger, kString, kStatus, kArray };
+  Type type = Type::kFalse;
+  int64_t integer = 0;
+  std::string str;                  // kString, kStatus
+  std::vector<CallReply> elements;  // kArray
+  bool truthy() const { return type != Type::kFalse; }
+};
 
 // Lives on the stack of the thread running the script on one shard, for one call (or one phase of
 // a call that fans out). Each redis.call() emulation returns false when the call raised an
@@ -42,6 +57,12 @@ class ScriptRun {
   }
 
   // --- redis.call() ---
+  // redis.call(args...) of any command deadbolt has, run by its own handler on this shard, with
+  // Redis 7.0's checks in its order: a nil argument, an unknown command, the arity, a command
+  // scripts may not call, a write in a read-only script; then the command's own error, if any,
+  // fails the script. `args[0]` is the command name. False after recording the error.
+  bool Call(int line, std::initializer_list<LuaArg> args, CallReply* reply = nullptr);
+  bool Call(int line, absl::Span<const LuaArg> args, CallReply* reply = nullptr);
   // GET: *value is nullopt for a missing key (Lua false).
   bool Get(LuaArg key, int line, std::optional<std::string_view>* value);
   bool Exists(LuaArg key, int line, bool* exists);
@@ -79,7 +100,10 @@ class ScriptRun {
   const ScriptCall& call_;
   ShardCtx& ctx_;
   shard::Db* db_;
+  int db_index_;
   std::string error_;
+  std::string call_out_;  // the last Call()'s RESP2 reply, parsed into a CallReply
+  std::vector<std::string_view> call_args_;
 };
 
 // Lua 5.1's string to number coercion (luaO_str2d: strtod, then hex, trailing spaces allowed),

@@ -35,6 +35,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import redisson_texts  # noqa: E402
 from harness import NIL, NULL3, OK, WRONGTYPE, bulk, error, integer  # noqa: E402
 from test_atomicity import on_shard, shard_of  # noqa: E402
 
@@ -69,6 +70,42 @@ SHAS = {
     "redisson_release_publish": "3ffe249c16dee540ac8ab32e39bd408626b9aff7",
     "redisson_renew": "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635",
     "redisson_renew_one": "8e19a1ddbdee9138df9f32a480c57addab4353d1",
+    # Redisson RReadWriteLock, RSemaphore, RCountDownLatch, RSpinLock, RFencedLock (texts:
+    # redisson_texts.py)
+    "rw_read_acquire": "95553a6ff11176c18e71344e89d116b06fd6f753",
+    "rw_read_release": "5947c0fee6ca25ae094ec1b3e7a2559a9273d29f",
+    "rw_read_renew": "6563941ff57e01b8cf61e86907b80686438a2f74",
+    "rw_read_force_unlock": "27dbe744e95c1d854a7f556cc6817030de2d0d01",
+    "rw_read_is_locked": "8ad44f1ba014938c20da38206b6d496c85ec1aed",
+    "rw_write_acquire": "6306ba3bf1f563b284bed52d305fce615c6664d9",
+    "rw_write_release": "d29c5559782035515d32e926762830b3304b49be",
+    "rw_write_force_unlock": "2e2cb2a3b13e2e80e4236ef6a25beaf365dba608",
+    "sema_try_acquire": "c7dc9d189c1715465a31a06ddbc008585e0c20be",
+    "sema_release": "ae27582488dd01f4e238cc0733a12146d410eb44",
+    "sema_drain": "c87766d572855e9461c4ecd453db5d1cbab6119e",
+    "sema_try_set_permits": "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
+    "sema_add_permits": "98238d408c6755085344670d3a2ddaa55cf177a9",
+    "latch_count_down": "38060fab26b0e7c5982a5cfd7ad542e44d3da19b",
+    "latch_try_set_count": "2a52d54a6f35bc8af5e84a2930b2ca1aa2a15892",
+    "latch_delete": "47aed1b8133417c9bc009ffc08602e37ed4a1bb3",
+    "spin_release": "73ac2729af29ea9a975f95e8097f7ee9a74cce3d",
+    "spin_force_unlock": "51b433c3cc9a6ca991b3aefec63d23490c246318",
+    "fenced_acquire_token": "49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45",
+    "fenced_acquire": "46b5551ba403d6152a7a6eca122e08728d6c8c66",
+    "pes_try_acquire": "992c96b09a3d8ea0b37f5dc12e5347a44d93909d",
+    "pes_try_release": "4ce079451bee2993ce00c8a4e205b536c6ccad67",
+    "pes_try_release_many": "bb41a8ec1cd921c89e9d8f2ddde38ad13a2e8b74",
+    "pes_available_permits": "26b3972b2c9e617556282f404cb79709d746a713",
+    "pes_add_permits": "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0",
+    "pes_update_lease_time": "2298b02cc67a89f2a638e47503db3675c73d77f5",
+    "pes_acquired_permits": "6f0b0be79a0c146c778cb14f40c10eb5b706e574",
+    "pes_get_permits": "e242db5c1c68811b0d26a41937dcf22415b6d872",
+    "pes_set_permits": "494d8561fee0cdb033f6c28d74c052c52189a578",
+    "fair_acquire": "762bfafa6be221431a0b668685dd15c926483619",
+    "fair_try_acquire": "aa0a28d2eb7cbeb50151315a58eb75302d8dfa40",
+    "fair_acquire_failed": "d1ddef65ad80886b5d36e023c99930044ddd653a",
+    "fair_release": "ca303f8587d0942f8a0021f62338626ca4dd0118",
+    "fair_force_unlock": "047c11d7fec40d0102fe9903ff1e19e9a1dec610",
     # go-redsync v4
     "redsync_delete": "e950836ed1e694540c503ef9972b8de518044d3b",
     "redsync_touch": "d75bb8b5bd13532ddedd17762e772346e39b321e",
@@ -77,6 +114,13 @@ SHAS = {
     # redis-semaphore Mutex
     "semaphore_refresh": "594683e49a64ebaf975caf5f8079a1d097c438f1",
     "semaphore_release": "7157921a7cc7cfba979acf6d63f073151df17d12",
+    # redis-semaphore Semaphore / MultiSemaphore (also sent by RedlockSemaphore and
+    # RedlockMultiSemaphore to each server)
+    "sem_acquire": "43ebdb49120d170e08af560cb4e46e36f8585936",
+    "sem_refresh": "999a49a1d07671a8027165641001f5bad44608b3",
+    "msem_acquire": "10c1c2e05e7c48aa5824d227b8c51abcde87b18e",
+    "msem_refresh": "2327bcdc5edb5b8687f6d19b5e1f42b815ebddab",
+    "msem_release": "0bd1010c98f1ddd70a6024fd374489a8ea3d2c12",
     # node-redlock
     "redlock4_acquire": "e5a322e2634ef59a516e8ea150cb085afafee684",
     "redlock4_extend": "ce46f80993d5dac20dd066eb301a4e37994bdbed",
@@ -164,6 +208,17 @@ tryRead('semaphore', () => {
   const grab = f => fs.readFileSync(path.join(lib, f), 'utf8').match(/createEval\)\(`([\s\S]*?)`, 1\)/)[1];
   return {refresh: grab('refresh.js'), release: grab('release.js')};
 });
+tryRead('sem', () => {
+  const lib = path.join(nm, 'redis-semaphore/lib/semaphore');
+  const grab = f => fs.readFileSync(path.join(lib, f), 'utf8').match(/createEval\)\(`([\s\S]*?)`, 1\)/)[1];
+  return {acquire: grab('acquire/lua.js'), refresh: grab('refresh/lua.js')};
+});
+tryRead('msem', () => {
+  const lib = path.join(nm, 'redis-semaphore/lib/multiSemaphore');
+  const grab = f => fs.readFileSync(path.join(lib, f), 'utf8').match(/createEval\)\(`([\s\S]*?)`, 1\)/)[1];
+  return {acquire: grab('acquire/lua.js'), refresh: grab('refresh/lua.js'),
+          release: grab('release/lua.js')};
+});
 process.stdout.write(JSON.stringify(out));
 """
 
@@ -173,6 +228,7 @@ _TEXTS = None
 def _load_texts():
     texts = dict(CLASSIC_TEXTS)
     texts.update(SEED_TEXTS)
+    texts.update(redisson_texts.TEXTS)
     try:
         from redis.lock import Lock  # Debian's python3-redis
         texts["py_release"] = Lock.LUA_RELEASE_SCRIPT
@@ -251,6 +307,7 @@ class ScriptCase(harness.ServerTestCase):
             self.assertEqual(self.c.cmd("SCRIPT", "LOAD", text), bulk(SHAS[name]), name)
 
     def ev(self, name, keys, args=(), c=None, cmd="EVALSHA"):
+        args = [repr(a) if isinstance(a, float) else a for a in args]
         return (c or self.c).cmd(cmd, SHAS[name], len(keys), *keys, *args)
 
     def check(self, name, keys, args, expected, c=None, cmd="EVALSHA"):
@@ -488,6 +545,161 @@ class CompareAndDeleteTest(ScriptCase):
                    script_error(NOT_INTEGER_MSG, "semaphore_refresh", 9))
         self.check("semaphore_refresh", ["m"], ["id1"],
                    script_error(NIL_ARG_MSG, "semaphore_refresh", 9))
+
+
+def zrange_reply(*pairs):
+    """ZRANGE ... WITHSCORES in RESP2: member, score, ..."""
+    return b"*%d\r\n" % (2 * len(pairs)) + b"".join(bulk(m) + bulk(str(sc)) for m, sc in pairs)
+
+
+def lua_error(line, message, name):
+    """An error of Lua itself (arithmetic, comparison, concatenation) inside a script."""
+    return script_error(b"ERR user_script:%d: %s" % (line, message.encode()), name, line)
+
+
+class SemaphoreScriptsTest(ScriptCase):
+    """redis-semaphore's Semaphore and MultiSemaphore: a sorted set of holder -> time of its
+    last acquire or refresh (the client's clock, ARGV); holders older than the lock timeout are
+    dropped first. KEYS and ARGV as the client sends them."""
+
+    SCRIPTS = ("sem_acquire", "sem_refresh", "msem_acquire", "msem_refresh", "msem_release")
+    KEY = "semaphore:s"
+
+    def test_semaphore_acquire_refresh_release(self):
+        k = self.KEY
+        self.check("sem_acquire", [k], [2, "id1", 500, 1000], integer(1))
+        self.assertTTL(k, 400, 500, cmd="PTTL")
+        self.check("sem_acquire", [k], [2, "id2", 500, 1001], integer(1))
+        self.check("sem_acquire", [k], [2, "id3", 500, 1002], integer(0))  # full
+        self.assertReply(zrange_reply(("id1", 1000), ("id2", 1001)), "ZRANGE", k, 0, -1,
+                         "WITHSCORES")
+        self.check("sem_refresh", [k], [2, "id1", 500, 1400], integer(1))
+        self.check("sem_refresh", [k], [2, "id3", 500, 1400], integer(0))  # not a holder
+        # id2's time (1001) is older than now - lockTimeout: it has expired and makes room.
+        self.check("sem_acquire", [k], [2, "id3", 500, 1600], integer(1))
+        self.assertReply(zrange_reply(("id1", 1400), ("id3", 1600)), "ZRANGE", k, 0, -1,
+                         "WITHSCORES")
+        self.check("sem_refresh", [k], [2, "id2", 500, 1600], integer(0))
+        self.assertReply(integer(1), "ZREM", k, "id1")  # Semaphore's release
+        self.check("sem_acquire", [k], ["0x2", "id4", " 500 ", "1.6e3"], integer(1))
+        self.check("sem_acquire", [k], [2.5, "id5", 500, 1600], integer(1))  # 2 < 2.5
+        self.check("sem_acquire", [k], ["nan", "id6", 500, 1600], integer(0))
+        self.assertReply(integer(3), "ZCARD", k)
+        # A lock timeout of 0: added, then PEXPIRE 0 removes the key.
+        self.check("sem_acquire", ["z"], [2, "id", 0, 1000], integer(1))
+        self.assertReply(integer(0), "EXISTS", "z")
+
+    def test_semaphore_errors(self):
+        k = self.KEY
+        self.assertEqual(self.c.cmd("SET", "str", "v"), OK)
+        for name in ("sem_acquire", "sem_refresh"):
+            with self.subTest(name):
+                self.check(name, [k], [2, "id"], lua_error(
+                    7, "attempt to perform arithmetic on local 'now' (a nil value)", name))
+                self.check(name, [k], [2, "id", 500, "abc"], lua_error(
+                    7, "attempt to perform arithmetic on local 'now' (a nil value)", name))
+                self.check(name, [k], [2, "id", "x", 1000], lua_error(
+                    7, "attempt to perform arithmetic on local 'lockTimeout' (a nil value)", name))
+                self.check(name, [], [2, "id", 500, 1000], script_error(NIL_ARG_MSG, name, 9))
+                self.check(name, ["str"], [2, "id", 500, 1000],
+                           script_error(WRONGTYPE_MSG, name, 9))
+                self.check(name, [k], [2, "id", 500, 1000], script_error(READ_ONLY_MSG, name, 9),
+                           cmd="EVALSHA_RO")
+                self.check(name, [k], [2, "id", 500, "nan"],
+                           script_error(b"ERR min or max is not a float", name, 9))
+        self.check("sem_acquire", [k], ["", "id", 500, 1000],
+                   lua_error(11, "attempt to compare number with nil", "sem_acquire"))
+        self.check("sem_refresh", [k], ["", "id", 500, 1000], integer(0))
+        # The member is added before PEXPIRE fails; it stays.
+        self.check("sem_acquire", [k], [2, "id", 1.5, 1000],
+                   script_error(NOT_INTEGER_MSG, "sem_acquire", 13))
+        self.assertReply(zrange_reply(("id", 1000)), "ZRANGE", k, 0, -1, "WITHSCORES")
+        self.check("sem_refresh", [k], ["", "id", 1.5, 1001],
+                   script_error(NOT_INTEGER_MSG, "sem_refresh", 13))
+        self.assertReply(zrange_reply(("id", 1001)), "ZRANGE", k, 0, -1, "WITHSCORES")
+        self.check("sem_acquire", [k], [2, "id2", 1.5, 1e20],
+                   script_error(NOT_INTEGER_MSG, "sem_acquire", 13))
+        self.assertReply(zrange_reply(("id2", "1e+20")), "ZRANGE", k, 0, -1, "WITHSCORES")
+        self.assertReply(integer(-1), "PTTL", k)
+
+    def test_multi_semaphore(self):
+        k = self.KEY
+        self.check("msem_acquire", [k], [5, 2, "a", 500, 1000], integer(1))
+        self.assertTTL(k, 400, 500, cmd="PTTL")
+        self.check("msem_acquire", [k], [5, 3, "b", 500, 1001], integer(1))
+        self.check("msem_acquire", [k], [5, 1, "c", 500, 1002], integer(0))  # 5 + 1 > 5
+        self.assertReply(zrange_reply(("a_0", 1000), ("a_1", 1000), ("b_0", 1001), ("b_1", 1001),
+                                      ("b_2", 1001)), "ZRANGE", k, 0, -1, "WITHSCORES")
+        self.check("msem_refresh", [k], [5, 2, "a", 500, 1300], integer(1))
+        self.check("msem_refresh", [k], [5, 1, "c", 500, 1300], integer(0))
+        self.check("msem_release", [k], [3, "b"], integer(3))
+        self.check("msem_release", [k], [3, "b"], integer(0))
+        self.check("msem_release", [k], [5, "a"], integer(2))  # only a_0 and a_1 exist
+        self.assertReply(integer(0), "EXISTS", k)
+        # Fractional permits: the loop runs floor(permits) times.
+        self.check("msem_acquire", [k], [5, 1.5, "d", 500, 2000], integer(1))
+        self.check("msem_refresh", [k], [5, 2.9, "d", 500, 2100], integer(1))  # adds d_1
+        self.assertReply(zrange_reply(("d_0", 2100), ("d_1", 2100)), "ZRANGE", k, 0, -1,
+                         "WITHSCORES")
+        # Expired holders make room: d's 2100 < 2700 - 500.
+        self.check("msem_acquire", [k], [5, 5, "e", 500, 2700], integer(1))
+        self.assertReply(integer(5), "ZCARD", k)
+        self.check("msem_refresh", [k], [5, 2, "d", 500, 2700], integer(0))
+        self.check("msem_acquire", [k], [9000, 3999.5, "big", 500, 2700], integer(1))
+        self.assertReply(integer(4004), "ZCARD", k)
+        self.check("msem_release", [k], [7999, "big"], integer(3999))
+
+    def test_multi_semaphore_errors(self):
+        k = self.KEY
+        self.assertEqual(self.c.cmd("SET", "str", "v"), OK)
+        for name in ("msem_acquire", "msem_refresh"):
+            with self.subTest(name):
+                self.check(name, [k], [5, 2, "a", 500], lua_error(
+                    8, "attempt to perform arithmetic on local 'now' (a nil value)", name))
+                self.check(name, [k], [5, 2, "a", "x", 1000], lua_error(
+                    8, "attempt to perform arithmetic on local 'lockTimeout' (a nil value)", name))
+                self.check(name, [], [5, 2, "a", 500, 1000], script_error(NIL_ARG_MSG, name, 11))
+                self.check(name, ["str"], [5, 2, "a", 500, 1000],
+                           script_error(WRONGTYPE_MSG, name, 11))
+                self.check(name, [k], [5, 2, "a", 500, 1000],
+                           script_error(READ_ONLY_MSG, name, 11), cmd="EVALSHA_RO")
+        a = "msem_acquire"
+        self.check(a, [k], [5, "", "a", 500, 1000], lua_error(
+            13, "attempt to perform arithmetic on local 'permits' (a nil value)", a))
+        self.check(a, [k], ["", 2, "a", 500, 1000],
+                   lua_error(13, "attempt to compare number with nil", a))
+        self.check(a, [k], [5, 0.5, "a", 500, 1000], script_error(
+            b"ERR Wrong number of args calling Redis command from script", a, 18))
+        self.check(a, [k], [5, -1, "a", 500, 1000], script_error(
+            b"ERR Wrong number of args calling Redis command from script", a, 18))
+        self.check(a, [k], [9000, 4000, "a", 500, 1000],
+                   lua_error(18, "too many results to unpack", a))
+        self.check(a, [k], [5, "nan", "a", 500, 1000], integer(0))
+        self.assertReply(integer(0), "EXISTS", k)
+        self.check(a, [k], [5, 1, "a", 500.5, 1000], script_error(NOT_INTEGER_MSG, a, 19))
+        self.assertReply(zrange_reply(("a_0", 1000)), "ZRANGE", k, 0, -1, "WITHSCORES")
+        r = "msem_refresh"
+        self.check(r, [k], [5, "", "a", 500, 1000], lua_error(
+            14, "attempt to perform arithmetic on local 'permits' (a nil value)", r))
+        self.check(r, [k], [5, "", "zz", 500, 1000], integer(0))
+        self.check(r, [k], [5, 0, "a", 500, 1000], script_error(
+            b"ERR Wrong number of args calling Redis command from script", r, 18))
+        self.check(r, [k], [5, 4000, "a", 500, 1000],
+                   lua_error(18, "too many results to unpack", r))
+        rel = "msem_release"
+        self.check(rel, [k], ["", "a"], lua_error(
+            7, "attempt to perform arithmetic on local 'permits' (a nil value)", rel))
+        self.check(rel, [k], [2], lua_error(
+            8, "attempt to concatenate local 'identifier' (a nil value)", rel))
+        self.check(rel, [k], [0, "a"], script_error(
+            b"ERR Wrong number of args calling Redis command from script", rel, 11))
+        self.check(rel, [k], [0], script_error(
+            b"ERR Wrong number of args calling Redis command from script", rel, 11))
+        self.check(rel, [k], [8000, "a"], lua_error(11, "too many results to unpack", rel))
+        self.check(rel, ["str"], [1, "a"], script_error(WRONGTYPE_MSG, rel, 11))
+        self.check(rel, [], [1, "a"], script_error(NIL_ARG_MSG, rel, 11))
+        self.check(rel, [k], [1, "a"], script_error(READ_ONLY_MSG, rel, 11), cmd="EVALSHA_RO")
+        self.check(rel, [k], [1, "a"], integer(1))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -742,6 +954,537 @@ class RedissonScriptsTest(ScriptCase):
         a, b = on_shard(0, "x"), on_shard(1, "x")
         self.check("redisson_release", [a, b, a], ["0", 30000, "id:1", "publish", 1000],
                    b"-CROSSSLOT Keys in request don't hash to the same slot\r\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Redisson RReadWriteLock, RSemaphore, RCountDownLatch, RSpinLock, RFencedLock (3.3x sources)
+# ---------------------------------------------------------------------------------------------
+
+RW = "rw"  # Redisson's key names for lock "rw" all hash to its slot
+RW_CHANNEL = "redisson_rwlock:{rw}"
+
+
+def rw_timeout_prefix(holder):
+    return "{rw}:%s:rwlock_timeout" % holder
+
+
+def rw_latch(n):
+    return "redisson_unlock_latch:{rw}:req%d" % n
+
+
+class RedissonPrimitivesTest(ScriptCase):
+    SCRIPTS = tuple(redisson_texts.TEXTS) + ("redisson_acquire_3x",)
+
+    def read_acquire(self, holder, expected, lease=30000):
+        self.check("rw_read_acquire", [RW, rw_timeout_prefix(holder)],
+                   [lease, holder, holder + ":write"], expected)
+
+    def read_release(self, holder, n, expected):
+        self.check("rw_read_release", [RW, RW_CHANNEL, rw_timeout_prefix(holder), "{rw}",
+                                       rw_latch(n)], ["0", holder, "publish", 1000], expected)
+
+    def write_acquire(self, holder, expected, lease=30000):
+        self.check("rw_write_acquire", [RW], [lease, holder + ":write"], expected)
+
+    def write_release(self, holder, n, expected):
+        self.check("rw_write_release", [RW, RW_CHANNEL, rw_latch(n)],
+                   ["1", 30000, holder + ":write", "publish", 1000], expected)
+
+    def test_read_write_lock(self):
+        sub = self.conn()
+        sub.cmd("SUBSCRIBE", RW_CHANNEL)
+        self.read_acquire("c1:1", NIL)
+        self.assertReply(b"*4\r\n$4\r\nmode\r\n$4\r\nread\r\n$4\r\nc1:1\r\n$1\r\n1\r\n",
+                         "HGETALL", RW)
+        self.assertReply(bulk("1"), "GET", rw_timeout_prefix("c1:1") + ":1")
+        self.assertTTL(rw_timeout_prefix("c1:1") + ":1", 29000, 30000, cmd="PTTL")
+        self.assertTTL(RW, 29000, 30000, cmd="PTTL")
+        self.read_acquire("c1:1", NIL, lease=10000)  # re-entry: keeps the longer PTTL
+        self.assertTTL(RW, 29000, 30000, cmd="PTTL")
+        self.assertTTL(rw_timeout_prefix("c1:1") + ":2", 9000, 10000, cmd="PTTL")
+        self.read_acquire("c2:1", NIL, lease=40000)  # readers share it
+        self.assertTTL(RW, 39000, 40000, cmd="PTTL")
+        self.write_acquire("c3:1", range(38000, 40001))  # readers hold it: the PTTL
+        self.check("rw_read_is_locked", [RW], [], integer(1))
+        # c1 leaves twice; the lock lives on as long as the longest read hold left.
+        self.read_release("c1:1", 1, integer(0))
+        self.assertReply(integer(0), "EXISTS", rw_timeout_prefix("c1:1") + ":2")
+        self.assertReply(bulk("0"), "GET", rw_latch(1))
+        self.read_release("c1:1", 1, integer(0))  # a retried unlock: the latch's answer
+        self.assertReply(bulk("1"), "HGET", RW, "c1:1")
+        self.read_release("c1:1", 2, integer(0))
+        self.assertReply(integer(0), "HEXISTS", RW, "c1:1")
+        self.assertTTL(RW, 38000, 40000, cmd="PTTL")
+        self.read_release("c1:1", 3, NIL)  # no longer a holder
+        self.read_release("c2:1", 4, integer(1))  # the last reader: DEL, publish "0"
+        self.assertReply(integer(0), "EXISTS", RW)
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(RW_CHANNEL) + bulk("0"))
+        self.read_release("c2:1", 5, integer(1))  # free already: publish again
+        # The writer; re-entry adds its lease to the PTTL; its own reads are allowed.
+        self.write_acquire("c3:1", NIL)
+        self.write_acquire("c3:1", NIL)
+        self.assertTTL(RW, 58000, 60000, cmd="PTTL")
+        self.assertReply(bulk("2"), "HGET", RW, "c3:1:write")
+        self.read_acquire("c3:1", NIL)
+        self.read_acquire("c4:1", range(57000, 60001))
+        self.write_acquire("c4:1", range(57000, 60001))
+        self.check("rw_read_is_locked", [RW], [], integer(1))  # mode write, a read hold too
+        self.write_release("c4:1", 6, NIL)
+        self.write_release("c3:1", 7, integer(0))
+        self.assertTTL(RW, 29000, 30000, cmd="PTTL")
+        self.write_release("c3:1", 8, integer(1))  # the read hold stays: mode read
+        self.assertReply(b"*4\r\n$4\r\nmode\r\n$4\r\nread\r\n$4\r\nc3:1\r\n$1\r\n1\r\n",
+                         "HGETALL", RW)
+        self.write_release("c3:1", 9, NIL)  # mode read: not the writer's to release
+        # The watchdog renews the hash and each read hold's timeout key.
+        self.assertEqual(self.c.cmd("PEXPIRE", rw_timeout_prefix("c3:1") + ":1", 100), integer(1))
+        self.check("rw_read_renew", [RW, "{rw}"], [50000, "c3:1"], integer(1))
+        self.assertTTL(RW, 49000, 50000, cmd="PTTL")
+        self.assertTTL(rw_timeout_prefix("c3:1") + ":1", 49000, 50000, cmd="PTTL")
+        self.check("rw_read_renew", [RW, "{rw}"], [50000, "c9:1"], integer(0))
+        self.check("rw_write_force_unlock", [RW, RW_CHANNEL], ["1", "publish"], integer(0))
+        self.check("rw_read_force_unlock", [RW, RW_CHANNEL], ["0", "publish"], integer(1))
+        self.assertReply(integer(0), "EXISTS", RW)
+        self.check("rw_read_is_locked", [RW], [], integer(0))
+        self.write_release("c3:1", 10, integer(1))  # free: publish "1", latch 1
+        self.assertReply(bulk("1"), "GET", rw_latch(10))
+
+    def test_read_release_under_a_write_hold(self):
+        """A writer's own read hold: releasing it leaves the write lock (mode write), with the
+        reply 0 and the latch 0; then the write release deletes the lock."""
+        self.write_acquire("c5:1", NIL)
+        self.read_acquire("c5:1", NIL)
+        self.read_release("c5:1", 20, integer(0))
+        self.assertReply(bulk("0"), "GET", rw_latch(20))
+        self.assertReply(b"*4\r\n$4\r\nmode\r\n$5\r\nwrite\r\n$10\r\nc5:1:write\r\n$1\r\n1\r\n",
+                         "HGETALL", RW)
+        self.write_release("c5:1", 21, integer(1))
+        self.assertReply(integer(0), "EXISTS", RW)
+
+    @unittest.skipIf(AGAINST_REDIS, "Redis would loop in the script for hours")
+    def test_huge_read_hold_count_is_refused(self):
+        self.assertEqual(self.c.cmd("HSET", RW, "mode", "read", "c1:1", "1", "c2:1", "2000000"),
+                         integer(3))
+        got = self.ev("rw_read_renew", [RW, "{rw}"], [30000, "c1:1"])
+        self.assertTrue(got.startswith(b"-ERR deadbolt: a read lock hold count above 1000000"),
+                        got)
+
+    def test_read_write_lock_errors(self):
+        self.assertEqual(self.c.cmd("SET", RW, "x"), OK)
+        for name, keys, args in (
+                ("rw_read_acquire", [RW, rw_timeout_prefix("c")], [30000, "c", "c:write"]),
+                ("rw_write_acquire", [RW], [30000, "c:write"]),
+                ("rw_read_release", [RW, RW_CHANNEL, rw_timeout_prefix("c"), "{rw}", rw_latch(1)],
+                 ["0", "c", "publish", 1000]),
+                ("rw_write_release", [RW, RW_CHANNEL, rw_latch(1)],
+                 ["1", 30000, "c:write", "publish", 1000]),
+                ("rw_read_renew", [RW, "{rw}"], [30000, "c"]),
+                ("rw_read_is_locked", [RW], [])):
+            with self.subTest(name):
+                self.check(name, keys, args, script_error(WRONGTYPE_MSG, name, 1))
+        self.assertEqual(self.c.cmd("DEL", RW), integer(1))
+        self.check("rw_read_acquire", [RW, rw_timeout_prefix("c")], [30000, "c", "c:write"],
+                   script_error(READ_ONLY_MSG, "rw_read_acquire", 1), cmd="EVALSHA_RO")
+        self.check("rw_read_acquire", [RW], [30000, "c", "c:write"], script_error(
+            b"ERR user_script:1: attempt to concatenate field '?' (a nil value)",
+            "rw_read_acquire", 1))
+        self.assertReply(b"*4\r\n$4\r\nmode\r\n$4\r\nread\r\n$1\r\nc\r\n$1\r\n1\r\n",
+                         "HGETALL", RW)  # the HSETs before the failure stay
+        self.check("rw_read_acquire", [RW, rw_timeout_prefix("c")], ["x", "c", "c:write"],
+                   script_error(b"ERR value is not an integer or out of range",
+                                "rw_read_acquire", 1))
+        self.check("rw_write_acquire", [RW], [30000, "c:write"], integer(-1))
+        self.assertEqual(self.c.cmd("DEL", RW), integer(1))
+        self.check("rw_write_acquire", [RW], [30000, "c:write"], NIL)
+        self.check("rw_write_acquire", [RW], ["x", "c:write"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on field '?' (a string value)",
+            "rw_write_acquire", 1))
+        self.check("rw_write_release", [RW, RW_CHANNEL, rw_latch(2)],
+                   ["1", 30000, "c:write", "nosuch", 1000], integer(0))
+        self.check("rw_write_release", [RW, RW_CHANNEL, rw_latch(3)],
+                   ["1", 30000, "c:write", "nosuch", 1000],
+                   script_error(b"ERR Unknown Redis command called from script",
+                                "rw_write_release", 1))
+        self.assertReply(integer(0), "EXISTS", RW)  # deleted before the call failed
+
+    def test_semaphore(self):
+        sem, ch = "sem", "redisson_sc:{sem}"
+        sub = self.conn()
+        sub.cmd("SUBSCRIBE", ch)
+        self.check("sema_try_acquire", [sem], [1], integer(0))  # no permits set
+        self.check("sema_drain", [sem], [], integer(0))
+        self.check("sema_try_set_permits", [sem, ch], [3, "publish"], integer(1))
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("3"))
+        self.check("sema_try_set_permits", [sem, ch], [5, "publish"], integer(0))
+        self.check("sema_try_acquire", [sem], [2], integer(1))
+        self.check("sema_try_acquire", [sem], [2], integer(0))
+        self.assertReply(bulk("1"), "GET", sem)
+        self.check("sema_release", [sem, ch], [2, "publish"], NIL)
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("3"))
+        self.check("sema_add_permits", [sem, ch], [4, "publish"], NIL)
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("7"))
+        self.check("sema_add_permits", [sem, ch], [-10, "publish"], NIL)
+        self.assertReply(bulk("-3"), "GET", sem)
+        self.check("sema_try_acquire", [sem], [0], integer(0))
+        self.check("sema_release", [sem, ch], [5, "publish"], NIL)
+        self.check("sema_drain", [sem], [], bulk("2"))
+        self.assertReply(bulk("0"), "GET", sem)
+        self.check("sema_add_permits", ["sem2", "redisson_sc:{sem2}"], [2, "publish"], NIL)
+        self.assertReply(bulk("2"), "GET", "sem2")
+        # Errors: Lua's comparison and arithmetic, and the commands' own.
+        self.assertEqual(self.c.cmd("SET", sem, "abc"), OK)
+        self.check("sema_try_acquire", [sem], [1], script_error(
+            b"ERR user_script:1: attempt to compare number with nil", "sema_try_acquire", 1))
+        self.check("sema_add_permits", [sem, ch], [1, "publish"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on local 'value' (a string value)",
+            "sema_add_permits", 1))
+        self.check("sema_release", [sem, ch], [1, "publish"],
+                   script_error(NOT_INTEGER_MSG, "sema_release", 1))
+        self.assertEqual(self.c.cmd("SET", sem, "4"), OK)
+        self.check("sema_try_acquire", [sem], [], script_error(
+            b"ERR user_script:1: attempt to compare nil with number", "sema_try_acquire", 1))
+        self.check("sema_try_acquire", [sem], ["x"], script_error(
+            b"ERR user_script:1: attempt to compare nil with number", "sema_try_acquire", 1))
+        self.check("sema_try_acquire", [sem], [1.5], script_error(
+            NOT_INTEGER_MSG, "sema_try_acquire", 1))
+        self.check("sema_try_acquire", [sem], [1], script_error(
+            READ_ONLY_MSG, "sema_try_acquire", 1), cmd="EVALSHA_RO")
+        self.assertEqual(self.c.cmd("DEL", sem), integer(1))
+        self.assertEqual(self.c.cmd("HSET", sem, "f", "v"), integer(1))
+        for name, keys, args in (("sema_try_acquire", [sem], [1]),
+                                 ("sema_release", [sem, ch], [1, "publish"]),
+                                 ("sema_drain", [sem], []),
+                                 ("sema_try_set_permits", [sem, ch], [1, "publish"]),
+                                 ("sema_add_permits", [sem, ch], [1, "publish"])):
+            self.check(name, keys, args, script_error(WRONGTYPE_MSG, name, 1))
+
+    def test_count_down_latch(self):
+        latch, ch = "cdl", "redisson_countdownlatch__channel__{cdl}"
+        sub = self.conn()
+        sub.cmd("SUBSCRIBE", ch)
+        self.check("latch_try_set_count", [latch, ch], ["1", 2, "publish"], integer(1))
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("1"))
+        self.check("latch_try_set_count", [latch, ch], ["1", 5, "publish"], integer(0))
+        self.check("latch_count_down", [latch, ch], ["0", "publish"], NIL)
+        self.assertReply(bulk("1"), "GET", latch)
+        self.check("latch_count_down", [latch, ch], ["0", "publish"], NIL)  # zero: DEL, publish
+        self.assertReply(integer(0), "EXISTS", latch)
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk("0"))
+        self.check("latch_count_down", [latch, ch], ["0", "publish"], NIL)  # -1: DEL, no message
+        self.assertReply(integer(0), "EXISTS", latch)
+        self.check("latch_delete", [latch, ch], ["1", "publish"], integer(0))
+        self.check("latch_try_set_count", [latch, ch], ["1", 3, "publish"], integer(1))
+        self.check("latch_delete", [latch, ch], ["1", "publish"], integer(1))
+        self.assertReply(integer(0), "EXISTS", latch)
+        self.assertEqual(self.c.cmd("SET", latch, "x"), OK)
+        self.check("latch_count_down", [latch, ch], ["0", "publish"],
+                   script_error(NOT_INTEGER_MSG, "latch_count_down", 1))
+        self.check("latch_count_down", [latch, ch], ["0", "publish"],
+                   script_error(READ_ONLY_MSG, "latch_count_down", 1), cmd="EVALSHA_RO")
+        self.check("latch_try_set_count", [latch, ch], ["1", 3, "publish"], integer(0))
+        self.check("latch_try_set_count", ["new", ch], ["1", 3], script_error(
+            NIL_ARG_MSG, "latch_try_set_count", 1))
+        self.assertReply(bulk("3"), "GET", "new")  # SET ran before the nil command
+
+    def test_spin_lock(self):
+        lock, lt = "{sp}", "redisson_unlock_latch:{sp}:r"
+        self.check("redisson_acquire_3x", [lock], [30000, "id:1"], NIL)  # RSpinLock's acquire
+        self.check("redisson_acquire_3x", [lock], [30000, "id:1"], NIL)
+        self.check("spin_release", [lock, lt + "1"], [30000, "id:2", 1000], NIL)
+        self.check("spin_release", [lock, lt + "2"], [30000, "id:1", 1000], integer(0))
+        self.check("spin_release", [lock, lt + "2"], [30000, "id:1", 1000], integer(0))
+        self.assertReply(bulk("1"), "HGET", lock, "id:1")
+        self.check("spin_release", [lock, lt + "3"], [30000, "id:1", 1000], integer(1))
+        self.assertReply(integer(0), "EXISTS", lock)
+        self.assertReply(bulk("1"), "GET", lt + "3")
+        self.assertTTL(lt + "3", 900, 1000, cmd="PTTL")
+        self.check("spin_force_unlock", [lock], [], integer(0))
+        self.check("redisson_acquire_3x", [lock], [30000, "id:1"], NIL)
+        self.check("spin_force_unlock", [lock], [], integer(1))
+        self.check("spin_release", [lock, lt + "4"], [30000, "id:1", "x"], NIL)
+        self.assertEqual(self.c.cmd("HSET", lock, "id:1", "1"), integer(1))
+        self.check("spin_release", [lock, lt + "5"], [30000, "id:1", "x"],
+                   script_error(NOT_INTEGER_MSG, "spin_release", 1))
+        self.assertReply(integer(0), "EXISTS", lock)
+
+    def test_fenced_lock(self):
+        lock, token = "{fl}", "redisson_lock_token:{fl}"
+        self.check("fenced_acquire_token", [lock, token], [30000, "id:1"],
+                   b"*2\r\n:-1\r\n:1\r\n")
+        self.check("fenced_acquire_token", [lock, token], [30000, "id:1"],
+                   b"*2\r\n:-1\r\n:2\r\n")  # re-entry: a new token
+        self.assertReply(bulk("2"), "HGET", lock, "id:1")
+        got = harness.decode(self.ev("fenced_acquire_token", [lock, token], [30000, "id:2"]))
+        self.assertEqual(got[1], -1)
+        self.assertTrue(29000 <= got[0] <= 30000, got)
+        self.check("fenced_acquire", [lock, token], [30000, "id:2"], range(29000, 30001))
+        self.check("fenced_acquire", [lock, token], [30000, "id:1"], NIL)
+        self.assertReply(bulk("3"), "GET", token)
+        self.assertEqual(self.c.cmd("DEL", lock), integer(1))
+        self.check("fenced_acquire", [lock, token], [30000, "id:2"], NIL)
+        self.assertReply(bulk("4"), "GET", token)
+        self.assertEqual(self.c.cmd("SET", token, "x"), OK)
+        self.assertEqual(self.c.cmd("DEL", lock), integer(1))
+        self.check("fenced_acquire_token", [lock, token], [30000, "id:1"],
+                   script_error(NOT_INTEGER_MSG, "fenced_acquire_token", 1))
+        self.check("fenced_acquire", [lock, token], [30000, "id:1"],
+                   script_error(READ_ONLY_MSG, "fenced_acquire", 1), cmd="EVALSHA_RO")
+
+
+PES, PES_TIMEOUTS, PES_CHANNEL = "pes", "{pes}:timeout", "redisson_sc:{pes}"
+NEVER = 922337203685477  # RPermitExpirableSemaphore's expiry of a permit without a lease
+
+
+class RedissonPermitExpirableSemaphoreTest(ScriptCase):
+    """Permits are ids (16 random bytes, as Redisson sends them) in a sorted set by expiry; the
+    clients' clock (ARGV) decides which have expired and come back."""
+
+    SCRIPTS = ("sema_try_set_permits", "pes_try_acquire", "pes_try_release",
+               "pes_try_release_many", "pes_available_permits", "pes_add_permits",
+               "pes_update_lease_time", "pes_acquired_permits", "pes_get_permits",
+               "pes_set_permits")
+
+    def counts(self, now, acquired, total):
+        keys = [PES, PES_TIMEOUTS, PES_CHANNEL]
+        self.check("pes_acquired_permits", keys, [now, "publish"], acquired)
+        self.check("pes_get_permits", keys, [now, "publish"], total)
+
+    def test_set_permits_and_counts(self):
+        set_keys = [PES, PES_CHANNEL, PES_TIMEOUTS]
+        self.counts(NOW, integer(0), integer(0))
+        self.check("pes_set_permits", set_keys, [3, "publish"], NIL)
+        self.acquire([b"a", b"b"], NOW + 1000, NOW, bulk("OK"))
+        self.counts(NOW, integer(2), integer(3))
+        self.check("pes_set_permits", set_keys, [3, "publish"], NIL)  # already 3 in all
+        self.check("pes_set_permits", set_keys, [5, "publish"], NIL)
+        self.assertReply(bulk("3"), "GET", PES)
+        self.check("pes_set_permits", set_keys, [1, "publish"], NIL)  # 2 out: -1 left
+        self.assertReply(bulk("-1"), "GET", PES)
+        self.counts(NOW + 2000, integer(0), integer(1))  # both expired: back
+        self.assertEqual(self.c.cmd("SET", PES, "x"), OK)
+        self.check("pes_get_permits", [PES, PES_TIMEOUTS, PES_CHANNEL], [NOW, "publish"],
+                   script_error(b"ERR user_script:1: attempt to perform arithmetic on a nil value",
+                                "pes_get_permits", 1))
+        self.check("pes_set_permits", set_keys, [1, "publish"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on a nil value",
+            "pes_set_permits", 1))
+
+    def acquire(self, ids, expiry, now, expected):
+        self.check("pes_try_acquire", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                   [len(ids), expiry, now, NEVER, "publish"] + ids, expected)
+
+    def available(self, now, expected):
+        self.check("pes_available_permits", [PES, PES_TIMEOUTS, PES_CHANNEL], [now, "publish"],
+                   expected)
+
+    def test_permits_expire_and_come_back(self):
+        a, b, c, d = (bytes([i]) * 8 + b"\x00\xff\r\n" + bytes([i]) * 4 for i in range(1, 5))
+        sub = self.conn()
+        sub.cmd("SUBSCRIBE", PES_CHANNEL)
+        self.acquire([a], NOW + 1000, NOW, NIL)  # no permits set: nothing out, nil
+        self.check("sema_try_set_permits", [PES, PES_CHANNEL], [2, "publish"], integer(1))
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(PES_CHANNEL) + bulk("2"))
+        self.acquire([a], NOW + 1000, NOW, bulk("OK"))
+        self.acquire([b], NEVER, NOW, bulk("OK"))
+        self.acquire([c], NOW + 5000, NOW, bulk(":%d" % (NOW + 1000)))  # none left: nearest
+        self.available(NOW, bulk("0"))
+        # a's lease runs out: the next script takes it back (and publishes the count).
+        self.acquire([c, d], NOW + 5000, NOW + 2000, NIL)  # 1 left, 2 asked; b never expires
+        self.assertEqual(sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" + bulk(PES_CHANNEL) + bulk("1"))
+        self.acquire([c], NOW + 5000, NOW + 2000, bulk("OK"))
+        self.assertReply(b"*4\r\n" + bulk(c) + bulk(str(NOW + 5000)) + bulk(b) + bulk(str(NEVER)),
+                         "ZRANGE", PES_TIMEOUTS, 0, -1, "WITHSCORES")
+        self.check("pes_update_lease_time", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                   [c, NOW + 9000, NOW + 2000, "publish"], integer(1))
+        self.check("pes_update_lease_time", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                   [a, NOW + 9000, NOW + 2000, "publish"], integer(0))
+        self.check("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], [c, 1, NOW + 3000, "publish"],
+                   integer(1))
+        self.check("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], [c, 1, NOW + 3000, "publish"],
+                   integer(0))  # gone
+        self.available(NOW + 3000, bulk("1"))
+        self.check("pes_add_permits", [PES, PES_CHANNEL], [2, "publish"], NIL)
+        self.available(NOW + 3000, bulk("3"))
+        self.acquire([a, c, d], NOW + 5000, NOW + 3000, bulk("OK"))
+        self.check("pes_try_release_many", [PES, PES_CHANNEL, PES_TIMEOUTS],
+                   [2, NOW + 3000, "publish", a, b], integer(2))
+        self.available(NOW + 9000, integer(4))  # c and d expired: taken back, the count
+        self.check("pes_try_release_many", [PES, PES_CHANNEL, PES_TIMEOUTS],
+                   [1, NOW + 9000, "publish", c], integer(0))
+        self.check("pes_add_permits", [PES, PES_CHANNEL], [-3, "publish"], NIL)
+        self.available(NOW + 9000, bulk("1"))
+        self.assertReply(integer(0), "EXISTS", PES_TIMEOUTS)
+
+    def test_errors(self):
+        self.assertEqual(self.c.cmd("SET", PES, "x"), OK)
+        self.acquire([b"id"], NEVER, NOW, script_error(
+            b"ERR user_script:1: attempt to compare number with nil", "pes_try_acquire", 1))
+        self.check("pes_add_permits", [PES, PES_CHANNEL], [1, "publish"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on a nil value",
+            "pes_add_permits", 1))
+        self.assertEqual(self.c.cmd("SET", PES_TIMEOUTS, "x"), OK)
+        for name, keys, args in (
+                ("pes_try_acquire", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                 [1, NEVER, NOW, NEVER, "publish", "id"]),
+                ("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], ["id", 1, NOW, "publish"]),
+                ("pes_try_release_many", [PES, PES_CHANNEL, PES_TIMEOUTS],
+                 [1, NOW, "publish", "id"]),
+                ("pes_available_permits", [PES, PES_TIMEOUTS, PES_CHANNEL], [NOW, "publish"]),
+                ("pes_update_lease_time", [PES, PES_TIMEOUTS, PES_CHANNEL],
+                 ["id", NOW, NOW, "publish"])):
+            with self.subTest(name):
+                self.check(name, keys, args, script_error(WRONGTYPE_MSG, name, 1))
+        self.assertEqual(self.c.cmd("DEL", PES_TIMEOUTS), integer(1))
+        self.check("pes_try_release_many", [PES, PES_CHANNEL, PES_TIMEOUTS], [0, NOW, "publish"],
+                   script_error(b"ERR Wrong number of args calling Redis command from script",
+                                "pes_try_release_many", 1))
+        self.assertEqual(self.c.cmd("ZADD", PES_TIMEOUTS, NOW, "id"), integer(1))
+        self.check("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], ["id", 1, NOW, "publish"],
+                   script_error(NOT_INTEGER_MSG, "pes_try_release", 1))
+        self.check("pes_available_permits", [PES, PES_TIMEOUTS, PES_CHANNEL], [NOW, "publish"],
+                   bulk("x"))  # the failed release removed "id" first; GET
+        self.assertEqual(self.c.cmd("SET", PES, "5"), OK)
+        self.assertEqual(self.c.cmd("ZADD", PES_TIMEOUTS, NOW, "id"), integer(1))
+        self.check("pes_try_release", [PES, PES_CHANNEL, PES_TIMEOUTS], ["id", 1, "x", "publish"],
+                   script_error(b"ERR user_script:1: attempt to compare number with nil",
+                                "pes_try_release", 1))
+        self.assertReply(bulk("6"), "GET", PES)
+
+
+FAIR = "fair"
+FAIR_KEYS = [FAIR, "redisson_lock_queue:{fair}", "redisson_lock_timeout:{fair}"]
+FAIR_CHANNEL = "redisson_lock__channel:{fair}"
+WAIT = 300000  # Redisson's default threadWaitTime (5 minutes)
+NOW = 1700000000000  # the clients' clock, passed in ARGV
+
+
+class RedissonFairLockTest(ScriptCase):
+    """RFairLock: waiters queue in order, each with a timeout (the previous one's + the wait
+    time); the first is told when the lock is released; a waiter whose timeout passes is dropped
+    from the queue by the next script that runs. The times are the clients' (ARGV), so only the
+    lock's own PTTL depends on the server's clock."""
+
+    SCRIPTS = ("fair_acquire", "fair_try_acquire", "fair_acquire_failed", "fair_release",
+               "fair_force_unlock")
+
+    def acquire(self, holder, expected, now=NOW, lease=30000):
+        self.check("fair_acquire", FAIR_KEYS, [lease, holder, WAIT, now], expected)
+
+    def release(self, holder, n, expected, now=NOW):
+        self.check("fair_release", FAIR_KEYS + [FAIR_CHANNEL, "redisson_unlock_latch:{fair}:%d" % n],
+                   ["0", 30000, holder, now, "publish", 1000], expected)
+
+    def queue(self):
+        return harness.decode(self.c.cmd("LRANGE", FAIR_KEYS[1], 0, -1))
+
+    def timeouts(self):
+        got = harness.decode(self.c.cmd("ZRANGE", FAIR_KEYS[2], 0, -1, "WITHSCORES"))
+        return [(got[i], int(got[i + 1])) for i in range(0, len(got), 2)]
+
+    def test_queue_order_handover_and_timeout(self):
+        b_sub, c_sub = self.conn(), self.conn()
+        b_sub.cmd("SUBSCRIBE", FAIR_CHANNEL + ":B")
+        c_sub.cmd("SUBSCRIBE", FAIR_CHANNEL + ":C")
+        self.acquire("A", NIL)
+        self.acquire("A", NIL)  # re-entry
+        self.assertReply(bulk("2"), "HGET", FAIR, "A")
+        # B and C queue behind A, in order; B's timeout is the lock's PTTL + the wait, C's is
+        # B's + the wait. Asking again changes nothing.
+        got_b = harness.decode(self.ev("fair_acquire", FAIR_KEYS, [30000, "B", WAIT, NOW]))
+        self.assertTrue(29000 <= got_b <= 30000, got_b)
+        self.acquire("C", integer(got_b + WAIT))
+        self.acquire("B", integer(got_b))
+        self.acquire("C", integer(got_b + WAIT))
+        self.assertEqual(self.queue(), [b"B", b"C"])
+        self.assertEqual(self.timeouts(), [(b"B", NOW + got_b + WAIT),
+                                           (b"C", NOW + got_b + 2 * WAIT)])
+        # tryLock() without waiting never queues.
+        self.check("fair_try_acquire", FAIR_KEYS, [30000, "D", NOW, WAIT], integer(1))
+        self.check("fair_try_acquire", FAIR_KEYS, [30000, "A", NOW, WAIT], NIL)  # re-entry
+        self.assertEqual(self.queue(), [b"B", b"C"])
+        self.release("A", 1, integer(0))
+        self.release("A", 2, integer(0))
+        self.release("A", 3, integer(1))  # free: B, first in line, is told
+        self.assertEqual(b_sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" +
+                         bulk(FAIR_CHANNEL + ":B") + bulk("0"))
+        self.release("A", 3, integer(1))  # retried: the latch
+        # C may not jump the queue, and its wait is unchanged; B takes it, and C's timeout moves
+        # one wait earlier.
+        self.acquire("C", integer(got_b + WAIT))
+        self.check("fair_try_acquire", FAIR_KEYS, [30000, "C", NOW, WAIT], integer(1))
+        self.acquire("B", NIL)
+        self.assertEqual(self.queue(), [b"C"])
+        self.assertEqual(self.timeouts(), [(b"C", NOW + got_b + WAIT)])
+        # D queues behind C; then C's timeout passes (the clients' clock moves on) while it has
+        # not come back: the next script drops it from the front of the queue.
+        self.acquire("D", integer(got_b + WAIT))  # C's timeout - now
+        later = NOW + got_b + WAIT
+        self.acquire("E", integer(WAIT), now=later)  # D's timeout - later
+        self.assertEqual(self.queue(), [b"D", b"E"])
+        # D gives up (tryLock's wait ran out): E moves one wait earlier.
+        self.check("fair_acquire_failed", FAIR_KEYS[1:], ["D", WAIT], NIL)
+        self.assertEqual(self.queue(), [b"E"])
+        self.assertEqual(self.timeouts(), [(b"E", NOW + got_b + 2 * WAIT)])
+        self.check("fair_acquire_failed", FAIR_KEYS[1:], ["nobody", WAIT], NIL)
+        self.assertEqual(self.queue(), [b"E"])
+        # B releases: E is first and told; forceUnlock tells E again.
+        e_sub = self.conn()
+        e_sub.cmd("SUBSCRIBE", FAIR_CHANNEL + ":E")
+        self.release("B", 4, integer(1), now=later)
+        self.assertEqual(e_sub.read_reply(), b"*3\r\n$7\r\nmessage\r\n" +
+                         bulk(FAIR_CHANNEL + ":E") + bulk("0"))
+        self.check("fair_force_unlock", FAIR_KEYS + [FAIR_CHANNEL], ["0", later, "publish"],
+                   integer(0))
+        self.acquire("E", NIL, now=later)
+        self.assertEqual(self.queue(), [])
+        self.assertReply(integer(0), "EXISTS", FAIR_KEYS[1], FAIR_KEYS[2])
+        self.check("fair_force_unlock", FAIR_KEYS + [FAIR_CHANNEL], ["0", later, "publish"],
+                   integer(1))
+        self.assertReply(integer(0), "EXISTS", FAIR)
+        # C, dropped, was never told: the next thing its connection reads is a PING's reply.
+        self.assertEqual(c_sub.cmd("PING"), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n")
+
+    def test_every_waiter_timed_out(self):
+        self.acquire("A", NIL)
+        got_b = harness.decode(self.ev("fair_acquire", FAIR_KEYS, [30000, "B", WAIT, NOW]))
+        self.acquire("C", integer(got_b + WAIT))
+        # Long after both timeouts: A's release drops them both and tells nobody.
+        far = NOW + 10 * WAIT
+        self.release("A", 1, integer(1), now=far)
+        self.assertEqual(self.queue(), [])
+        self.assertReply(integer(0), "EXISTS", FAIR_KEYS[1], FAIR_KEYS[2])
+
+    def test_errors(self):
+        self.assertEqual(self.c.cmd("SET", FAIR_KEYS[1], "x"), OK)
+        for name, keys, args in (
+                ("fair_acquire", FAIR_KEYS, [30000, "A", WAIT, NOW]),
+                ("fair_try_acquire", FAIR_KEYS, [30000, "A", NOW, WAIT]),
+                ("fair_acquire_failed", FAIR_KEYS[1:], ["A", WAIT]),
+                ("fair_release", FAIR_KEYS + [FAIR_CHANNEL, "l"], ["0", 1, "A", NOW, "publish", 1]),
+                ("fair_force_unlock", FAIR_KEYS + [FAIR_CHANNEL], ["0", NOW, "publish"])):
+            with self.subTest(name):
+                self.check(name, keys, args, script_error(WRONGTYPE_MSG, name, 1))
+        self.assertEqual(self.c.cmd("DEL", FAIR_KEYS[1]), integer(1))
+        self.acquire("A", NIL)
+        self.check("fair_acquire", FAIR_KEYS, [30000, "B", WAIT], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on a nil value", "fair_acquire", 1))
+        got_b = harness.decode(self.ev("fair_acquire", FAIR_KEYS, [30000, "B", WAIT, NOW]))
+        self.assertTrue(29000 <= got_b <= 30000, got_b)
+        self.check("fair_acquire", FAIR_KEYS, [30000, "C", WAIT], script_error(
+            b"ERR user_script:1: attempt to compare number with nil", "fair_acquire", 1))
+        self.check("fair_acquire", FAIR_KEYS, [30000, "C", WAIT, NOW],
+                   script_error(READ_ONLY_MSG, "fair_acquire", 1), cmd="EVALSHA_RO")
+        self.check("fair_acquire_failed", FAIR_KEYS[1:], ["nobody", WAIT], NIL)
+        self.check("fair_acquire", FAIR_KEYS, [30000, "C", WAIT, NOW], integer(got_b + WAIT))
+        self.check("fair_acquire_failed", FAIR_KEYS[1:], ["B"], script_error(
+            b"ERR user_script:1: attempt to perform arithmetic on a nil value",
+            "fair_acquire_failed", 1))
+        self.assertEqual(self.c.cmd("ZADD", FAIR_KEYS[2], "XX", NOW, "B"), integer(0))
+        self.check("fair_release", FAIR_KEYS + [FAIR_CHANNEL, "l"], ["0", 30000, "A", NOW,
+                                                                    "publish", "x"],
+                   script_error(NOT_INTEGER_MSG, "fair_release", 1))
+        self.assertEqual(self.queue(), [b"C"])  # B was dropped before the failure
+        self.assertReply(integer(0), "EXISTS", FAIR)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,12 @@ function port() {
   return p;
 }
 
+// The ports of every server run.py started (the first is port()).
+function ports() {
+  const list = (process.env.DEADBOLT_PORTS || '').split(',').filter(Boolean).map(Number);
+  return list.length ? list : [port()];
+}
+
 const clients = [];
 
 // A new ioredis client on the server under test; `options` are ioredis options (e.g. {db: 3}).
@@ -64,4 +70,4 @@ function onShard(shard, name) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-module.exports = { client, closeAll, keySlot, shardOf, onShard, sleep };
+module.exports = { client, closeAll, ports, keySlot, shardOf, onShard, sleep };

@@ -6,8 +6,10 @@ server it starts on a free port, exactly as tests/e2e does:
   DEADBOLT_AGAINST_REDIS=1 /usr/bin/python3 tests/js/run.py      # the reference
 
 Installs the npm packages first (`npm ci`, from package-lock.json) when node_modules is missing
-or older than the lock file. The tests read the port from DEADBOLT_PORT. Exits with node's
-status, or 1 if the server crashed or would not stop."""
+or older than the lock file. The tests read the port from DEADBOLT_PORT, and the ports of all
+the servers from DEADBOLT_PORTS: three servers run, for the clients that spread one lock over
+several (RedlockSemaphore). Exits with node's status, or 1 if a server crashed or would not
+stop."""
 
 import os
 import shutil
@@ -19,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import harness  # noqa: E402
 
 TEST_FILES = ["redlock.test.js", "semaphore.test.js"]
+SERVERS = 3
 TIMEOUT = float(os.environ.get("DEADBOLT_JS_TIMEOUT", "300"))
 
 
@@ -37,10 +40,14 @@ def main():
         print("run.py: node and npm must be on PATH (scripts/deps.sh --test installs them)")
         return 1
     ensure_packages(npm)
-    server = harness.ServerProcess().start()
+    servers = []
     code = 1
     try:
-        env = dict(os.environ, DEADBOLT_PORT=str(server.port))
+        for _ in range(SERVERS):
+            servers.append(harness.ServerProcess().start())
+        server = servers[0]
+        env = dict(os.environ, DEADBOLT_PORT=str(server.port),
+                   DEADBOLT_PORTS=",".join(str(s.port) for s in servers))
         cmd = [node, "--test", "--test-reporter=spec"] + TEST_FILES
         try:
             code = subprocess.run(cmd, cwd=HERE, env=env, timeout=TIMEOUT).returncode
@@ -48,12 +55,14 @@ def main():
             print("run.py: the JS tests did not finish within %.0fs" % TIMEOUT)
             code = 1
     finally:
-        problem = server.stop()
-    if problem:
-        print("run.py: %s\n--- server output ---\n%s" % (problem, server.log_tail()))
-        return 1
+        problems = [(s, s.stop()) for s in servers]
+    for s, problem in problems:
+        if problem:
+            print("run.py: %s\n--- server output ---\n%s" % (problem, s.log_tail()))
+            return 1
     if code != 0:
-        print("--- server output ---\n%s" % server.log_tail(3000))
+        for s in servers:
+            print("--- server output (port %d) ---\n%s" % (s.port, s.log_tail(3000)))
     return code
 
 
