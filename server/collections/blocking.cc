@@ -47,14 +47,19 @@ std::string ErrorOf(int resp, std::string_view msg) {
 }
 
 bool OthersWait(ShardCtx& ctx, std::string_view key) {
-  LockWaiters& waiters = Reactor::Current()->lock_waiters();
+  Reactor* r = Reactor::Current();
+  if (r == nullptr) return false;  // no reactor (a unit test): nobody waits
+  LockWaiters& waiters = r->lock_waiters();
   if (!waiters.HasWaiters(ctx.db_index, key)) return false;
   waiters.HandOver(ctx.db_index, key);
   return waiters.HasWaiters(ctx.db_index, key);
 }
 
 void ServeWaiters(ShardCtx& ctx, std::string_view key) {
-  LockWaiters& waiters = Reactor::Current()->lock_waiters();
+  // No reactor (a handler run by a unit test, or by a script's redis.call there): nobody waits.
+  Reactor* r = Reactor::Current();
+  if (r == nullptr) return;
+  LockWaiters& waiters = r->lock_waiters();
   if (waiters.HasWaiters(ctx.db_index, key)) waiters.HandOver(ctx.db_index, key);
 }
 
