@@ -487,53 +487,15 @@ void ZRandMember(CmdArgs args, ShardCtx& ctx) {
 
 // ZSCAN key cursor [MATCH pattern] [COUNT count], in HSCAN's order of checks.
 void ZScan(CmdArgs args, ShardCtx& ctx) {
-  uint64_t cursor;
-  if (!ParseScanCursor(args[2], &cursor)) {
-    ctx.rb.Error(errors::kInvalidCursor);
-    return;
-  }
-  std::string_view pattern = "*";
-  int64_t count = 10;
-  std::string_view error;
-  for (size_t i = 3; i < args.size() && error.empty(); i += 2) {
-    const bool has_value = i + 1 < args.size();
-    if (OptionIs(args[i], "count") && has_value) {
-      if (!StringToInt64(args[i + 1], &count)) {
-        error = errors::kNotInteger;
-      } else if (count < 1) {
-        error = errors::kSyntax;
-      }
-    } else if (OptionIs(args[i], "match") && has_value) {
-      pattern = args[i + 1];
-    } else {
-      error = errors::kSyntax;
-    }
-  }
-  if (!error.empty()) {
-    switch (ctx.db.Type(args[1], ctx.now_ms)) {
-      case shard::ValueType::kNone:
-        ctx.rb.ArrayHeader(2);
-        ctx.rb.Bulk("0");
-        ctx.rb.ArrayHeader(0);
-        break;
-      case shard::ValueType::kZSet:
-        ctx.rb.Error(error);
-        break;
-      default:
-        ctx.rb.Error(errors::kWrongType);
-        break;
-    }
-    return;
-  }
-  auto r = ctx.db.ZScan(args[1], cursor, pattern, static_cast<size_t>(count), ctx.now_ms);
+  ElementScanArgs sa;
+  if (!ParseElementScan(args, ctx, shard::ValueType::kZSet, &sa)) return;
+  auto r = ctx.db.ZScan(args[1], sa.cursor, sa.pattern, sa.count, ctx.now_ms);
   if (!r.ok()) {
     ReplyStatus(ctx.rb, r.status());
     return;
   }
-  char buf[24];
-  auto end = std::to_chars(buf, buf + sizeof(buf), r->cursor).ptr;
   ctx.rb.ArrayHeader(2);
-  ctx.rb.Bulk(std::string_view(buf, end - buf));
+  ReplyScanCursor(ctx.rb, r->cursor);
   ctx.rb.ArrayHeader(2 * r->members.size());
   for (const auto& [m, s] : r->members) {
     ctx.rb.Bulk(m);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
+#include "server/base/error_strings.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
@@ -47,6 +49,46 @@ bool ParseScanCursor(std::string_view s, uint64_t* out) {
   if (*end != '\0' || errno == ERANGE) return false;
   *out = v;
   return true;
+}
+
+bool ParseElementScan(CmdArgs args, ShardCtx& ctx, shard::ValueType type, ElementScanArgs* out) {
+  if (!ParseScanCursor(args[2], &out->cursor)) {
+    ctx.rb.Error(errors::kInvalidCursor);
+    return false;
+  }
+  int64_t count = 10;
+  std::string_view error;
+  for (size_t i = 3; i < args.size() && error.empty(); i += 2) {
+    const bool has_value = i + 1 < args.size();
+    if (OptionIs(args[i], "count") && has_value) {
+      if (!StringToInt64(args[i + 1], &count)) {
+        error = errors::kNotInteger;
+      } else if (count < 1) {
+        error = errors::kSyntax;
+      }
+    } else if (OptionIs(args[i], "match") && has_value) {
+      out->pattern = args[i + 1];
+    } else {
+      error = errors::kSyntax;
+    }
+  }
+  out->count = static_cast<size_t>(count);
+  if (error.empty()) return true;
+  const shard::ValueType held = ctx.db.Type(args[1], ctx.now_ms);
+  if (held == shard::ValueType::kNone) {
+    ctx.rb.ArrayHeader(2);
+    ctx.rb.Bulk("0");
+    ctx.rb.ArrayHeader(0);
+  } else {
+    ctx.rb.Error(held == type ? error : errors::kWrongType);
+  }
+  return false;
+}
+
+void ReplyScanCursor(protocol::ReplyBuilder& rb, uint64_t cursor) {
+  char buf[24];
+  auto end = std::to_chars(buf, buf + sizeof(buf), cursor).ptr;
+  rb.Bulk(std::string_view(buf, end - buf));
 }
 
 ShardCtx LocalShardCtx(Connection& conn, protocol::ReplyBuilder& rb) {

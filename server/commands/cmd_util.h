@@ -11,6 +11,7 @@
 
 #include "protocol/reply_builder.h"
 #include "server/cmdtable/command.h"
+#include "shard/types/value_type.h"
 
 namespace deadbolt::server {
 
@@ -71,6 +72,19 @@ inline bool StringToInt64(std::string_view s, int64_t* out) {
 // A SCAN cursor as Redis 7.0 reads it (strtoul over the whole argument): no leading space, no
 // trailing garbage, no overflow. Like strtoul it accepts a leading '+' and wraps a leading '-'.
 bool ParseScanCursor(std::string_view s, uint64_t* out);
+
+// The arguments of HSCAN / ZSCAN / SSCAN: key cursor [MATCH pattern] [COUNT count].
+struct ElementScanArgs {
+  uint64_t cursor = 0;
+  std::string_view pattern = "*";
+  size_t count = 10;
+};
+// Parses them with Redis 7.0's checks in its order: a bad cursor is an error at once; a bad
+// option is an error only for a key of `type` (a missing key answers an empty scan, a key of
+// another type WRONGTYPE). False when it has written that reply.
+bool ParseElementScan(CmdArgs args, ShardCtx& ctx, shard::ValueType type, ElementScanArgs* out);
+// The reply's first element, the next cursor, as a bulk string.
+void ReplyScanCursor(protocol::ReplyBuilder& rb, uint64_t cursor);
 
 // --- secrets ---
 
