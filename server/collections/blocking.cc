@@ -1,12 +1,17 @@
 #include "server/collections/blocking.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/base/error_strings.h"
+#include "server/core/connection.h"
 #include "server/core/reactor.h"
+#include "server/core/server.h"
 #include "server/txn/lock_waiters.h"
 #include "shard/base/numeric.h"
 
@@ -64,5 +69,63 @@ void ServeWaiters(ShardCtx& ctx, std::string_view key) {
 }
 
 bool AlwaysMayBlock(CmdArgs) { return true; }
+
+void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb,
+                       const PopAcrossFns& fns) {
+  int64_t deadline;
+  if (!ParseBlockTimeout(args.back(), 0, &deadline, rb)) return;
+  const Server& server = conn.reactor().server();
+  struct State {
+    PopAcrossFns fns;
+    std::vector<std::string> keys;
+    std::vector<int> shard;
+    std::vector<int64_t> len;  // per key: its size, -1 for another type (slot i: its shard)
+    size_t pick = SIZE_MAX;
+    Popped popped;
+    bool in_exec;
+  };
+  auto st = std::make_shared<State>();
+  st->fns = fns;
+  std::vector<int> shards;
+  for (size_t i = 1; i + 1 < args.size(); ++i) {
+    st->keys.emplace_back(args[i]);
+    st->shard.push_back(server.ShardOf(args[i]));
+    shards.push_back(st->shard.back());
+  }
+  st->len.assign(st->keys.size(), 0);
+  st->in_exec = conn.in_exec();
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    for (size_t i = 0; i < st->keys.size(); ++i) {
+      if (st->shard[i] == ctx.shard.index()) st->len[i] = st->fns.size(ctx, st->keys[i]);
+    }
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    size_t pick = SIZE_MAX;
+    for (size_t i = 0; i < st->keys.size() && pick == SIZE_MAX; ++i) {
+      if (st->len[i] != 0) pick = i;
+    }
+    if (pick == SIZE_MAX || st->len[pick] < 0 || st->shard[pick] != ctx.shard.index()) return;
+    if (st->fns.pop(ctx, st->keys[pick], &st->popped)) st->pick = pick;
+  });
+  conn.FanOutPhases(shards, std::move(phases), [st](protocol::ReplyBuilder& rb) {
+    for (size_t i = 0; i < st->keys.size(); ++i) {
+      if (st->len[i] < 0) {
+        rb.Error(errors::kWrongType);
+        return;
+      }
+      if (st->len[i] > 0) break;
+    }
+    if (st->pick != SIZE_MAX) {
+      st->fns.reply(rb, st->keys[st->pick], st->popped);
+    } else if (st->in_exec) {
+      rb.NullArray();
+    } else {
+      rb.Error(errors::kBlockOnOneKey);
+    }
+  });
+}
 
 }  // namespace deadbolt::server

@@ -35,4 +35,23 @@ void ServeWaiters(ShardCtx& ctx, std::string_view key);
 // CommandSpec::blocks of the blocking pops: every call may wait.
 bool AlwaysMayBlock(CmdArgs);
 
+// One element a blocking pop took: a list's value, or a sorted set's member and its score.
+struct Popped {
+  std::string value;
+  double score = 0;
+};
+// What differs between the blocking pops of each type, for BlockingPopAcross.
+struct PopAcrossFns {
+  int64_t (*size)(ShardCtx& ctx, std::string_view key);           // -1: a key of another type
+  bool (*pop)(ShardCtx& ctx, std::string_view key, Popped* out);  // false: nothing taken
+  void (*reply)(protocol::ReplyBuilder& rb, std::string_view key, const Popped& popped);
+};
+// A blocking pop (BLPOP BRPOP BZPOPMIN BZPOPMAX) whose keys are on several shards: one atomic
+// attempt, as the non-blocking forms make: every key's size is read under the keys' locks, then
+// the first key in order that is not empty gives one element (a key of another type met first
+// is WRONGTYPE). If nothing can be taken it does not wait: a null reply inside MULTI/EXEC,
+// kBlockOnOneKey otherwise. Runs on the connection's reactor (a conn_handler).
+void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb,
+                       const PopAcrossFns& fns);
+
 }  // namespace deadbolt::server

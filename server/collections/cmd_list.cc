@@ -7,8 +7,8 @@
 #include <absl/functional/any_invocable.h>
 
 #include <algorithm>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -339,8 +339,9 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wa
   phases.push_back([st](ShardCtx& ctx) {
     if (ctx.shard.index() == st->src_shard) {
       auto len = ctx.db.ListLen(st->src, ctx.now_ms);
-      st->src_status = !len.ok() ? len.status() : *len == 0 ? OpStatus::kKeyNotFound
-                                                            : OpStatus::kOk;
+      st->src_status = !len.ok()   ? len.status()
+                       : *len == 0 ? OpStatus::kKeyNotFound
+                                   : OpStatus::kOk;
     }
     if (ctx.shard.index() == st->dst_shard) {
       st->dst_status = ctx.db.ListCheckType(st->dst, ctx.now_ms);
@@ -358,21 +359,21 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wa
     ctx.db.ListPush(st->dst, one, st->to, false, ctx.now_ms);
     ServeWaiters(ctx, st->dst);
   });
-  conn.FanOutPhases({std::min(st->src_shard, st->dst_shard),
-                     std::max(st->src_shard, st->dst_shard)},
-                    std::move(phases), [st, refuse_wait](ReplyBuilder& rb) {
-                      if (refuse_wait && st->src_status == OpStatus::kKeyNotFound) {
-                        rb.Error(errors::kBlockOnOneKey);
-                      } else if (st->src_status != OpStatus::kOk) {
-                        ReplyMoved(st->src_status, rb);
-                      } else if (st->dst_status != OpStatus::kOk) {
-                        ReplyStatus(rb, st->dst_status);
-                      } else if (st->value) {
-                        rb.Bulk(*st->value);
-                      } else {
-                        rb.Null();
-                      }
-                    });
+  conn.FanOutPhases(
+      {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
+      std::move(phases), [st, refuse_wait](ReplyBuilder& rb) {
+        if (refuse_wait && st->src_status == OpStatus::kKeyNotFound) {
+          rb.Error(errors::kBlockOnOneKey);
+        } else if (st->src_status != OpStatus::kOk) {
+          ReplyMoved(st->src_status, rb);
+        } else if (st->dst_status != OpStatus::kOk) {
+          ReplyStatus(rb, st->dst_status);
+        } else if (st->value) {
+          rb.Bulk(*st->value);
+        } else {
+          rb.Null();
+        }
+      });
 }
 
 // --- BLPOP BRPOP BLMOVE BRPOPLPUSH: waiting in the server (LockWaiters' key-ready hook) ---
@@ -436,12 +437,10 @@ void BPop(CmdArgs args, ShardCtx& ctx) {
     const std::string_view kv[2] = {key, r->front()};
     std::string bytes = RespOf(reply.resp(), kv, 2, false);  // before the value moves below
     // A client gone before its reply reached it: the element goes back where it was.
-    reply.Finish(std::move(bytes),
-                 [db, k = std::string(key), v = std::move(r->front())] {
-                   const std::string_view one[1] = {v};
-                   Reactor::Current()->shard().db(db).ListPush(
-                       k, one, end, false, Reactor::Current()->now_ms());
-                 });
+    reply.Finish(std::move(bytes), [db, k = std::string(key), v = std::move(r->front())] {
+      const std::string_view one[1] = {v};
+      Reactor::Current()->shard().db(db).ListPush(k, one, end, false, Reactor::Current()->now_ms());
+    });
     return true;
   };
   Reactor::Current()->lock_waiters().Wait(ctx.db_index, args[1], std::move(w));
@@ -483,20 +482,19 @@ void BMoveOnShard(CmdArgs args, ShardCtx& ctx) {
     }
     const std::string_view one[1] = {*r};
     std::string bytes = RespOf(reply.resp(), one, 1, true);  // before the value moves below
-    reply.Finish(std::move(bytes),
-                 [db, src = std::string(key), dst, from, to, v = std::move(*r)] {
-                   // The client has gone: the element goes back, if it is still where it went.
-                   shard::Db& d = Reactor::Current()->shard().db(db);
-                   const int64_t now = Reactor::Current()->now_ms();
-                   auto back = d.ListPop(dst, to, 1, now);
-                   if (!back.ok() || back->empty()) return;
-                   const std::string_view one[1] = {back->front()};
-                   if (back->front() == v) {
-                     d.ListPush(src, one, from, false, now);
-                   } else {
-                     d.ListPush(dst, one, to, false, now);
-                   }
-                 });
+    reply.Finish(std::move(bytes), [db, src = std::string(key), dst, from, to, v = std::move(*r)] {
+      // The client has gone: the element goes back, if it is still where it went.
+      shard::Db& d = Reactor::Current()->shard().db(db);
+      const int64_t now = Reactor::Current()->now_ms();
+      auto back = d.ListPop(dst, to, 1, now);
+      if (!back.ok() || back->empty()) return;
+      const std::string_view one[1] = {back->front()};
+      if (back->front() == v) {
+        d.ListPush(src, one, from, false, now);
+      } else {
+        d.ListPush(dst, one, to, false, now);
+      }
+    });
     return true;
   };
   Reactor::Current()->lock_waiters().Wait(ctx.db_index, args[1], std::move(w));
@@ -507,65 +505,22 @@ void BMoveOnShard(CmdArgs args, ShardCtx& ctx) {
 // MULTI/EXEC, kBlockOnOneKey otherwise.
 template <ListEnd end>
 void BPopAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
-  int64_t deadline;
-  if (!ParseBlockTimeout(args.back(), 0, &deadline, rb)) return;
-  const Server& server = conn.reactor().server();
-  struct State {
-    std::vector<std::string> keys;
-    std::vector<int> shard;
-    std::vector<int64_t> len;  // per key: its length, -1 for another type (slot i: its shard)
-    size_t pick = SIZE_MAX;
-    std::string value;
-    bool in_exec;
-  };
-  auto st = std::make_shared<State>();
-  std::vector<int> shards;
-  for (size_t i = 1; i + 1 < args.size(); ++i) {
-    st->keys.emplace_back(args[i]);
-    st->shard.push_back(server.ShardOf(args[i]));
-    shards.push_back(st->shard.back());
-  }
-  st->len.assign(st->keys.size(), 0);
-  st->in_exec = conn.in_exec();
-  std::sort(shards.begin(), shards.end());
-  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-  std::vector<Connection::ShardFn> phases;
-  phases.push_back([st](ShardCtx& ctx) {
-    for (size_t i = 0; i < st->keys.size(); ++i) {
-      if (st->shard[i] != ctx.shard.index()) continue;
-      auto r = ctx.db.ListLen(st->keys[i], ctx.now_ms);
-      st->len[i] = r.ok() ? *r : -1;
-    }
-  });
-  phases.push_back([st](ShardCtx& ctx) {
-    size_t pick = SIZE_MAX;
-    for (size_t i = 0; i < st->keys.size() && pick == SIZE_MAX; ++i) {
-      if (st->len[i] != 0) pick = i;
-    }
-    if (pick == SIZE_MAX || st->len[pick] < 0 || st->shard[pick] != ctx.shard.index()) return;
-    auto r = ctx.db.ListPop(st->keys[pick], end, 1, ctx.now_ms);
-    if (r.ok() && !r->empty()) {
-      st->pick = pick;
-      st->value = std::move(r->front());
-    }
-  });
-  conn.FanOutPhases(shards, std::move(phases), [st](ReplyBuilder& rb) {
-    for (size_t i = 0; i < st->keys.size(); ++i) {
-      if (st->len[i] < 0) {
-        rb.Error(errors::kWrongType);
-        return;
-      }
-      if (st->len[i] > 0) break;
-    }
-    if (st->pick != SIZE_MAX) {
-      const std::string_view kv[2] = {st->keys[st->pick], st->value};
-      rb.BulkArray(kv, 2);
-    } else if (st->in_exec) {
-      rb.NullArray();
-    } else {
-      rb.Error(errors::kBlockOnOneKey);
-    }
-  });
+  static constexpr PopAcrossFns kFns{
+      [](ShardCtx& ctx, std::string_view key) -> int64_t {
+        auto r = ctx.db.ListLen(key, ctx.now_ms);
+        return r.ok() ? *r : -1;
+      },
+      [](ShardCtx& ctx, std::string_view key, Popped* out) {
+        auto r = ctx.db.ListPop(key, end, 1, ctx.now_ms);
+        if (!r.ok() || r->empty()) return false;
+        out->value = std::move(r->front());
+        return true;
+      },
+      [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
+        const std::string_view kv[2] = {key, popped.value};
+        rb.BulkArray(kv, 2);
+      }};
+  BlockingPopAcross(args, conn, rb, kFns);
 }
 
 void Register(CommandTable* t) {
@@ -588,8 +543,8 @@ void Register(CommandTable* t) {
   t->Add(Key1("ltrim", 4, kWrite, LTrim, kWriteSlow));
   t->Add(Key1("lpos", -3, kReadOnly, LPos, kReadSlow));
   t->Add(MultiKeyCommand("lmove", 5, kWrite | kDenyOom, Move, MoveOnShard, kWriteSlow, 1, 2, 1));
-  t->Add(MultiKeyCommand("rpoplpush", 3, kWrite | kDenyOom, Move, MoveOnShard, kWriteSlow, 1, 2,
-                         1));
+  t->Add(
+      MultiKeyCommand("rpoplpush", 3, kWrite | kDenyOom, Move, MoveOnShard, kWriteSlow, 1, 2, 1));
   const std::vector<std::string> kBlockingAcl = {"@write", "@list", "@slow", "@blocking"};
   auto blocking = [&](std::string name, int arity, uint32_t flags, ConnHandler across,
                       ShardHandler one_shard, int last_key) {

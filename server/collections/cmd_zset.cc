@@ -889,66 +889,22 @@ void BZPop(CmdArgs args, ShardCtx& ctx) {
 // it does not wait: a null array inside MULTI/EXEC, kBlockOnOneKey otherwise.
 template <bool max>
 void BZPopAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
-  int64_t deadline;
-  if (!ParseBlockTimeout(args.back(), 0, &deadline, rb)) return;
-  const Server& server = conn.reactor().server();
-  struct State {
-    std::vector<std::string> keys;
-    std::vector<int> shard;
-    std::vector<int64_t> len;  // per key: its size, -1 for another type (slot i: its shard)
-    size_t pick = SIZE_MAX;
-    std::string member;
-    double score = 0;
-    bool in_exec;
-  };
-  auto st = std::make_shared<State>();
-  std::vector<int> shards;
-  for (size_t i = 1; i + 1 < args.size(); ++i) {
-    st->keys.emplace_back(args[i]);
-    st->shard.push_back(server.ShardOf(args[i]));
-    shards.push_back(st->shard.back());
-  }
-  st->len.assign(st->keys.size(), 0);
-  st->in_exec = conn.in_exec();
-  std::sort(shards.begin(), shards.end());
-  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-  std::vector<Connection::ShardFn> phases;
-  phases.push_back([st](ShardCtx& ctx) {
-    for (size_t i = 0; i < st->keys.size(); ++i) {
-      if (st->shard[i] != ctx.shard.index()) continue;
-      auto r = ctx.db.ZCard(st->keys[i], ctx.now_ms);
-      st->len[i] = r.ok() ? *r : -1;
-    }
-  });
-  phases.push_back([st](ShardCtx& ctx) {
-    size_t pick = SIZE_MAX;
-    for (size_t i = 0; i < st->keys.size() && pick == SIZE_MAX; ++i) {
-      if (st->len[i] != 0) pick = i;
-    }
-    if (pick == SIZE_MAX || st->len[pick] < 0 || st->shard[pick] != ctx.shard.index()) return;
-    auto r = ctx.db.ZPop(st->keys[pick], max, 1, ctx.now_ms);
-    if (r.ok() && !r->empty()) {
-      st->pick = pick;
-      st->member = std::move(r->front().first);
-      st->score = r->front().second;
-    }
-  });
-  conn.FanOutPhases(shards, std::move(phases), [st](ReplyBuilder& rb) {
-    for (size_t i = 0; i < st->keys.size(); ++i) {
-      if (st->len[i] < 0) {
-        rb.Error(errors::kWrongType);
-        return;
-      }
-      if (st->len[i] > 0) break;
-    }
-    if (st->pick != SIZE_MAX) {
-      ReplyKeyMemberScore(rb, st->keys[st->pick], st->member, st->score);
-    } else if (st->in_exec) {
-      rb.NullArray();
-    } else {
-      rb.Error(errors::kBlockOnOneKey);
-    }
-  });
+  static constexpr PopAcrossFns kFns{
+      [](ShardCtx& ctx, std::string_view key) -> int64_t {
+        auto r = ctx.db.ZCard(key, ctx.now_ms);
+        return r.ok() ? *r : -1;
+      },
+      [](ShardCtx& ctx, std::string_view key, Popped* out) {
+        auto r = ctx.db.ZPop(key, max, 1, ctx.now_ms);
+        if (!r.ok() || r->empty()) return false;
+        out->value = std::move(r->front().first);
+        out->score = r->front().second;
+        return true;
+      },
+      [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
+        ReplyKeyMemberScore(rb, key, popped.value, popped.score);
+      }};
+  BlockingPopAcross(args, conn, rb, kFns);
 }
 
 }  // namespace
