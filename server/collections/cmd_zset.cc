@@ -874,10 +874,10 @@ void BZPop(CmdArgs args, ShardCtx& ctx) {
     ReplyKeyMemberScore(rb, key, member, score);
     // A client gone before its reply reached it: the member goes back with its score (unless
     // it has been added again meanwhile).
-    reply.Finish(std::move(bytes), [db, k = std::string(key), m = std::move(member), score] {
+    reply.Finish(std::move(bytes), [db, k = std::string(key), m = std::move(member), s = score] {
       shard::ZAddOptions nx;
       nx.nx = true;
-      const std::pair<double, std::string_view> one[1] = {{score, m}};
+      const std::pair<double, std::string_view> one[1] = {{s, m}};
       Reactor::Current()->shard().db(db).ZAdd(k, nx, one, Reactor::Current()->now_ms());
     });
     return true;
