@@ -9,6 +9,7 @@ if [[ "${1:-}" == "--test" ]]; then
   command -v node >/dev/null || PKGS+=(nodejs)
   command -v npm >/dev/null || PKGS+=(npm)
   PKGS+=(libfuse3-dev fuse3)  # tools/lockcrash/powercutfs, for lockcrash --power-cut
+  PKGS+=(clang libclang-rt-14-dev)  # tests/fuzz: libFuzzer harnesses
 fi
 if [[ "${1:-}" == "--bench" ]]; then
   PKGS+=(gnuplot-nox)  # bench/compare.py's plot
