@@ -10,14 +10,14 @@
 // to a second shard: a rewrite of what was loaded must load, whole, as the same keys. The rest of
 // the input is also given to ParseJournalManifest.
 
+#include <xxhash.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <xxhash.h>
 
 #include "shard/journal_format/journal_format.h"
 #include "shard/shard.h"

@@ -78,8 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t num_steps = data[1] % 8;  // 0: the whole input in one read
   if (size < 2 + num_steps) return 0;
   const uint8_t* steps = data + 2;
-  std::string_view input(reinterpret_cast<const char*>(data + 2 + num_steps),
-                         size - 2 - num_steps);
+  std::string_view input(reinterpret_cast<const char*>(data + 2 + num_steps), size - 2 - num_steps);
   ParserLimits limits;
   if (mode & 1) limits.unauthenticated = true;
   if (mode & 2) {
