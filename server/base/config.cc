@@ -84,6 +84,8 @@ const std::vector<Setting>& Settings() {
          return std::nullopt;
        },
        [](const Config& c) { return c.requirepass; }},
+      {"protected-mode", true, BoolSetter(&Config::protected_mode),
+       BoolGetter(&Config::protected_mode)},
       {"databases", false, IntSetter(&Config::databases, 1, 1024), IntGetter(&Config::databases)},
       {"proto-max-bulk-len", true,
        IntSetter(&Config::proto_max_bulk_len, 1024 * 1024, INT64_MAX, true),
@@ -216,6 +218,7 @@ std::optional<int64_t> ParseMemory(std::string_view s) {
 
 std::string Config::Usage() {
   return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
+         "                       [--protected-mode yes|no]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--max-multibulk-len N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"

@@ -18,6 +18,9 @@ struct Config {
   std::string bind = "127.0.0.1";
   int threads = 0;  // 0: one per core
   std::string requirepass;
+  // protected-mode, as Redis: with no password, clients not on the loopback interface are
+  // refused at accept with Redis's DENIED text (ProtectedModeRefuses, server/base/peer_policy.h).
+  bool protected_mode = true;
   int databases = 16;
   int64_t proto_max_bulk_len = 512LL * 1024 * 1024;
   int64_t max_multibulk_len = 1024 * 1024;

@@ -47,6 +47,21 @@ inline constexpr std::string_view kClientNameSpaces =
 inline constexpr std::string_view kNoSuchClient = "ERR No such client";
 inline constexpr std::string_view kShutdownFailed = "ERR Errors trying to SHUTDOWN. Check logs.";
 inline constexpr std::string_view kMaxClients = "ERR max number of clients reached";
+// Written at accept to a client refused by protected mode (Config::protected_mode), then the
+// connection closes. Redis 7's words, "Setup a an" included.
+inline constexpr std::string_view kProtectedModeDenied =
+    "DENIED Redis is running in protected mode because protected mode is enabled and no password "
+    "is set for the default user. In this mode connections are only accepted from the loopback "
+    "interface. If you want to connect from external computers to Redis you may adopt one of the "
+    "following solutions: 1) Just disable protected mode sending the command 'CONFIG SET "
+    "protected-mode no' from the loopback interface by connecting to Redis from the same host "
+    "the server is running, however MAKE SURE Redis is not publicly accessible from internet if "
+    "you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just "
+    "disable the protected mode by editing the Redis configuration file, and setting the "
+    "protected mode option to 'no', and then restarting the server. 3) If you started the server "
+    "manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an "
+    "authentication password for the default user. NOTE: You only need to do one of the above "
+    "things in order for the server to start accepting connections from the outside.";
 
 // --- hashes ---
 // HINCRBYFLOAT's increment is NaN or infinite (checked before the key is looked at).

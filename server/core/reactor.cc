@@ -20,6 +20,7 @@
 
 #include "server/base/error_strings.h"
 #include "server/base/log.h"
+#include "server/base/peer_policy.h"
 #include "server/cmdtable/command.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/core/connection.h"
@@ -680,6 +681,15 @@ void Reactor::Adopt(int fd) {
   socklen_t plen = sizeof(peer), llen = sizeof(local);
   getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen);
   getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen);
+  if (ProtectedModeRefuses(config_, peer)) {
+    // As Redis: the reason, written at once on the fresh socket (it fits its buffer), then close.
+    static const std::string kMsg = "-" + std::string(errors::kProtectedModeDenied) + "\r\n";
+    ssize_t ignored = write(fd, kMsg.data(), kMsg.size());
+    (void)ignored;
+    close(fd);
+    stats_.rejected_connections++;
+    return;
+  }
   auto* c = new Connection(this, fd, server_->NextClientId(), AddrToString(peer),
                            AddrToString(local));
   conns_[c->id()] = c;
