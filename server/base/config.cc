@@ -162,8 +162,16 @@ const std::vector<Setting>& Settings() {
        BoolGetter(&Config::aof_load_damaged)},
       // Read-only facts that clients ask for.
       {"save", false, nullptr, [](const Config&) { return std::string(); }},
-      {"maxmemory", false, nullptr, [](const Config&) { return std::string("0"); }},
-      {"maxmemory-policy", false, nullptr,
+      {"maxmemory", true, IntSetter(&Config::maxmemory, 0, INT64_MAX, true),
+       IntGetter(&Config::maxmemory)},
+      // Only noeviction, the lock-safe policy, is built: no lock is dropped to make room.
+      {"maxmemory-policy", true,
+       [](Config&, std::string_view v) -> std::optional<std::string> {
+         if (AsciiLower(v) != "noeviction") {
+           return std::string("argument(s) must be one of the following: noeviction");
+         }
+         return std::nullopt;
+       },
        [](const Config&) { return std::string("noeviction"); }},
       {"cluster-enabled", false, nullptr, [](const Config&) { return std::string("no"); }},
       {"notify-keyspace-events", false, nullptr, [](const Config&) { return std::string(); }},
@@ -218,7 +226,8 @@ std::optional<int64_t> ParseMemory(std::string_view s) {
 
 std::string Config::Usage() {
   return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
-         "                       [--protected-mode yes|no]\n"
+         "                       [--protected-mode yes|no] [--maxmemory BYTES]\n"
+         "                       [--maxmemory-policy noeviction]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--max-multibulk-len N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"

@@ -26,6 +26,9 @@ struct Config {
   int64_t max_multibulk_len = 1024 * 1024;
   int64_t client_query_buffer_limit = 1024LL * 1024 * 1024;
   int64_t maxclients = 10000;
+  // maxmemory (0: none) with the noeviction policy: over it, commands that may grow the data are
+  // refused with OOM (server/cmdtable/memory_limit.h). No eviction policy is built yet.
+  int64_t maxmemory = 0;
   int hz = 100;          // active-expiry ticks per second, per reactor
   int64_t timeout = 0;   // idle client timeout in seconds (0: never)
   std::string loglevel = "notice";

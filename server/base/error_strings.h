@@ -47,6 +47,8 @@ inline constexpr std::string_view kClientNameSpaces =
 inline constexpr std::string_view kNoSuchClient = "ERR No such client";
 inline constexpr std::string_view kShutdownFailed = "ERR Errors trying to SHUTDOWN. Check logs.";
 inline constexpr std::string_view kMaxClients = "ERR max number of clients reached";
+// A command that may grow the data while used memory is over maxmemory (noeviction).
+inline constexpr std::string_view kOom = "OOM command not allowed when used memory > 'maxmemory'.";
 // Written at accept to a client refused by protected mode (Config::protected_mode), then the
 // connection closes. Redis 7's words, "Setup a an" included.
 inline constexpr std::string_view kProtectedModeDenied =

@@ -20,6 +20,7 @@
 #include "server/base/log.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
+#include "server/cmdtable/memory_limit.h"
 #include "server/commands/cmd_util.h"
 #include "server/commands/info.h"
 #include "server/core/connection.h"
@@ -656,6 +657,8 @@ void ConfigSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       conn,
       [changes](Reactor& r) {
         for (auto& [k, v] : changes) r.mutable_config().Set(k, v);
+        // A new maxmemory holds from the reply on, as in Redis.
+        MemoryLimit::Refresh(r.config().maxmemory);
         return std::string();
       },
       [](std::vector<std::string>&, ReplyBuilder& rb) { rb.Ok(); });

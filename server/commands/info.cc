@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "server/base/str_util.h"
+#include "server/cmdtable/memory_limit.h"
 #include "server/core/connection.h"
 #include "server/core/journal.h"
 #include "server/core/pubsub.h"
@@ -37,24 +38,6 @@ struct Snapshot {
   std::vector<JournalStats> journals;  // one per shard with the journal on
   std::vector<ReactorStats> per_reactor;  // INFO stats' reactor<i> lines
 };
-
-size_t RssBytes() {
-  std::ifstream f("/proc/self/statm");
-  size_t pages = 0, rss = 0;
-  f >> pages >> rss;
-  return rss * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
-
-// Bytes the allocator holds for the program: mimalloc's committed memory when mimalloc is the
-// allocator, else the resident set.
-size_t UsedMemory() {
-  if (mi_process_info) {
-    size_t e, u, s, rss, prss, commit = 0, pcommit, pf;
-    mi_process_info(&e, &u, &s, &rss, &prss, &commit, &pcommit, &pf);
-    if (commit) return commit;
-  }
-  return RssBytes();
-}
 
 std::string Human(size_t bytes) {
   char buf[32];
@@ -116,13 +99,14 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     "\r\n");
   }
   if (Wants(sections, "memory", true)) {
-    size_t used = UsedMemory(), rss = RssBytes();
+    size_t used = UsedMemoryBytes(), rss = RssBytes();
     section("Memory");
     absl::StrAppend(&out, "used_memory:", used, "\r\n", "used_memory_human:", Human(used), "\r\n",
-                    "used_memory_rss:", rss, "\r\n", "used_memory_rss_human:", Human(rss),
-                    "\r\n", "maxmemory:0\r\n", "maxmemory_human:0B\r\n",
-                    "maxmemory_policy:noeviction\r\n", "mem_allocator:",
-                    mi_process_info ? "mimalloc" : "libc", "\r\n");
+                    "used_memory_rss:", rss, "\r\n", "used_memory_rss_human:", Human(rss), "\r\n",
+                    "maxmemory:", config.maxmemory, "\r\n",
+                    "maxmemory_human:", Human(static_cast<size_t>(config.maxmemory)), "\r\n",
+                    "maxmemory_policy:noeviction\r\n",
+                    "mem_allocator:", mi_process_info ? "mimalloc" : "libc", "\r\n");
   }
   if (Wants(sections, "persistence", true)) {
     section("Persistence");

@@ -10,6 +10,7 @@
 #include "server/base/log.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/journal_health.h"
+#include "server/cmdtable/memory_limit.h"
 #include "server/cmdtable/restart_delay.h"
 #include "server/core/journal.h"
 #include "server/core/pubsub.h"
@@ -365,6 +366,28 @@ void Connection::Dispatch(CmdArgs args) {
     if (auto refusal = RestartDelayRefusal(reactor_->server().restart_delay(), *spec, args,
                                            reactor_->now_ms())) {
       cs.rejected_calls++;
+      if (in_multi_) multi_error_ = true;
+      ReplyError(*refusal);
+      return;
+    }
+  }
+  if (MemoryLimit::Over()) {
+    // Over maxmemory (noeviction): as Redis, refuse what may grow the data, and queueing inside
+    // MULTI; reads, deletes and releases run.
+    const bool is_exec = in_multi_ && spec->name == "exec";
+    bool exec_denyoom = false;
+    if (is_exec) {
+      for (const QueuedCommand& q : queued_) {
+        exec_denyoom = exec_denyoom || (q.spec->flags & kDenyOom);
+      }
+    }
+    if (auto refusal = OomRefusal(*spec, in_multi_, exec_denyoom)) {
+      cs.rejected_calls++;
+      if (is_exec) {
+        ResetTransactionState();  // Redis's execCommandAbort
+        ReplyError(errors::ExecAbortBecause(*refusal));
+        return;
+      }
       if (in_multi_) multi_error_ = true;
       ReplyError(*refusal);
       return;

@@ -23,6 +23,7 @@
 #include "server/base/peer_policy.h"
 #include "server/cmdtable/command.h"
 #include "server/cmdtable/journal_health.h"
+#include "server/cmdtable/memory_limit.h"
 #include "server/core/connection.h"
 #include "server/core/server.h"
 
@@ -797,6 +798,10 @@ void Reactor::Tick() {
   stats_.expired_keys += removed;
   stats_.expire_cycle_us += static_cast<uint64_t>(MonotonicUs() - start);
   if (journal_) journal_->Tick(now_ms_);
+  // maxmemory: the first reactor measures for all (one allocator query per tick).
+  if (id_ == 0 && (config_.maxmemory > 0 || MemoryLimit::Over())) {
+    MemoryLimit::Refresh(config_.maxmemory);
+  }
   next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
   if (config_.timeout > 0 && now_ms_ >= next_idle_check_ms_) CloseIdleClients();
 }

@@ -1,3 +1,4 @@
+#include "server/cmdtable/memory_limit.h"
 #include "server/scripts/script_catalog.h"
 
 #include <gtest/gtest.h>
@@ -250,6 +251,19 @@ TEST_F(ScriptRunTest, RedissonLockCycle) {
   EXPECT_EQ(Eval(kRedissonRelease, release_keys, release_args), ":1\r\n");
   ASSERT_EQ(published_.size(), 2u);
   EXPECT_EQ(published_[1], "S redisson_lock__channel:{L} 0");
+}
+
+// Over maxmemory a script's first write that may grow the data fails it, as in Redis; a write
+// after one that ran goes through (it cannot be taken back), and releases run.
+TEST_F(ScriptRunTest, OverMaxmemory) {
+  MemoryLimit::SetOver(true);
+  EXPECT_EQ(Eval(kRedissonAcquire, {"L"}, {"30000", "id:1"}),
+            "-OOM command not allowed when used memory > 'maxmemory'. script: "
+            "149c5a8bf18676fd99e9e6e24923bd64d9b62f94, on @user_script:1.\r\n");
+  EXPECT_FALSE(db().Exists("L", now_));
+  SetString("k", "mine", 1000);
+  EXPECT_EQ(Eval(kClassicSha, {"k"}, {"mine"}), ":1\r\n");
+  MemoryLimit::SetOver(false);
 }
 
 TEST_F(ScriptRunTest, RedissonRenewBatch) {

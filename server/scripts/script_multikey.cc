@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "server/base/error_strings.h"
+#include "server/cmdtable/memory_limit.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
@@ -144,6 +145,9 @@ struct Redlock {
       *error = errors::ScriptError(errors::kScriptArgs, sha, kWriteLine);
     } else if (r.read_only()) {
       *error = errors::ScriptError(errors::kScriptWriteInReadOnly, sha, kWriteLine);
+    } else if (MemoryLimit::Over()) {
+      // The script's first write is this SET: refused over maxmemory, as Redis does.
+      *error = errors::ScriptError(errors::kOom, sha, kWriteLine);
     } else {
       std::string_view e;
       if (ParseSetPx(*Ms(r), now_ms, at_ms, &e)) return true;

@@ -9,6 +9,7 @@
 #include "server/base/config.h"
 #include "server/base/error_strings.h"
 #include "server/base/str_util.h"
+#include "server/cmdtable/memory_limit.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/pubsub.h"
 #include "server/core/reactor.h"
@@ -101,6 +102,8 @@ bool ScriptRun::Call(int line, absl::Span<const LuaArg> args, CallReply* reply) 
     return Fail(errors::kScriptNotAllowed, line);
   }
   if ((spec->flags & kWrite) && call_.read_only) return Fail(errors::kScriptWriteInReadOnly, line);
+  if (!CheckOom((spec->flags & kDenyOom) != 0, line)) return false;
+  if (spec->flags & kWrite) wrote_ = true;
   call_out_.clear();
   protocol::ReplyBuilder rb(&call_out_, 2);
   ShardCtx ctx{ctx_.shard, *db_, db_index_, ctx_.now_ms, ctx_.config, rb};
@@ -122,11 +125,20 @@ bool ScriptRun::Fail(std::string_view redis_error, int line) {
 
 bool ScriptRun::FailArgs(int line) { return Fail(errors::kScriptArgs, line); }
 
-bool ScriptRun::CheckWrite(std::initializer_list<LuaArg> args, int line) {
+bool ScriptRun::CheckWrite(std::initializer_list<LuaArg> args, int line, bool denyoom) {
   for (LuaArg a : args) {
     if (a == nullptr) return FailArgs(line);
   }
   if (call_.read_only) return Fail(errors::kScriptWriteInReadOnly, line);
+  if (!CheckOom(denyoom, line)) return false;
+  wrote_ = true;
+  return true;
+}
+
+bool ScriptRun::CheckOom(bool denyoom, int line) {
+  // As Redis's scriptVerifyOOM: refused only before the script's first write, which it could
+  // not take back.
+  if (denyoom && !wrote_ && MemoryLimit::Over()) return Fail(errors::kOom, line);
   return true;
 }
 
@@ -171,7 +183,7 @@ bool ScriptRun::PExpire(LuaArg key, LuaArg ms, int line, int64_t* result) {
 }
 
 bool ScriptRun::SetPx(LuaArg key, LuaArg value, LuaArg ms, bool nx, int line, bool* written) {
-  if (!CheckWrite({key, value, ms}, line)) return false;
+  if (!CheckWrite({key, value, ms}, line, /*denyoom=*/true)) return false;
   shard::SetOptions opts;
   std::string_view error;
   if (!ParseSetPx(*ms, ctx_.now_ms, &opts.expire_at_ms, &error)) return Fail(error, line);
@@ -196,7 +208,7 @@ bool ScriptRun::HExists(LuaArg key, LuaArg field, int line, bool* exists) {
 }
 
 bool ScriptRun::HIncrBy(LuaArg key, LuaArg field, int64_t delta, int line, int64_t* value) {
-  if (!CheckWrite({key, field}, line)) return false;
+  if (!CheckWrite({key, field}, line, /*denyoom=*/true)) return false;
   auto r = db_->HIncrBy(*key, *field, delta, ctx_.now_ms);
   if (!r.ok()) return Fail(errors::ForStatus(r.status()), line);
   *value = *r;
@@ -204,7 +216,7 @@ bool ScriptRun::HIncrBy(LuaArg key, LuaArg field, int64_t delta, int line, int64
 }
 
 bool ScriptRun::HSet(LuaArg key, LuaArg field, std::string_view value, int line) {
-  if (!CheckWrite({key, field}, line)) return false;
+  if (!CheckWrite({key, field}, line, /*denyoom=*/true)) return false;
   auto r = db_->HSet(*key, *field, value, ctx_.now_ms);
   if (!r.ok()) return Fail(errors::ForStatus(r.status()), line);
   return true;

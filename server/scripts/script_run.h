@@ -93,8 +93,11 @@ class ScriptRun {
   const std::string& error() const { return error_; }
 
   // Checks that redis.call() can run a write with these arguments (no nil, not a read-only
-  // script). False after recording the error.
-  bool CheckWrite(std::initializer_list<LuaArg> args, int line);
+  // script; a `denyoom` command, one that may grow the data, not over maxmemory before the
+  // script's first write). False after recording the error.
+  bool CheckWrite(std::initializer_list<LuaArg> args, int line, bool denyoom = false);
+  // The maxmemory check alone (server/cmdtable/memory_limit.h).
+  bool CheckOom(bool denyoom, int line);
 
  private:
   const ScriptCall& call_;
@@ -102,6 +105,7 @@ class ScriptRun {
   shard::Db* db_;
   int db_index_;
   std::string error_;
+  bool wrote_ = false;    // a write command has run (Redis's SCRIPT_WRITE_DIRTY)
   std::string call_out_;  // the last Call()'s RESP2 reply, parsed into a CallReply
   std::vector<std::string_view> call_args_;
 };
