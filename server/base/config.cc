@@ -162,6 +162,9 @@ const std::vector<Setting>& Settings() {
        BoolGetter(&Config::aof_load_damaged)},
       // Read-only facts that clients ask for.
       {"save", false, nullptr, [](const Config&) { return std::string(); }},
+      {"client-output-buffer-limit", true,
+       [](Config& c, std::string_view v) { return c.client_output_buffer_limit.Parse(v); },
+       [](const Config& c) { return c.client_output_buffer_limit.Format(); }},
       {"maxmemory", true, IntSetter(&Config::maxmemory, 0, INT64_MAX, true),
        IntGetter(&Config::maxmemory)},
       // Only noeviction, the lock-safe policy, is built: no lock is dropped to make room.
@@ -228,6 +231,7 @@ std::string Config::Usage() {
   return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
          "                       [--protected-mode yes|no] [--maxmemory BYTES]\n"
          "                       [--maxmemory-policy noeviction]\n"
+         "                       [--client-output-buffer-limit \"CLASS HARD SOFT SECS ...\"]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--max-multibulk-len N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"

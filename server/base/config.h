@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/base/output_limit.h"
+
 namespace deadbolt::server {
 
 // A plain value. The main thread parses it from the command line; every reactor then keeps its
@@ -29,6 +31,8 @@ struct Config {
   // maxmemory (0: none) with the noeviction policy: over it, commands that may grow the data are
   // refused with OOM (server/cmdtable/memory_limit.h). No eviction policy is built yet.
   int64_t maxmemory = 0;
+  // client-output-buffer-limit: unread replies a client may leave, per class (output_limit.h).
+  OutputBufferLimits client_output_buffer_limit;
   int hz = 100;          // active-expiry ticks per second, per reactor
   int64_t timeout = 0;   // idle client timeout in seconds (0: never)
   std::string loglevel = "notice";

@@ -38,6 +38,7 @@ struct ReactorStats {
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
   uint64_t unauth_clients_closed = 0;   // closed before AUTH for output piling up
+  uint64_t output_limit_disconnections = 0;  // client-output-buffer-limit
   // Loop turns and the time they spent working (not waiting for events), in microseconds; the
   // longest turn shows a reactor that stalled (INFO: the maximum over reactors).
   uint64_t eventloop_cycles = 0;
@@ -69,6 +70,7 @@ struct ReactorStats {
     total_error_replies += o.total_error_replies;
     acl_access_denied_auth += o.acl_access_denied_auth;
     unauth_clients_closed += o.unauth_clients_closed;
+    output_limit_disconnections += o.output_limit_disconnections;
     eventloop_cycles += o.eventloop_cycles;
     eventloop_duration_us += o.eventloop_duration_us;
     eventloop_duration_max_us = std::max(eventloop_duration_max_us, o.eventloop_duration_max_us);

@@ -203,7 +203,9 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
     }
     // Redis 7.2's name for wrong passwords; the clients closed before AUTH are deadbolt's own.
     absl::StrAppend(&out, "acl_access_denied_auth:", s.acl_access_denied_auth, "\r\n",
-                    "unauthenticated_clients_closed:", s.unauth_clients_closed, "\r\n");
+                    "unauthenticated_clients_closed:", s.unauth_clients_closed, "\r\n",
+                    "client_output_buffer_limit_disconnections:", s.output_limit_disconnections,
+                    "\r\n");
   }
   if (Wants(sections, "replication", true)) {
     section("Replication");

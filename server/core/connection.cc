@@ -210,7 +210,8 @@ void Connection::OnRead(const char* data, size_t n) {
 void Connection::ProcessInput() {
   if (processing_) return;
   processing_ = true;
-  while (!closing_ && !close_after_reply_ && !paused_ && in_start_ < in_.size()) {
+  while (!closing_ && !close_after_reply_ && !paused_ && in_start_ < in_.size() &&
+         !ThrottledByOutputLimit()) {
     size_t consumed = 0;
     std::string_view buf(in_.data() + in_start_, in_.size() - in_start_);
     protocol::ParseStatus st = parser_.Parse(buf, &consumed, &args_);
@@ -236,6 +237,10 @@ void Connection::ProcessInput() {
     Dispatch(CmdArgs(args_.data(), args_.size()));
     if (!authenticated_ && unsent_output() > kUnauthMaxUnsentOutput) {
       CloseUnauthenticated();
+      break;
+    }
+    if (OverOutputLimit()) {  // no more commands for a client that does not read its replies
+      CloseForOutputLimit();
       break;
     }
   }
@@ -265,6 +270,28 @@ void Connection::CloseUnauthenticated() {
         kUnauthMaxUnsentOutput, more.c_str());
   }
   Kill();
+}
+
+bool Connection::OverOutputLimit() {
+  const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
+  const OutputBufferLimit& limit = subscribed() ? limits.pubsub : limits.normal;
+  if (limit.hard == 0 && limit.soft == 0) return false;
+  return output_limit_.Over(limit, unsent_output(), reactor_->now_ms());
+}
+
+bool Connection::ThrottledByOutputLimit() const {
+  if (inflight_ < kMaxInflightUnderOutputLimit) return false;
+  const OutputBufferLimit& limit = reactor_->config().client_output_buffer_limit.normal;
+  return limit.hard > 0 || limit.soft > 0;
+}
+
+void Connection::CloseForOutputLimit() {
+  reactor_->stats().output_limit_disconnections++;
+  LogWarning(
+      "closing client id=%llu addr=%s for overcoming of output buffer limits (%zu bytes "
+      "of replies unread)",
+      static_cast<unsigned long long>(id_), peer_.c_str(), unsent_output());
+  Kill();  // leaves its subscriptions too (OnClose)
 }
 
 void Connection::AfterOutput() {
@@ -542,7 +569,11 @@ void Connection::Defer(const CommandSpec* spec, CmdArgs args) {
 }
 
 void Connection::OnForwardDone() {
-  if (--inflight_ > 0 || !deferred_spec_) return;
+  if (--inflight_ == kMaxInflightUnderOutputLimit - 1 && !deferred_spec_ && !paused_ && !closing_ &&
+      in_start_ < in_.size()) {
+    ProcessInput();  // input left unread while too much was out (ThrottledByOutputLimit)
+  }
+  if (inflight_ > 0 || !deferred_spec_) return;
   const CommandSpec* spec = deferred_spec_;
   std::unique_ptr<OwnedArgs> owned = std::move(deferred_args_);
   deferred_spec_ = nullptr;

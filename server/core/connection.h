@@ -14,6 +14,7 @@
 
 #include "protocol/reply_builder.h"
 #include "protocol/resp_parser.h"
+#include "server/base/output_limit.h"
 #include "server/cmdtable/command.h"
 #include "server/core/transaction.h"
 
@@ -114,6 +115,15 @@ class Connection {
   // Close after the replies so far have been written (QUIT, protocol errors, CLIENT KILL).
   void CloseAfterReply() { close_after_reply_ = true; }
   void Kill();
+  // client-output-buffer-limit: whether this client's unread replies are over its class's
+  // limit (pubsub while subscribed, else normal), and closing it, logged, when they are.
+  bool OverOutputLimit();
+  void CloseForOutputLimit();
+  // With a normal output limit set, a connection reads no further commands while this many are
+  // out on other shards (each a relay or a forwarded command): their replies, not counted until
+  // they come back, could otherwise pass the limit many times over before it is checked.
+  static constexpr int kMaxInflightUnderOutputLimit = 16;
+  bool ThrottledByOutputLimit() const;
 
   // Runs per_shard on each shard in `shards` (inline for this reactor's shard, as a message to the
   // others), then finish() here, which writes the command's reply. per_shard is copied to every
@@ -292,6 +302,7 @@ class Connection {
   const CommandSpec* lookup_cache_ = nullptr;  // the last command name Dispatch looked up
   int64_t created_ms_ = 0;
   int64_t last_interaction_ms_ = 0;
+  OutputLimitState output_limit_;
 
   int refs_ = 0;
   bool recv_armed_ = false;

@@ -143,12 +143,7 @@ int64_t DeliverHere(Reactor& r, PubSubKind kind, std::string_view channel, std::
       });
   for (Connection* c : over_limit) {
     if (c->closing()) continue;  // listed twice (a channel and a pattern)
-    LogWarning(
-        "closing pub/sub client id=%llu addr=%s for overcoming of output buffer limits "
-        "(%zu bytes)",
-        static_cast<unsigned long long>(c->id()), c->peer().c_str(), c->output_buffer_size());
-    r.pubsub().UnsubscribeAll(c, *c->pubsub_state());
-    c->Kill();
+    c->CloseForOutputLimit();
   }
   return n;
 }
@@ -219,19 +214,7 @@ bool Connection::WritePubSubMessage(PubSubKind kind, const std::string* pattern,
     EncodePubSubMessage(&pending_.back().data, resp_, kind, pattern, channel, payload);
     CompleteSlot(seq, std::move(pending_.back().data));
   }
-  // Bytes not yet taken by the kernel (sending_off_ is stale once sending_ is cleared).
-  size_t size = out_.size() + (sending_off_ < sending_.size() ? sending_.size() - sending_off_ : 0);
-  if (size > kPubSubHardLimitBytes) return false;
-  if (size <= kPubSubSoftLimitBytes) {
-    pubsub_->soft_limit_since_ms = 0;
-    return true;
-  }
-  int64_t now = reactor_->now_ms();
-  if (pubsub_->soft_limit_since_ms == 0) {
-    pubsub_->soft_limit_since_ms = now;
-    return true;
-  }
-  return now - pubsub_->soft_limit_since_ms <= kPubSubSoftLimitMs;
+  return !OverOutputLimit();
 }
 
 bool Connection::PubSubFilter(const CommandSpec* spec, CmdArgs args) {

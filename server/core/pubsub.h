@@ -32,14 +32,6 @@ class Reactor;
 enum class PubSubKind : uint8_t { kChannel = 0, kPattern = 1, kShard = 2 };
 inline constexpr int kNumPubSubKinds = 3;
 
-// Redis's default `client-output-buffer-limit pubsub 32mb 8mb 60`: a subscribed connection whose
-// output (not yet taken by the kernel) passes the hard limit, or stays above the soft limit for
-// longer than the soft period, is closed, so one slow reader can't eat the server's memory.
-// (Constants until the config grows a `client-output-buffer-limit` setting.)
-inline constexpr size_t kPubSubHardLimitBytes = size_t{32} << 20;
-inline constexpr size_t kPubSubSoftLimitBytes = size_t{8} << 20;
-inline constexpr int64_t kPubSubSoftLimitMs = 60 * 1000;
-
 // Owned by its Connection (so by the connection's reactor thread): the names the connection is
 // subscribed to, by kind. The registry keeps it in step with its own maps.
 class PubSubClient {
@@ -58,9 +50,6 @@ class PubSubClient {
   // are allowed then.
   bool subscribed() const { return total() > 0; }
   size_t total() const { return names_[0].size() + names_[1].size() + names_[2].size(); }
-
-  // Output-buffer soft limit: when the output first went over it (0: it is not over).
-  int64_t soft_limit_since_ms = 0;
 
  private:
   friend class PubSubRegistry;

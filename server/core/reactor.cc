@@ -580,6 +580,10 @@ void Reactor::FlushConnections() {
     Connection* c = flush_list_[i];
     c->in_flush_list_ = false;
     if (c->closing_) continue;
+    if (c->OverOutputLimit()) {  // replies that came from other shards, pub/sub messages
+      c->CloseForOutputLimit();
+      continue;
+    }
     if (hold && !c->out_.empty() &&
         (c->hold_marks_.empty() || c->hold_marks_.back().first != c->out_.size())) {
       // Written while a journal batch is not on disk yet: leaves once it is (always).

@@ -40,6 +40,9 @@ struct Relay {
   std::string replies;   // the replies of the commands run so far, in order
   size_t segment = 0;    // where the replies written by the shard that sent it here begin
   bool resumed = false;  // `next` waited in the LockTable and may now run
+  // client-output-buffer-limit's hard limit for the client (0: none): once the replies reach
+  // it, the rest is not run and the relay goes home, where the client is closed for it.
+  size_t max_replies = 0;
   int origin = 0;
   int db = 0;
   int resp = 2;
@@ -91,6 +94,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->replies.clear();
   r->next = r->next_arg = r->next_byte = r->segment = 0;
   r->resumed = false;
+  r->max_replies = 0;
   spare.push_back(std::move(r));
 }
 
@@ -150,6 +154,7 @@ void RunRelay(std::unique_ptr<Relay> r) {
     r->next++;
     r->next_arg += cmd.argc;
     r->next_byte = off;
+    if (r->max_replies && r->replies.size() >= r->max_replies) break;  // a client not reading
   }
   if (r->origin == me) {
     Home(std::move(r));
@@ -171,6 +176,9 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
     relay_->resp = resp_;
     relay_->client_id = id_;
     relay_->conn = this;
+    const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
+    relay_->max_replies =
+        static_cast<size_t>(subscribed() ? limits.pubsub.hard : limits.normal.hard);
     Ref();
     inflight_++;
     inflight_shard_ = kRelayShard;

@@ -1,0 +1,154 @@
+"""client-output-buffer-limit (issue 15), against deadbolt and redis-server alike: the setting
+reads and parses as Redis's; a client that pipelines GETs of a large value and never reads its
+replies is closed once they pass its class's hard limit, whether its keys are on its own
+reactor or on the other one (replies that come back from another shard), while another
+client is served and the server's memory stays near the limit; a subscriber that does not read
+is closed at the pubsub limit.
+
+PING's latency meanwhile is printed, not asserted (no timing assertions in tests)."""
+
+import os
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import OK  # noqa: E402
+from slots import on_shard  # noqa: E402
+
+DEFAULT = b"normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+LIMIT_MB = 16
+VALUE_MB = 1
+
+
+def setUpModule():
+    harness.start_module_server()
+
+
+def tearDownModule():
+    harness.stop_module_server()
+
+
+def rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def setting(c):
+    return harness.decode(c.cmd("CONFIG", "GET", "client-output-buffer-limit"))[1]
+
+
+def drain_until_closed(sock, timeout=30):
+    """Reads and discards until the server closes the connection; True if it did."""
+    sock.settimeout(timeout)
+    try:
+        while True:
+            if not sock.recv(1 << 20):
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+class OutputLimitTest(harness.ServerTestCase):
+    def setUp(self):
+        super().setUp()
+        self.addCleanup(lambda: self.conn().cmd("CONFIG", "SET", "client-output-buffer-limit",
+                                                 DEFAULT.decode()))
+
+    def test_setting_reads_and_parses_as_redis(self):
+        self.assertEqual(setting(self.c), DEFAULT)
+        self.assertEqual(self.c.cmd("CONFIG", "SET", "client-output-buffer-limit",
+                                    "Normal 8mb 4mb 10 replica 1 1 1"), OK)
+        self.assertEqual(setting(self.c),
+                         b"normal 8388608 4194304 10 slave 1 1 1 pubsub 33554432 8388608 60")
+        prefix = (b"-ERR CONFIG SET failed (possibly related to argument "
+                  b"'client-output-buffer-limit') - ")
+        for bad, why in [("foo 1 2 3", b"Invalid client class specified in buffer limit "
+                                       b"configuration."),
+                         ("normal 1 2", b"Wrong number of arguments in buffer limit "
+                                        b"configuration."),
+                         ("normal x 2 3", b"Error in hard, soft or soft_seconds setting in "
+                                          b"buffer limit configuration.")]:
+            self.assertEqual(self.c.cmd("CONFIG", "SET", "client-output-buffer-limit", bad),
+                             prefix + why + b"\r\n")
+
+    def reader_that_never_reads(self, keys):
+        value = "v" * (VALUE_MB << 20)
+        for k in keys:
+            self.assertEqual(self.c.cmd("SET", k, value), OK)
+        self.assertEqual(self.c.cmd("CONFIG", "SET", "client-output-buffer-limit",
+                                    "normal %dmb %dmb 60" % (LIMIT_MB, LIMIT_MB // 2)), OK)
+        pid = harness.server().proc.pid
+        base = rss_mb(pid)
+        reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        reader.connect(("127.0.0.1", harness.port()))
+        self.addCleanup(reader.close)
+        # 1 GB of replies asked for, never read.
+        batch = b"".join(harness.encode_command("GET", keys[i % len(keys)]) for i in range(1024))
+        stop = threading.Event()
+        pings, peak = [], [base]
+
+        def ping():
+            c = self.conn()
+            while not stop.is_set():
+                t = time.monotonic()
+                self.assertEqual(c.cmd("PING"), b"+PONG\r\n")
+                pings.append(time.monotonic() - t)
+                peak[0] = max(peak[0], rss_mb(pid))
+                time.sleep(0.005)
+
+        t = threading.Thread(target=ping)
+        t.start()
+        try:
+            reader.settimeout(5)
+            try:
+                reader.sendall(batch)
+            except OSError:
+                pass  # closed while sending: what we want
+            time.sleep(0.5)
+            peak[0] = max(peak[0], rss_mb(pid))
+            self.assertTrue(drain_until_closed(reader), "the reader was not closed")
+        finally:
+            stop.set()
+            t.join()
+        # Memory stayed near the limit: far from the 1 GB asked for.
+        self.assertLess(peak[0] - base, LIMIT_MB + 100, "RSS grew %.0f MB" % (peak[0] - base))
+        self.assertEqual(self.c.cmd("PING"), b"+PONG\r\n")
+        if pings:
+            print("\n  PING while a reader filled its buffer: %d pings, max %.1f ms"
+                  % (len(pings), 1000 * max(pings)), file=sys.stderr)
+        if not harness.AGAINST_REDIS:
+            info = bytes(harness.decode(self.c.cmd("INFO", "stats"))).decode()
+            self.assertIn("client_output_buffer_limit_disconnections:1", info.replace("\r", ""))
+
+    def test_reader_of_local_and_remote_keys_is_closed_at_the_hard_limit(self):
+        self.assertEqual(self.c.cmd("CONFIG", "RESETSTAT"), OK)
+        self.reader_that_never_reads([on_shard(0, "big"), on_shard(1, "big")])
+
+    def test_subscriber_that_does_not_read_is_closed_at_the_pubsub_limit(self):
+        self.assertEqual(self.c.cmd("CONFIG", "SET", "client-output-buffer-limit",
+                                    "pubsub 2mb 1mb 60"), OK)
+        sub = socket.create_connection(("127.0.0.1", harness.port()))
+        sub.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        self.addCleanup(sub.close)
+        sub.sendall(harness.encode_command("SUBSCRIBE", "news"))
+        got = b""
+        while got.count(b"\r\n") < 6:
+            got += sub.recv(1024)
+        message = "m" * (64 * 1024)
+        for _ in range(200):  # 12.5 MB, never read
+            self.c.cmd("PUBLISH", "news", message)
+        self.assertTrue(drain_until_closed(sub), "the subscriber was not closed")
+        self.assertEqual(self.c.cmd("PUBLISH", "news", "x"), harness.integer(0))
+
+
+if __name__ == "__main__":
+    harness.main()
