@@ -392,17 +392,39 @@ void BMoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   MoveAcross(args.subspan(0, args.size() - 1), conn, rb, !conn.in_exec());
 }
 
+// How BLPOP / BRPOP take an element (blocking.h).
+template <ListEnd end>
+constexpr PopFns kListPopFns{
+    [](shard::Db& d, std::string_view key, int64_t now) -> int64_t {
+      auto r = d.ListLen(key, now);
+      return r.ok() ? *r : -1;
+    },
+    [](shard::Db& d, std::string_view key, int64_t now, Popped* out) {
+      auto r = d.ListPop(key, end, 1, now);
+      if (!r.ok() || r->empty()) return false;
+      out->value = std::move(r->front());
+      return true;
+    },
+    [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
+      const std::string_view kv[2] = {key, popped.value};
+      rb.BulkArray(kv, 2);
+    },
+    [](shard::Db& d, std::string_view key, const Popped& popped, int64_t now) {
+      const std::string_view one[1] = {popped.value};
+      d.ListPush(key, one, end, false, now);
+    }};
+
 // BLPOP / BRPOP key [key ...] timeout, all keys on this shard: the first key in order that has
-// an element is popped (a key of another type first is WRONGTYPE, as Redis). Else the client
-// waits on its key, or with several keys is refused (kBlockOnOneKey); inside MULTI it does not
-// wait (a null array).
+// an element is popped (a key of another type first is WRONGTYPE, as Redis; a key whose earlier
+// waiters take what it has is passed over). Else the client waits on its keys (WaitOnKeys);
+// inside MULTI it does not wait (a null array).
 template <ListEnd end>
 void BPop(CmdArgs args, ShardCtx& ctx) {
   int64_t deadline;
   if (!ParseBlockTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
   const size_t nkeys = args.size() - 2;
   for (size_t i = 1; i <= nkeys; ++i) {
-    if (nkeys == 1 && OthersWait(ctx, args[i])) break;
+    if (OthersWait(ctx, args[i])) continue;
     auto r = ctx.db.ListPop(args[i], end, 1, ctx.now_ms);
     if (!r.ok() && r.status() != OpStatus::kKeyNotFound) {
       ReplyStatus(ctx.rb, r.status());
@@ -418,32 +440,7 @@ void BPop(CmdArgs args, ShardCtx& ctx) {
     ctx.rb.NullArray();
     return;
   }
-  if (nkeys != 1) {
-    ctx.rb.Error(errors::kBlockOnOneKey);
-    return;
-  }
-  LockWaiters::Waiter w;
-  w.deadline_ms = deadline;
-  w.timeout_null_array = true;
-  w.reply = std::move(*ctx.block);
-  const int db = ctx.db_index;
-  w.try_serve = [db](shard::Db& d, std::string_view key, int64_t now, BlockedReply& reply) {
-    auto r = d.ListPop(key, end, 1, now);
-    if (!r.ok() && r.status() == OpStatus::kWrongType) {
-      reply.Finish(ErrorOf(reply.resp(), errors::kWrongType));
-      return true;
-    }
-    if (!r.ok() || r->empty()) return false;
-    const std::string_view kv[2] = {key, r->front()};
-    std::string bytes = RespOf(reply.resp(), kv, 2, false);  // before the value moves below
-    // A client gone before its reply reached it: the element goes back where it was.
-    reply.Finish(std::move(bytes), [db, k = std::string(key), v = std::move(r->front())] {
-      const std::string_view one[1] = {v};
-      Reactor::Current()->shard().db(db).ListPush(k, one, end, false, Reactor::Current()->now_ms());
-    });
-    return true;
-  };
-  Reactor::Current()->lock_waiters().Wait(ctx.db_index, args[1], std::move(w));
+  WaitOnKeys(ctx, args.subspan(1, nkeys), deadline, kListPopFns<end>);
 }
 
 // BLMOVE src dst LEFT|RIGHT LEFT|RIGHT timeout / BRPOPLPUSH src dst timeout, both keys here.
@@ -474,8 +471,11 @@ void BMoveOnShard(CmdArgs args, ShardCtx& ctx) {
   const int db = ctx.db_index;
   w.try_serve = [db, dst = std::string(args[2]), from, to](shard::Db& d, std::string_view key,
                                                            int64_t now, BlockedReply& reply) {
+    // Missing, empty or of another type (Redis keeps such a waiter waiting): wait on.
+    auto len = d.ListLen(key, now);
+    if (!len.ok() || *len == 0) return false;
+    // A destination of another type: WRONGTYPE, nothing moved (Redis re-runs the command).
     auto r = d.ListMove(key, dst, from, to, now);
-    if (!r.ok() && r.status() == OpStatus::kKeyNotFound) return false;
     if (!r.ok()) {
       reply.Finish(ErrorOf(reply.resp(), errors::ForStatus(r.status())));
       return true;
@@ -500,27 +500,10 @@ void BMoveOnShard(CmdArgs args, ShardCtx& ctx) {
   Reactor::Current()->lock_waiters().Wait(ctx.db_index, args[1], std::move(w));
 }
 
-// Keys on several shards (BLPOP k1 k2 ..., BLMOVE across shards): one atomic attempt, as the
-// non-blocking forms do; if nothing can be popped it does not wait: a null reply inside
-// MULTI/EXEC, kBlockOnOneKey otherwise.
+// Keys on several shards (BLPOP k1 k2 ...): blocking.h's BlockingPopAcross.
 template <ListEnd end>
 void BPopAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
-  static constexpr PopAcrossFns kFns{
-      [](ShardCtx& ctx, std::string_view key) -> int64_t {
-        auto r = ctx.db.ListLen(key, ctx.now_ms);
-        return r.ok() ? *r : -1;
-      },
-      [](ShardCtx& ctx, std::string_view key, Popped* out) {
-        auto r = ctx.db.ListPop(key, end, 1, ctx.now_ms);
-        if (!r.ok() || r->empty()) return false;
-        out->value = std::move(r->front());
-        return true;
-      },
-      [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
-        const std::string_view kv[2] = {key, popped.value};
-        rb.BulkArray(kv, 2);
-      }};
-  BlockingPopAcross(args, conn, rb, kFns);
+  BlockingPopAcross(args, conn, rb, kListPopFns<end>);
 }
 
 void Register(CommandTable* t) {
