@@ -251,9 +251,14 @@ void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& r
     for (size_t s = 0; s < shards.size(); ++s) {
       c->reactor().Send(shards[s], [g, db, deadline, fns = st->fns, counts = s == 0,
                                     keys = std::move(keys_of[s])] {
-        // Served already (through a shard that got here first) or gone: nothing to queue. A
-        // claim made after this check sends its Withdraw after it, so none is left behind.
-        if (g->claimed.load(std::memory_order_acquire) || g->reply->cancelled()) return;
+        // Served already (through a shard that got here first): nothing to queue. A claim made
+        // after this check sends its Withdraw after it, so none is left behind. Gone: its reply
+        // is finished (once, by whoever claims it) to let the connection go.
+        if (g->claimed.load(std::memory_order_acquire)) return;
+        if (g->reply->cancelled()) {
+          if (!g->claimed.exchange(true, std::memory_order_acq_rel)) g->reply->Finish({});
+          return;
+        }
         for (size_t i = 0; i < keys.size(); ++i) {
           Register(db, keys[i], g, counts && i == 0, deadline, fns);
         }

@@ -65,4 +65,19 @@ void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns
 void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb,
                        const PopFns& fns);
 
+// BLMOVE / BRPOPLPUSH whose source and destination are on two shards, outside MULTI, found the
+// source empty: the client waits on the source, on its shard (blocking_move.cc). When the source
+// gets an element, its waiter moves it with a transaction over both keys (as LMOVE: atomic,
+// journalled as one), holding the source's queue meanwhile so that the waiters behind it keep
+// their turn. A destination of another type then: WRONGTYPE, nothing moved (Redis). A source
+// emptied again before the move took its locks: the client waits on. Runs on the connection's
+// reactor, after its reply slot so far (Connection::BlockAcross).
+struct MoveAcrossWait {
+  std::string src, dst;
+  int src_shard = 0, dst_shard = 0;
+  shard::ListEnd from = shard::ListEnd::kRight, to = shard::ListEnd::kLeft;
+  int64_t deadline = 0;
+};
+void WaitToMoveAcross(Connection& conn, MoveAcrossWait wait);
+
 }  // namespace deadbolt::server

@@ -314,9 +314,9 @@ void MoveOnShard(CmdArgs args, ShardCtx& ctx) {
 // Source and destination on two shards, under both keys' locks: (1) each shard checks its key
 // (the source: a list, or missing; the destination: a list or missing), (2) the source pops,
 // (3) the destination pushes. Nobody sees the element in both lists or in neither.
-// `refuse_wait`: a BLMOVE / BRPOPLPUSH outside MULTI, which would have to wait when the source
-// is empty: refused with kBlockOnOneKey instead of nil.
-void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wait) {
+// `deadline`: a BLMOVE / BRPOPLPUSH outside MULTI, which waits when the source is empty (or has
+// earlier waiters) until then (WaitToMoveAcross); -1 for LMOVE / RPOPLPUSH.
+void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, int64_t deadline) {
   ListEnd from, to;
   if (!MoveEnds(args, &from, &to, rb)) return;
   const Server& server = conn.reactor().server();
@@ -336,8 +336,13 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wa
   st->from = from;
   st->to = to;
   std::vector<Connection::ShardFn> phases;
-  phases.push_back([st](ShardCtx& ctx) {
+  const bool may_wait = deadline >= 0;
+  phases.push_back([st, may_wait](ShardCtx& ctx) {
     if (ctx.shard.index() == st->src_shard) {
+      if (may_wait && OthersWait(ctx, st->src)) {  // behind the waiters already there
+        st->src_status = OpStatus::kKeyNotFound;
+        return;
+      }
       auto len = ctx.db.ListLen(st->src, ctx.now_ms);
       st->src_status = !len.ok()   ? len.status()
                        : *len == 0 ? OpStatus::kKeyNotFound
@@ -361,9 +366,11 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wa
   });
   conn.FanOutPhases(
       {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
-      std::move(phases), [st, refuse_wait](ReplyBuilder& rb) {
-        if (refuse_wait && st->src_status == OpStatus::kKeyNotFound) {
-          rb.Error(errors::kBlockOnOneKey);
+      std::move(phases), [st, deadline, c = &conn](ReplyBuilder& rb) {
+        if (deadline >= 0 && st->src_status == OpStatus::kKeyNotFound) {
+          // Redis blocks on an empty source whatever the destination is.
+          WaitToMoveAcross(*c, MoveAcrossWait{st->src, st->dst, st->src_shard, st->dst_shard,
+                                              st->from, st->to, deadline});
         } else if (st->src_status != OpStatus::kOk) {
           ReplyMoved(st->src_status, rb);
         } else if (st->dst_status != OpStatus::kOk) {
@@ -378,9 +385,10 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wa
 
 // --- BLPOP BRPOP BLMOVE BRPOPLPUSH: waiting in the server (LockWaiters' key-ready hook) ---
 
-void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) { MoveAcross(args, conn, rb, false); }
+void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) { MoveAcross(args, conn, rb, -1); }
 
-// BLMOVE / BRPOPLPUSH with keys on two shards: LMOVE / RPOPLPUSH's atomic move, without waiting.
+// BLMOVE / BRPOPLPUSH with keys on two shards: LMOVE / RPOPLPUSH's atomic move, or (the source
+// empty, outside MULTI) a wait on the source that moves across when it is ready.
 void BMoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   ListEnd from, to;
   if (args.size() == 6 && (!ParseEnd(args[3], &from) || !ParseEnd(args[4], &to))) {
@@ -388,8 +396,8 @@ void BMoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     return;
   }
   int64_t deadline;
-  if (!ParseBlockTimeout(args.back(), 0, &deadline, rb)) return;
-  MoveAcross(args.subspan(0, args.size() - 1), conn, rb, !conn.in_exec());
+  if (!ParseBlockTimeout(args.back(), conn.reactor().now_ms(), &deadline, rb)) return;
+  MoveAcross(args.subspan(0, args.size() - 1), conn, rb, conn.in_exec() ? -1 : deadline);
 }
 
 // How BLPOP / BRPOP take an element (blocking.h).

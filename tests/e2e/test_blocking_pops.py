@@ -3,8 +3,9 @@ Redis 7.0; waiting in the server until a push (RESP2 and RESP3), timeouts (float
 forever), no waiting inside MULTI; first come first served across both reactors; a waiter whose
 connection closes (or is killed) leaves at once and takes nothing; keys on another shard.
 
-deadbolt waits on one key (a BLPOP with several keys, or a BLMOVE across shards, is served at
-once if it can be and otherwise refused with an error): those cases are deadbolt-only."""
+Several keys, on one shard or on both: the first key to get an element serves the client, once,
+and its waits on the other keys end with it. BLMOVE with its keys on two shards waits on the
+source and moves atomically. A key overwritten with another type keeps its waiter waiting."""
 
 import os
 import sys
@@ -13,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import (AGAINST_REDIS, NIL, NIL_ARRAY, NULL3, OK, SYNTAX, WRONGTYPE,  # noqa: E402
+from harness import (NIL, NIL_ARRAY, NULL3, OK, SYNTAX, WRONGTYPE,  # noqa: E402
                      array, bulk, decode, encode_command, integer)
 from slots import on_shard  # noqa: E402
 
@@ -29,9 +30,6 @@ def tearDownModule():
 NOT_FLOAT = b"-ERR timeout is not a float or out of range\r\n"
 NEGATIVE = b"-ERR timeout is negative\r\n"
 QUEUED = b"+QUEUED\r\n"
-ONE_KEY = (b"-ERR deadbolt waits on one key: BLPOP/BRPOP/BZPOPMIN/BZPOPMAX with several keys, or "
-           b"BLMOVE/BRPOPLPUSH with keys on two shards, can only be served at once (give the keys"
-           b" one {hash tag}, or wait on one key)\r\n")
 
 
 def kv(k, v):
@@ -342,12 +340,120 @@ class WrongTypeWaitTest(BlockingTestCase):
         self.wait_blocked(0)
 
 
-@unittest.skipIf(AGAINST_REDIS, "deadbolt only")
-class OneKeyRestrictionTest(BlockingTestCase):
-    def test_blmove_across_shards_refused_when_it_would_wait(self):
-        self.assertReply(ONE_KEY, "BLMOVE", on_shard(0, "a"), on_shard(1, "b"), "LEFT", "LEFT",
-                         "0")
-        self.assertEqual(self.blocked_clients(), 0)
+class BLMoveAcrossShardsTest(BlockingTestCase):
+    """BLMOVE / BRPOPLPUSH whose source and destination are on two shards wait on the source and
+    move atomically when it gets an element."""
+
+    def setUp(self):
+        super().setUp()
+        self.a, self.b = on_shard(0, "src"), on_shard(1, "dst")
+
+    def test_waits_then_moves(self):
+        a, b = self.a, self.b
+        for src, dst in ((a, b), (b, a)):
+            w = self.conn()
+            w.send(encode_command("BLMOVE", src, dst, "LEFT", "RIGHT", "0"))
+            self.wait_blocked(1)
+            self.assert_no_reply(w, 0.05)
+            self.assertReply(integer(2), "RPUSH", src, "x", "y")
+            self.assertEqual(w.read_reply(), bulk("x"))
+            self.assertReply(array(bulk("y")), "LRANGE", src, "0", "-1")
+            self.assertReply(array(bulk("x")), "LRANGE", dst, "0", "-1")
+            self.wait_blocked(0)
+            self.c.cmd("DEL", src, dst)
+        w = self.conn()
+        w.cmd("HELLO", "3")
+        w.send(encode_command("BRPOPLPUSH", a, b, "0"))
+        self.wait_blocked(1)
+        self.assertReply(integer(2), "RPUSH", a, "1", "2")
+        self.assertEqual(w.read_reply(), bulk("2"))
+        self.assertReply(array(bulk("2")), "LRANGE", b, "0", "-1")
+
+    def test_first_come_first_served_on_the_source(self):
+        a, b = self.a, self.b
+        mover, popper = self.conn(), self.conn()
+        mover.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(1)
+        popper.send(encode_command("BLPOP", a, "0"))
+        self.wait_blocked(2)
+        self.assertReply(integer(1), "RPUSH", a, "1")
+        self.assertEqual(mover.read_reply(), bulk("1"))
+        self.assert_no_reply(popper, 0.05)
+        self.assertReply(integer(1), "RPUSH", a, "2")
+        self.assertEqual(popper.read_reply(), kv(a, "2"))
+        self.assertReply(array(bulk("1")), "LRANGE", b, "0", "-1")
+        # The other order, one push of two elements.
+        popper.send(encode_command("BLPOP", a, "0"))
+        self.wait_blocked(1)
+        mover.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(2)
+        self.assertReply(integer(2), "RPUSH", a, "3", "4")
+        self.assertEqual(popper.read_reply(), kv(a, "3"))
+        self.assertEqual(mover.read_reply(), bulk("4"))
+        self.assertReply(array(bulk("4"), bulk("1")), "LRANGE", b, "0", "-1")
+        self.wait_blocked(0)
+
+    def test_the_moved_element_serves_the_destinations_waiter(self):
+        a, b = self.a, self.b
+        mover, popper = self.conn(), self.conn()
+        popper.send(encode_command("BRPOP", b, "0"))
+        self.wait_blocked(1)
+        mover.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(2)
+        self.assertReply(integer(1), "RPUSH", a, "v")
+        self.assertEqual(mover.read_reply(), bulk("v"))
+        self.assertEqual(popper.read_reply(), kv(b, "v"))
+        self.assertReply(integer(0), "EXISTS", a, b)
+        self.wait_blocked(0)
+
+    def test_destination_of_another_type(self):
+        a, b = self.a, self.b
+        mover, popper = self.conn(), self.conn()
+        mover.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(1)
+        popper.send(encode_command("BLPOP", a, "0"))
+        self.wait_blocked(2)
+        self.assertReply(OK, "SET", b, "str")
+        self.assertReply(integer(1), "RPUSH", a, "v")
+        # WRONGTYPE, nothing moved; the element serves the next waiter.
+        self.assertEqual(mover.read_reply(), WRONGTYPE)
+        self.assertEqual(popper.read_reply(), kv(a, "v"))
+        self.assertReply(b"$3\r\nstr\r\n", "GET", b)
+        self.wait_blocked(0)
+
+    def test_source_of_another_type_keeps_waiting(self):
+        a, b = self.a, self.b
+        w = self.conn()
+        w.send(encode_command("BLMOVE", a, b, "RIGHT", "LEFT", "0"))
+        self.wait_blocked(1)
+        self.assertReply(integer(1), "ZADD", a, "1", "m")
+        self.assert_no_reply(w, 0.05)
+        self.assertReply(integer(1), "DEL", a)
+        self.assertReply(integer(1), "LPUSH", a, "v")
+        self.assertEqual(w.read_reply(), bulk("v"))
+        self.assertReply(array(bulk("v")), "LRANGE", b, "0", "-1")
+
+    def test_timeout_and_kill(self):
+        a, b = self.a, self.b
+        self.assertReply(NIL_ARRAY, "BLMOVE", a, b, "LEFT", "LEFT", "0.05")
+        self.assertReply(NIL_ARRAY, "BRPOPLPUSH", b, a, "0.05")
+        self.wait_blocked(0)
+        victim = self.conn()
+        victim_id = victim.call("CLIENT", "ID")
+        victim.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(1)
+        self.assertReply(integer(1), "CLIENT", "KILL", "ID", victim_id)
+        self.wait_blocked(0)
+        self.assertReply(integer(1), "RPUSH", a, "kept")
+        self.assertReply(array(bulk("kept")), "LRANGE", a, "0", "-1")
+        self.assertReply(integer(0), "EXISTS", b)
+
+    def test_multi_does_not_wait(self):
+        self.assertReplies([
+            (("MULTI",), OK),
+            (("BLMOVE", self.a, self.b, "LEFT", "LEFT", "0"), QUEUED),
+            (("EXEC",), array(NIL)),
+        ])
 
 
 if __name__ == "__main__":
