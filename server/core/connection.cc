@@ -590,6 +590,9 @@ std::unique_ptr<BlockedReply> Connection::BlockAcross(std::vector<int> shards) {
   const uint64_t seq = ReserveSlot();
   auto state = std::make_shared<BlockState>();
   state->waiting.store(true, std::memory_order_relaxed);
+  // Closed while the attempt was out (OnClose found no block to cancel): the shards see the
+  // flag and finish the reply at once instead of queueing it.
+  if (closing_) state->cancelled.store(true, std::memory_order_relaxed);
   auto reply = std::make_unique<ConnBlockedReply>(reactor_->id(), this, seq, resp_, id_, state);
   // As a forwarded blocking call (EndBlock undoes all of it), to no single shard.
   Ref();

@@ -284,6 +284,53 @@ class SeveralKeysWaitTest(BlockingTestCase):
                     self.assertReply(integer(1), "LLEN", k)
                 self.c.cmd("DEL", a, b, c)
 
+    def test_a_crowd_on_keys_of_both_shards_is_served_exactly_once(self):
+        a, b, c = self.KEYSETS["two shards"]
+        waiters = [self.conn() for _ in range(8)]
+        for rnd in range(3):
+            for i, w in enumerate(waiters):
+                keys = (a, b, c) if i % 2 else (c, b, a)
+                w.send(encode_command("BRPOP", *keys, "0"))
+            self.wait_blocked(len(waiters))
+            # Twice as many elements as waiters, spread over the three keys, sent in one go:
+            # every waiter gets exactly one, and the rest stay.
+            pushed = []
+            pipeline = b""
+            for j in range(2 * len(waiters)):
+                k = (a, b, c)[j % 3]
+                v = "r%d-%d" % (rnd, j)
+                pushed.append((k, v))
+                pipeline += encode_command("LPUSH", k, v)
+            self.c.send(pipeline)
+            for _ in pushed:
+                self.c.read_reply()
+            got = []
+            for w in waiters:
+                reply = w.read_reply()
+                got.append(tuple(x.decode() for x in decode(reply)))
+            self.wait_blocked(0)
+            left = []
+            for k in (a, b, c):
+                left += [(k, v.decode()) for v in decode(self.c.cmd("LRANGE", k, "0", "-1"))]
+            self.assertEqual(len(got), len(set(got)))
+            self.assertEqual(sorted(got + left), sorted(pushed))
+            self.c.cmd("DEL", a, b, c)
+
+    def test_a_client_that_closes_at_once_leaves_nothing_behind(self):
+        # Closed while its first attempt is still out on the shards (sometimes): the wait that
+        # follows must not stay queued.
+        a, b, c = self.KEYSETS["two shards"]
+        for i in range(20):
+            w = self.conn()
+            if i % 2:
+                w.send(encode_command("BLPOP", a, b, "0"))
+            else:
+                w.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+            w.close()
+        self.wait_blocked(0)
+        self.assertReply(integer(1), "RPUSH", a, "kept")
+        self.assertReply(array(bulk("kept")), "LRANGE", a, "0", "-1")
+
     def test_multi_does_not_wait(self):
         a, b, _ = self.KEYSETS["two shards"]
         self.assertReplies([
