@@ -216,57 +216,57 @@ void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& r
   });
   Connection* c = &conn;
   const int db = conn.db_index();
-  conn.FanOutPhases(shards, std::move(phases), [st, c, db, deadline,
-                                                shards](protocol::ReplyBuilder& rb) {
-    for (size_t i = 0; i < st->keys.size(); ++i) {
-      if (st->len[i] < 0) {
-        rb.Error(errors::kWrongType);
-        return;
-      }
-      if (st->len[i] > 0) break;
-    }
-    if (st->pick != SIZE_MAX) {
-      st->fns->reply(rb, st->keys[st->pick], st->popped);
-      return;
-    }
-    if (st->in_exec) {
-      rb.NullArray();
-      return;
-    }
-    // Nothing to take: the client waits on every key, each on its shard. An element that came
-    // meanwhile is seen when the waiter is queued (HandOver).
-    auto g = std::make_shared<WaitGroup>();
-    g->reply = c->BlockAcross(shards);
-    g->client = g->reply->client_id();
-    g->shards = shards;
-    g->waiters = 0;
-    std::vector<std::vector<std::string>> keys_of(shards.size());
-    for (size_t i = 0; i < st->keys.size(); ++i) {
-      const size_t s = std::lower_bound(shards.begin(), shards.end(), st->shard[i]) -
-                       shards.begin();
-      const size_t before = keys_of[s].size();
-      AddDistinct(&keys_of[s], st->keys[i]);
-      g->waiters += keys_of[s].size() - before;
-    }
-    for (size_t s = 0; s < shards.size(); ++s) {
-      c->reactor().Send(shards[s], [g, db, deadline, fns = st->fns, counts = s == 0,
-                                    keys = std::move(keys_of[s])] {
-        // Served already (through a shard that got here first): nothing to queue. A claim made
-        // after this check sends its Withdraw after it, so none is left behind. Gone: its reply
-        // is finished (once, by whoever claims it) to let the connection go.
-        if (g->claimed.load(std::memory_order_acquire)) return;
-        if (g->reply->cancelled()) {
-          if (!g->claimed.exchange(true, std::memory_order_acq_rel)) g->reply->Finish({});
+  conn.FanOutPhases(
+      shards, std::move(phases), [st, c, db, deadline, shards](protocol::ReplyBuilder& rb) {
+        for (size_t i = 0; i < st->keys.size(); ++i) {
+          if (st->len[i] < 0) {
+            rb.Error(errors::kWrongType);
+            return;
+          }
+          if (st->len[i] > 0) break;
+        }
+        if (st->pick != SIZE_MAX) {
+          st->fns->reply(rb, st->keys[st->pick], st->popped);
           return;
         }
-        for (size_t i = 0; i < keys.size(); ++i) {
-          Register(db, keys[i], g, counts && i == 0, deadline, fns);
+        if (st->in_exec) {
+          rb.NullArray();
+          return;
         }
-        LockWaiters& waiters = Reactor::Current()->lock_waiters();
-        for (const std::string& k : keys) waiters.HandOver(db, k);
+        // Nothing to take: the client waits on every key, each on its shard. An element that came
+        // meanwhile is seen when the waiter is queued (HandOver).
+        auto g = std::make_shared<WaitGroup>();
+        g->reply = c->BlockAcross(shards);
+        g->client = g->reply->client_id();
+        g->shards = shards;
+        g->waiters = 0;
+        std::vector<std::vector<std::string>> keys_of(shards.size());
+        for (size_t i = 0; i < st->keys.size(); ++i) {
+          const size_t s =
+              std::lower_bound(shards.begin(), shards.end(), st->shard[i]) - shards.begin();
+          const size_t before = keys_of[s].size();
+          AddDistinct(&keys_of[s], st->keys[i]);
+          g->waiters += keys_of[s].size() - before;
+        }
+        for (size_t s = 0; s < shards.size(); ++s) {
+          c->reactor().Send(shards[s], [g, db, deadline, fns = st->fns, counts = s == 0,
+                                        keys = std::move(keys_of[s])] {
+            // Served already (through a shard that got here first): nothing to queue. A claim made
+            // after this check sends its Withdraw after it, so none is left behind. Gone: its reply
+            // is finished (once, by whoever claims it) to let the connection go.
+            if (g->claimed.load(std::memory_order_acquire)) return;
+            if (g->reply->cancelled()) {
+              if (!g->claimed.exchange(true, std::memory_order_acq_rel)) g->reply->Finish({});
+              return;
+            }
+            for (size_t i = 0; i < keys.size(); ++i) {
+              Register(db, keys[i], g, counts && i == 0, deadline, fns);
+            }
+            LockWaiters& waiters = Reactor::Current()->lock_waiters();
+            for (const std::string& k : keys) waiters.HandOver(db, k);
+          });
+        }
       });
-    }
-  });
 }
 
 }  // namespace deadbolt::server

@@ -43,7 +43,7 @@ struct Popped {
 };
 // What differs between the blocking pops of each type (BLPOP BRPOP BZPOPMIN BZPOPMAX).
 struct PopFns {
-  int64_t (*size)(shard::Db& db, std::string_view key, int64_t now);  // -1: another type
+  int64_t (*size)(shard::Db& db, std::string_view key, int64_t now);           // -1: another type
   bool (*pop)(shard::Db& db, std::string_view key, int64_t now, Popped* out);  // false: none
   void (*reply)(protocol::ReplyBuilder& rb, std::string_view key, const Popped& popped);
   // The client had gone before its reply reached it: the element goes back.

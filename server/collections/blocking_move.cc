@@ -40,8 +40,8 @@ struct MoveWait {
   std::unique_ptr<BlockedReply> reply;  // the client's
   int db = 0;
   MoveAcrossWait w;
-  bool moving = false;  // a transaction is moving an element for it
-  bool done = false;    // `reply` is finished
+  bool moving = false;               // a transaction is moving an element for it
+  bool done = false;                 // `reply` is finished
   std::optional<std::string> ended;  // a timeout's or cancel's reply that came while moving
 
   void End(std::string bytes) {
@@ -183,7 +183,7 @@ void Register(const std::shared_ptr<MoveWait>& m) {
     m->moving = true;
     Reactor* r = Reactor::Current();
     r->Send(r->id(), [m] { StartMove(m); });  // not from inside the queue's serving
-    return false;  // stays at the head until the move is done
+    return false;                             // stays at the head until the move is done
   };
   Reactor::Current()->lock_waiters().Wait(m->db, m->w.src, std::move(waiter));
 }

@@ -240,7 +240,7 @@ void LockWaiters::Drain() {
 
 void LockWaiters::Cancel(uint64_t client_id) {
   auto c = by_client_.find(client_id);
-  if (c == by_client_.end()) return;  // already served or timed out
+  if (c == by_client_.end()) return;             // already served or timed out
   const std::vector<uint64_t> seqs = c->second;  // End() changes it
   for (uint64_t seq : seqs) End(seq, {}, false);
 }
