@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "server/base/error_strings.h"
+#include "server/cmdtable/journal_health.h"
 #include "server/collections/blocking.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
@@ -92,7 +93,10 @@ void Finished(MoveRun* run) {
   bool withdraw = true;
   if (run->value) {
     const std::string_view one[1] = {*run->value};
-    m->End(RespOf(resp, one, 1, true));
+    std::string bytes = RespOf(resp, one, 1, true);
+    // A participant's journal batch could not be written: the move may not be on disk.
+    if (!run->tx.failed_error().empty()) bytes = FailHeldReplies(bytes, run->tx.failed_error());
+    m->End(std::move(bytes));
   } else if (run->cancelled) {
     m->End({});
   } else if (run->src_status != OpStatus::kOk) {
