@@ -239,11 +239,5 @@ inline constexpr std::string_view kNumKeysTooMany =
     "ERR Number of keys can't be greater than number of args";
 inline constexpr std::string_view kLimitNegative = "ERR LIMIT can't be negative";
 inline constexpr std::string_view kTimeoutNotFloat = "ERR timeout is not a float or out of range";
-// deadbolt's own: a blocking pop that would have to wait on several keys, or on keys of two
-// shards (the waiting machinery waits on one key of one shard).
-inline constexpr std::string_view kBlockOnOneKey =
-    "ERR deadbolt waits on one key: BLPOP/BRPOP/BZPOPMIN/BZPOPMAX with several keys, or "
-    "BLMOVE/BRPOPLPUSH with keys on two shards, can only be served at once (give the keys one "
-    "{hash tag}, or wait on one key)";
 
 }  // namespace deadbolt::server::errors

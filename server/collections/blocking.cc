@@ -1,6 +1,7 @@
 #include "server/collections/blocking.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -70,13 +71,114 @@ void ServeWaiters(ShardCtx& ctx, std::string_view key) {
 
 bool AlwaysMayBlock(CmdArgs) { return true; }
 
+// --- waiting on several keys ---
+//
+// A client blocked on k1 k2 ... has one LockWaiters waiter per distinct key, each in its key's
+// shard's queue, all sharing one WaitGroup that holds the client's reply. Whichever waiter
+// ends first (a key ready, a timeout, the client gone) must Claim() the group: an atomic flag
+// set once. A key's shard claims before it takes the element (on its own thread, so the element
+// it saw is still there when it takes it); a waiter that loses the claim leaves its queue
+// without taking anything, and its queue goes on to the next waiter. The winner finishes the
+// client's reply and sends every shard of the group a Withdraw, so the other waiters leave at
+// once rather than when met. Each key's queue stays first come first served; the client is
+// served exactly once.
+
+namespace {
+
+// Shared by the waiters of one blocked client (one per key, on any reactor): the claim flag is
+// the only field written after they are queued.
+struct WaitGroup {
+  std::atomic<bool> claimed{false};
+  std::unique_ptr<BlockedReply> reply;  // the client's; only the claimant calls Finish
+  uint64_t client = 0;
+  std::vector<int> shards;  // where it has waiters (ascending)
+  size_t waiters = 0;
+};
+
+// One waiter's view of its group's reply. Owned by the waiter's shard thread.
+class GroupReply final : public BlockedReply {
+ public:
+  explicit GroupReply(std::shared_ptr<WaitGroup> g) : g_(std::move(g)) {}
+  int resp() const override { return g_->reply->resp(); }
+  uint64_t client_id() const override { return g_->client; }
+  // Another waiter of the group has ended the wait: this one is as good as gone.
+  bool cancelled() const override {
+    return g_->reply->cancelled() || (!mine_ && g_->claimed.load(std::memory_order_acquire));
+  }
+  bool Claim() override {
+    if (!mine_) mine_ = !g_->claimed.exchange(true, std::memory_order_acq_rel);
+    return mine_;
+  }
+  void Finish(std::string reply, absl::AnyInvocable<void()> undo) override {
+    if (!Claim()) return;  // ended through another key: nothing to send
+    g_->reply->Finish(std::move(reply), std::move(undo));
+    if (g_->waiters <= 1) return;
+    // By message even on this shard: this may run while LockWaiters serves a queue.
+    Reactor* r = Reactor::Current();
+    for (int s : g_->shards) {
+      r->Send(s, [g = g_] { Reactor::Current()->lock_waiters().Withdraw(g->client, g.get()); });
+    }
+  }
+
+ private:
+  std::shared_ptr<WaitGroup> g_;
+  bool mine_ = false;  // this waiter claimed the group
+};
+
+// Queues one waiter of `g` on (db, key) on this reactor's shard.
+void Register(int db, std::string_view key, const std::shared_ptr<WaitGroup>& g, bool counts,
+              int64_t deadline, const PopFns* fns) {
+  LockWaiters::Waiter w;
+  w.deadline_ms = deadline;
+  w.timeout_null_array = true;
+  w.reply = std::make_unique<GroupReply>(g);
+  w.group = g.get();
+  w.counts = counts;
+  w.try_serve = [db, fns](shard::Db& d, std::string_view key, int64_t now, BlockedReply& reply) {
+    // Missing, empty or of another type (Redis keeps such a waiter waiting): wait on.
+    if (fns->size(d, key, now) <= 0) return false;
+    if (!reply.Claim()) return true;  // served through another key: leave, take nothing
+    Popped p;
+    fns->pop(d, key, now, &p);
+    std::string bytes;
+    protocol::ReplyBuilder rb(&bytes, reply.resp());
+    fns->reply(rb, key, p);
+    // A client gone before its reply reached it: the element goes back.
+    reply.Finish(std::move(bytes), [db, fns, k = std::string(key), p = std::move(p)] {
+      Reactor* r = Reactor::Current();
+      fns->put_back(r->shard().db(db), k, p, r->now_ms());
+    });
+    return true;
+  };
+  Reactor::Current()->lock_waiters().Wait(db, key, std::move(w));
+}
+
+void AddDistinct(std::vector<std::string>* keys, std::string_view key) {
+  if (std::find(keys->begin(), keys->end(), key) == keys->end()) keys->emplace_back(key);
+}
+
+}  // namespace
+
+void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns) {
+  auto g = std::make_shared<WaitGroup>();
+  g->reply = std::move(*ctx.block);
+  g->client = g->reply->client_id();
+  g->shards = {ctx.shard.index()};
+  std::vector<std::string> distinct;
+  for (std::string_view k : keys) AddDistinct(&distinct, k);
+  g->waiters = distinct.size();
+  for (size_t i = 0; i < distinct.size(); ++i) {
+    Register(ctx.db_index, distinct[i], g, i == 0, deadline, &fns);
+  }
+}
+
 void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb,
-                       const PopAcrossFns& fns) {
+                       const PopFns& fns) {
   int64_t deadline;
-  if (!ParseBlockTimeout(args.back(), 0, &deadline, rb)) return;
+  if (!ParseBlockTimeout(args.back(), conn.reactor().now_ms(), &deadline, rb)) return;
   const Server& server = conn.reactor().server();
   struct State {
-    PopAcrossFns fns;
+    const PopFns* fns;
     std::vector<std::string> keys;
     std::vector<int> shard;
     std::vector<int64_t> len;  // per key: its size, -1 for another type (slot i: its shard)
@@ -85,7 +187,7 @@ void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& r
     bool in_exec;
   };
   auto st = std::make_shared<State>();
-  st->fns = fns;
+  st->fns = &fns;
   std::vector<int> shards;
   for (size_t i = 1; i + 1 < args.size(); ++i) {
     st->keys.emplace_back(args[i]);
@@ -99,7 +201,9 @@ void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& r
   std::vector<Connection::ShardFn> phases;
   phases.push_back([st](ShardCtx& ctx) {
     for (size_t i = 0; i < st->keys.size(); ++i) {
-      if (st->shard[i] == ctx.shard.index()) st->len[i] = st->fns.size(ctx, st->keys[i]);
+      if (st->shard[i] == ctx.shard.index()) {
+        st->len[i] = st->fns->size(ctx.db, st->keys[i], ctx.now_ms);
+      }
     }
   });
   phases.push_back([st](ShardCtx& ctx) {
@@ -108,24 +212,61 @@ void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& r
       if (st->len[i] != 0) pick = i;
     }
     if (pick == SIZE_MAX || st->len[pick] < 0 || st->shard[pick] != ctx.shard.index()) return;
-    if (st->fns.pop(ctx, st->keys[pick], &st->popped)) st->pick = pick;
+    if (st->fns->pop(ctx.db, st->keys[pick], ctx.now_ms, &st->popped)) st->pick = pick;
   });
-  conn.FanOutPhases(shards, std::move(phases), [st](protocol::ReplyBuilder& rb) {
-    for (size_t i = 0; i < st->keys.size(); ++i) {
-      if (st->len[i] < 0) {
-        rb.Error(errors::kWrongType);
-        return;
-      }
-      if (st->len[i] > 0) break;
-    }
-    if (st->pick != SIZE_MAX) {
-      st->fns.reply(rb, st->keys[st->pick], st->popped);
-    } else if (st->in_exec) {
-      rb.NullArray();
-    } else {
-      rb.Error(errors::kBlockOnOneKey);
-    }
-  });
+  Connection* c = &conn;
+  const int db = conn.db_index();
+  conn.FanOutPhases(
+      shards, std::move(phases), [st, c, db, deadline, shards](protocol::ReplyBuilder& rb) {
+        for (size_t i = 0; i < st->keys.size(); ++i) {
+          if (st->len[i] < 0) {
+            rb.Error(errors::kWrongType);
+            return;
+          }
+          if (st->len[i] > 0) break;
+        }
+        if (st->pick != SIZE_MAX) {
+          st->fns->reply(rb, st->keys[st->pick], st->popped);
+          return;
+        }
+        if (st->in_exec) {
+          rb.NullArray();
+          return;
+        }
+        // Nothing to take: the client waits on every key, each on its shard. An element that came
+        // meanwhile is seen when the waiter is queued (HandOver).
+        auto g = std::make_shared<WaitGroup>();
+        g->reply = c->BlockAcross(shards);
+        g->client = g->reply->client_id();
+        g->shards = shards;
+        g->waiters = 0;
+        std::vector<std::vector<std::string>> keys_of(shards.size());
+        for (size_t i = 0; i < st->keys.size(); ++i) {
+          const size_t s =
+              std::lower_bound(shards.begin(), shards.end(), st->shard[i]) - shards.begin();
+          const size_t before = keys_of[s].size();
+          AddDistinct(&keys_of[s], st->keys[i]);
+          g->waiters += keys_of[s].size() - before;
+        }
+        for (size_t s = 0; s < shards.size(); ++s) {
+          c->reactor().Send(shards[s], [g, db, deadline, fns = st->fns, counts = s == 0,
+                                        keys = std::move(keys_of[s])] {
+            // Served already (through a shard that got here first): nothing to queue. A claim made
+            // after this check sends its Withdraw after it, so none is left behind. Gone: its reply
+            // is finished (once, by whoever claims it) to let the connection go.
+            if (g->claimed.load(std::memory_order_acquire)) return;
+            if (g->reply->cancelled()) {
+              if (!g->claimed.exchange(true, std::memory_order_acq_rel)) g->reply->Finish({});
+              return;
+            }
+            for (size_t i = 0; i < keys.size(); ++i) {
+              Register(db, keys[i], g, counts && i == 0, deadline, fns);
+            }
+            LockWaiters& waiters = Reactor::Current()->lock_waiters();
+            for (const std::string& k : keys) waiters.HandOver(db, k);
+          });
+        }
+      });
 }
 
 }  // namespace deadbolt::server

@@ -12,6 +12,7 @@
 
 #include "protocol/reply_builder.h"
 #include "server/commands/cmd_util.h"
+#include "shard/db.h"
 
 namespace deadbolt::server {
 
@@ -40,18 +41,43 @@ struct Popped {
   std::string value;
   double score = 0;
 };
-// What differs between the blocking pops of each type, for BlockingPopAcross.
-struct PopAcrossFns {
-  int64_t (*size)(ShardCtx& ctx, std::string_view key);           // -1: a key of another type
-  bool (*pop)(ShardCtx& ctx, std::string_view key, Popped* out);  // false: nothing taken
+// What differs between the blocking pops of each type (BLPOP BRPOP BZPOPMIN BZPOPMAX).
+struct PopFns {
+  int64_t (*size)(shard::Db& db, std::string_view key, int64_t now);           // -1: another type
+  bool (*pop)(shard::Db& db, std::string_view key, int64_t now, Popped* out);  // false: none
   void (*reply)(protocol::ReplyBuilder& rb, std::string_view key, const Popped& popped);
+  // The client had gone before its reply reached it: the element goes back.
+  void (*put_back)(shard::Db& db, std::string_view key, const Popped& popped, int64_t now);
 };
+
+// A blocking pop whose keys are all on this shard found none ready and may wait: the client
+// waits on each of its keys (LockWaiters' key-ready hook), served by the first of them that has
+// an element of the pop's type (a key of another type keeps it waiting, as Redis). Takes
+// *ctx.block. `fns` must outlive the wait (a static).
+void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns);
+
 // A blocking pop (BLPOP BRPOP BZPOPMIN BZPOPMAX) whose keys are on several shards: one atomic
 // attempt, as the non-blocking forms make: every key's size is read under the keys' locks, then
 // the first key in order that is not empty gives one element (a key of another type met first
-// is WRONGTYPE). If nothing can be taken it does not wait: a null reply inside MULTI/EXEC,
-// kBlockOnOneKey otherwise. Runs on the connection's reactor (a conn_handler).
+// is WRONGTYPE). If nothing can be taken: a null array inside MULTI/EXEC; otherwise the client
+// waits on every key, on each key's shard, and the first key to get an element serves it
+// (WaitOnKeys, across shards). Runs on the connection's reactor (a conn_handler).
 void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb,
-                       const PopAcrossFns& fns);
+                       const PopFns& fns);
+
+// BLMOVE / BRPOPLPUSH whose source and destination are on two shards, outside MULTI, found the
+// source empty: the client waits on the source, on its shard (blocking_move.cc). When the source
+// gets an element, its waiter moves it with a transaction over both keys (as LMOVE: atomic,
+// journalled as one), holding the source's queue meanwhile so that the waiters behind it keep
+// their turn. A destination of another type then: WRONGTYPE, nothing moved (Redis). A source
+// emptied again before the move took its locks: the client waits on. Runs on the connection's
+// reactor, after its reply slot so far (Connection::BlockAcross).
+struct MoveAcrossWait {
+  std::string src, dst;
+  int src_shard = 0, dst_shard = 0;
+  shard::ListEnd from = shard::ListEnd::kRight, to = shard::ListEnd::kLeft;
+  int64_t deadline = 0;
+};
+void WaitToMoveAcross(Connection& conn, MoveAcrossWait wait);
 
 }  // namespace deadbolt::server

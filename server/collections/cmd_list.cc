@@ -314,9 +314,9 @@ void MoveOnShard(CmdArgs args, ShardCtx& ctx) {
 // Source and destination on two shards, under both keys' locks: (1) each shard checks its key
 // (the source: a list, or missing; the destination: a list or missing), (2) the source pops,
 // (3) the destination pushes. Nobody sees the element in both lists or in neither.
-// `refuse_wait`: a BLMOVE / BRPOPLPUSH outside MULTI, which would have to wait when the source
-// is empty: refused with kBlockOnOneKey instead of nil.
-void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wait) {
+// `deadline`: a BLMOVE / BRPOPLPUSH outside MULTI, which waits when the source is empty (or has
+// earlier waiters) until then (WaitToMoveAcross); -1 for LMOVE / RPOPLPUSH.
+void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, int64_t deadline) {
   ListEnd from, to;
   if (!MoveEnds(args, &from, &to, rb)) return;
   const Server& server = conn.reactor().server();
@@ -336,8 +336,13 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wa
   st->from = from;
   st->to = to;
   std::vector<Connection::ShardFn> phases;
-  phases.push_back([st](ShardCtx& ctx) {
+  const bool may_wait = deadline >= 0;
+  phases.push_back([st, may_wait](ShardCtx& ctx) {
     if (ctx.shard.index() == st->src_shard) {
+      if (may_wait && OthersWait(ctx, st->src)) {  // behind the waiters already there
+        st->src_status = OpStatus::kKeyNotFound;
+        return;
+      }
       auto len = ctx.db.ListLen(st->src, ctx.now_ms);
       st->src_status = !len.ok()   ? len.status()
                        : *len == 0 ? OpStatus::kKeyNotFound
@@ -361,9 +366,11 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wa
   });
   conn.FanOutPhases(
       {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
-      std::move(phases), [st, refuse_wait](ReplyBuilder& rb) {
-        if (refuse_wait && st->src_status == OpStatus::kKeyNotFound) {
-          rb.Error(errors::kBlockOnOneKey);
+      std::move(phases), [st, deadline, c = &conn](ReplyBuilder& rb) {
+        if (deadline >= 0 && st->src_status == OpStatus::kKeyNotFound) {
+          // Redis blocks on an empty source whatever the destination is.
+          WaitToMoveAcross(*c, MoveAcrossWait{st->src, st->dst, st->src_shard, st->dst_shard,
+                                              st->from, st->to, deadline});
         } else if (st->src_status != OpStatus::kOk) {
           ReplyMoved(st->src_status, rb);
         } else if (st->dst_status != OpStatus::kOk) {
@@ -378,9 +385,10 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, bool refuse_wa
 
 // --- BLPOP BRPOP BLMOVE BRPOPLPUSH: waiting in the server (LockWaiters' key-ready hook) ---
 
-void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) { MoveAcross(args, conn, rb, false); }
+void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) { MoveAcross(args, conn, rb, -1); }
 
-// BLMOVE / BRPOPLPUSH with keys on two shards: LMOVE / RPOPLPUSH's atomic move, without waiting.
+// BLMOVE / BRPOPLPUSH with keys on two shards: LMOVE / RPOPLPUSH's atomic move, or (the source
+// empty, outside MULTI) a wait on the source that moves across when it is ready.
 void BMoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   ListEnd from, to;
   if (args.size() == 6 && (!ParseEnd(args[3], &from) || !ParseEnd(args[4], &to))) {
@@ -388,21 +396,43 @@ void BMoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     return;
   }
   int64_t deadline;
-  if (!ParseBlockTimeout(args.back(), 0, &deadline, rb)) return;
-  MoveAcross(args.subspan(0, args.size() - 1), conn, rb, !conn.in_exec());
+  if (!ParseBlockTimeout(args.back(), conn.reactor().now_ms(), &deadline, rb)) return;
+  MoveAcross(args.subspan(0, args.size() - 1), conn, rb, conn.in_exec() ? -1 : deadline);
 }
 
+// How BLPOP / BRPOP take an element (blocking.h).
+template <ListEnd end>
+constexpr PopFns kListPopFns{
+    [](shard::Db& d, std::string_view key, int64_t now) -> int64_t {
+      auto r = d.ListLen(key, now);
+      return r.ok() ? *r : -1;
+    },
+    [](shard::Db& d, std::string_view key, int64_t now, Popped* out) {
+      auto r = d.ListPop(key, end, 1, now);
+      if (!r.ok() || r->empty()) return false;
+      out->value = std::move(r->front());
+      return true;
+    },
+    [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
+      const std::string_view kv[2] = {key, popped.value};
+      rb.BulkArray(kv, 2);
+    },
+    [](shard::Db& d, std::string_view key, const Popped& popped, int64_t now) {
+      const std::string_view one[1] = {popped.value};
+      d.ListPush(key, one, end, false, now);
+    }};
+
 // BLPOP / BRPOP key [key ...] timeout, all keys on this shard: the first key in order that has
-// an element is popped (a key of another type first is WRONGTYPE, as Redis). Else the client
-// waits on its key, or with several keys is refused (kBlockOnOneKey); inside MULTI it does not
-// wait (a null array).
+// an element is popped (a key of another type first is WRONGTYPE, as Redis; a key whose earlier
+// waiters take what it has is passed over). Else the client waits on its keys (WaitOnKeys);
+// inside MULTI it does not wait (a null array).
 template <ListEnd end>
 void BPop(CmdArgs args, ShardCtx& ctx) {
   int64_t deadline;
   if (!ParseBlockTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
   const size_t nkeys = args.size() - 2;
   for (size_t i = 1; i <= nkeys; ++i) {
-    if (nkeys == 1 && OthersWait(ctx, args[i])) break;
+    if (OthersWait(ctx, args[i])) continue;
     auto r = ctx.db.ListPop(args[i], end, 1, ctx.now_ms);
     if (!r.ok() && r.status() != OpStatus::kKeyNotFound) {
       ReplyStatus(ctx.rb, r.status());
@@ -418,32 +448,7 @@ void BPop(CmdArgs args, ShardCtx& ctx) {
     ctx.rb.NullArray();
     return;
   }
-  if (nkeys != 1) {
-    ctx.rb.Error(errors::kBlockOnOneKey);
-    return;
-  }
-  LockWaiters::Waiter w;
-  w.deadline_ms = deadline;
-  w.timeout_null_array = true;
-  w.reply = std::move(*ctx.block);
-  const int db = ctx.db_index;
-  w.try_serve = [db](shard::Db& d, std::string_view key, int64_t now, BlockedReply& reply) {
-    auto r = d.ListPop(key, end, 1, now);
-    if (!r.ok() && r.status() == OpStatus::kWrongType) {
-      reply.Finish(ErrorOf(reply.resp(), errors::kWrongType));
-      return true;
-    }
-    if (!r.ok() || r->empty()) return false;
-    const std::string_view kv[2] = {key, r->front()};
-    std::string bytes = RespOf(reply.resp(), kv, 2, false);  // before the value moves below
-    // A client gone before its reply reached it: the element goes back where it was.
-    reply.Finish(std::move(bytes), [db, k = std::string(key), v = std::move(r->front())] {
-      const std::string_view one[1] = {v};
-      Reactor::Current()->shard().db(db).ListPush(k, one, end, false, Reactor::Current()->now_ms());
-    });
-    return true;
-  };
-  Reactor::Current()->lock_waiters().Wait(ctx.db_index, args[1], std::move(w));
+  WaitOnKeys(ctx, args.subspan(1, nkeys), deadline, kListPopFns<end>);
 }
 
 // BLMOVE src dst LEFT|RIGHT LEFT|RIGHT timeout / BRPOPLPUSH src dst timeout, both keys here.
@@ -474,8 +479,11 @@ void BMoveOnShard(CmdArgs args, ShardCtx& ctx) {
   const int db = ctx.db_index;
   w.try_serve = [db, dst = std::string(args[2]), from, to](shard::Db& d, std::string_view key,
                                                            int64_t now, BlockedReply& reply) {
+    // Missing, empty or of another type (Redis keeps such a waiter waiting): wait on.
+    auto len = d.ListLen(key, now);
+    if (!len.ok() || *len == 0) return false;
+    // A destination of another type: WRONGTYPE, nothing moved (Redis re-runs the command).
     auto r = d.ListMove(key, dst, from, to, now);
-    if (!r.ok() && r.status() == OpStatus::kKeyNotFound) return false;
     if (!r.ok()) {
       reply.Finish(ErrorOf(reply.resp(), errors::ForStatus(r.status())));
       return true;
@@ -500,27 +508,10 @@ void BMoveOnShard(CmdArgs args, ShardCtx& ctx) {
   Reactor::Current()->lock_waiters().Wait(ctx.db_index, args[1], std::move(w));
 }
 
-// Keys on several shards (BLPOP k1 k2 ..., BLMOVE across shards): one atomic attempt, as the
-// non-blocking forms do; if nothing can be popped it does not wait: a null reply inside
-// MULTI/EXEC, kBlockOnOneKey otherwise.
+// Keys on several shards (BLPOP k1 k2 ...): blocking.h's BlockingPopAcross.
 template <ListEnd end>
 void BPopAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
-  static constexpr PopAcrossFns kFns{
-      [](ShardCtx& ctx, std::string_view key) -> int64_t {
-        auto r = ctx.db.ListLen(key, ctx.now_ms);
-        return r.ok() ? *r : -1;
-      },
-      [](ShardCtx& ctx, std::string_view key, Popped* out) {
-        auto r = ctx.db.ListPop(key, end, 1, ctx.now_ms);
-        if (!r.ok() || r->empty()) return false;
-        out->value = std::move(r->front());
-        return true;
-      },
-      [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
-        const std::string_view kv[2] = {key, popped.value};
-        rb.BulkArray(kv, 2);
-      }};
-  BlockingPopAcross(args, conn, rb, kFns);
+  BlockingPopAcross(args, conn, rb, kListPopFns<end>);
 }
 
 void Register(CommandTable* t) {

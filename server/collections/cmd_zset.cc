@@ -827,17 +827,42 @@ void ReplyKeyMemberScore(ReplyBuilder& rb, std::string_view key, std::string_vie
   ReplyScore(rb, score);
 }
 
+// How BZPOPMIN / BZPOPMAX take a member (blocking.h).
+template <bool max>
+constexpr PopFns kZPopFns{
+    [](shard::Db& d, std::string_view key, int64_t now) -> int64_t {
+      auto r = d.ZCard(key, now);
+      return r.ok() ? *r : -1;
+    },
+    [](shard::Db& d, std::string_view key, int64_t now, Popped* out) {
+      auto r = d.ZPop(key, max, 1, now);
+      if (!r.ok() || r->empty()) return false;
+      out->value = std::move(r->front().first);
+      out->score = r->front().second;
+      return true;
+    },
+    [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
+      ReplyKeyMemberScore(rb, key, popped.value, popped.score);
+    },
+    // The member goes back with its score (unless it has been added again meanwhile).
+    [](shard::Db& d, std::string_view key, const Popped& popped, int64_t now) {
+      shard::ZAddOptions nx;
+      nx.nx = true;
+      const std::pair<double, std::string_view> one[1] = {{popped.score, popped.value}};
+      d.ZAdd(key, nx, one, now);
+    }};
+
 // BZPOPMIN / BZPOPMAX key [key ...] timeout, all keys on this shard: as BLPOP (cmd_list.cc). The
 // first key in order that has a member is popped (a key of another type first is WRONGTYPE, as
-// Redis). Else the client waits on its key, or with several keys is refused (kBlockOnOneKey);
-// inside MULTI it does not wait (a null array).
+// Redis). Else the client waits on its keys (WaitOnKeys); inside MULTI it does not wait (a null
+// array).
 template <bool max>
 void BZPop(CmdArgs args, ShardCtx& ctx) {
   int64_t deadline;
   if (!ParseBlockTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
   const size_t nkeys = args.size() - 2;
   for (size_t i = 1; i <= nkeys; ++i) {
-    if (nkeys == 1 && OthersWait(ctx, args[i])) break;
+    if (OthersWait(ctx, args[i])) continue;
     auto r = ctx.db.ZPop(args[i], max, 1, ctx.now_ms);
     if (!r.ok() && r.status() != OpStatus::kKeyNotFound) {
       ReplyStatus(ctx.rb, r.status());
@@ -852,59 +877,13 @@ void BZPop(CmdArgs args, ShardCtx& ctx) {
     ctx.rb.NullArray();
     return;
   }
-  if (nkeys != 1) {
-    ctx.rb.Error(errors::kBlockOnOneKey);
-    return;
-  }
-  LockWaiters::Waiter w;
-  w.deadline_ms = deadline;
-  w.timeout_null_array = true;
-  w.reply = std::move(*ctx.block);
-  const int db = ctx.db_index;
-  w.try_serve = [db](shard::Db& d, std::string_view key, int64_t now, BlockedReply& reply) {
-    auto r = d.ZPop(key, max, 1, now);
-    if (!r.ok() && r.status() == OpStatus::kWrongType) {
-      reply.Finish(ErrorOf(reply.resp(), errors::kWrongType));
-      return true;
-    }
-    if (!r.ok() || r->empty()) return false;
-    auto [member, score] = std::move(r->front());
-    std::string bytes;
-    ReplyBuilder rb(&bytes, reply.resp());
-    ReplyKeyMemberScore(rb, key, member, score);
-    // A client gone before its reply reached it: the member goes back with its score (unless
-    // it has been added again meanwhile).
-    reply.Finish(std::move(bytes), [db, k = std::string(key), m = std::move(member), s = score] {
-      shard::ZAddOptions nx;
-      nx.nx = true;
-      const std::pair<double, std::string_view> one[1] = {{s, m}};
-      Reactor::Current()->shard().db(db).ZAdd(k, nx, one, Reactor::Current()->now_ms());
-    });
-    return true;
-  };
-  Reactor::Current()->lock_waiters().Wait(ctx.db_index, args[1], std::move(w));
+  WaitOnKeys(ctx, args.subspan(1, nkeys), deadline, kZPopFns<max>);
 }
 
-// Keys on several shards: one atomic attempt, as BLPOP's (cmd_list.cc); if nothing can be popped
-// it does not wait: a null array inside MULTI/EXEC, kBlockOnOneKey otherwise.
+// Keys on several shards: blocking.h's BlockingPopAcross.
 template <bool max>
 void BZPopAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
-  static constexpr PopAcrossFns kFns{
-      [](ShardCtx& ctx, std::string_view key) -> int64_t {
-        auto r = ctx.db.ZCard(key, ctx.now_ms);
-        return r.ok() ? *r : -1;
-      },
-      [](ShardCtx& ctx, std::string_view key, Popped* out) {
-        auto r = ctx.db.ZPop(key, max, 1, ctx.now_ms);
-        if (!r.ok() || r->empty()) return false;
-        out->value = std::move(r->front().first);
-        out->score = r->front().second;
-        return true;
-      },
-      [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
-        ReplyKeyMemberScore(rb, key, popped.value, popped.score);
-      }};
-  BlockingPopAcross(args, conn, rb, kFns);
+  BlockingPopAcross(args, conn, rb, kZPopFns<max>);
 }
 
 }  // namespace

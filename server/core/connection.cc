@@ -636,8 +636,26 @@ void Connection::RunBlockingHere(const CommandSpec* spec, CmdArgs args) {
   inflight_shard_ = reactor_->id();
   state->waiting.store(true, std::memory_order_relaxed);
   block_state_ = std::move(state);
-  block_shard_ = reactor_->id();
+  block_shards_ = {reactor_->id()};
   paused_ = true;
+}
+
+std::unique_ptr<BlockedReply> Connection::BlockAcross(std::vector<int> shards) {
+  const uint64_t seq = ReserveSlot();
+  auto state = std::make_shared<BlockState>();
+  state->waiting.store(true, std::memory_order_relaxed);
+  // Closed while the attempt was out (OnClose found no block to cancel): the shards see the
+  // flag and finish the reply at once instead of queueing it.
+  if (closing_) state->cancelled.store(true, std::memory_order_relaxed);
+  auto reply = std::make_unique<ConnBlockedReply>(reactor_->id(), this, seq, resp_, id_, state);
+  // As a forwarded blocking call (EndBlock undoes all of it), to no single shard.
+  Ref();
+  inflight_++;
+  inflight_shard_ = kRelayShard;
+  block_state_ = std::move(state);
+  block_shards_ = std::move(shards);
+  paused_ = true;
+  return reply;
 }
 
 absl::AnyInvocable<void(std::string)> Connection::ReplyLater() {
@@ -654,7 +672,7 @@ absl::AnyInvocable<void(std::string)> Connection::ReplyLater() {
 
 void Connection::ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shard) {
   block_state_ = std::make_shared<BlockState>();
-  block_shard_ = shard;
+  block_shards_ = {shard};
   paused_ = true;
   Forward(spec, args, shard, block_state_);
 }
@@ -664,7 +682,7 @@ void Connection::EndBlock(uint64_t seq, std::string reply, int shard,
   // Granted to a client that has gone (its reply would go nowhere): give it back.
   if (closing_ && undo) reactor_->Send(shard, std::move(undo));
   block_state_.reset();
-  block_shard_ = -1;
+  block_shards_.clear();
   paused_ = false;
   CompleteSlot(seq, std::move(reply));
   OnForwardDone();
@@ -676,7 +694,9 @@ void Connection::CancelBlock() {
   if (!block_state_) return;
   block_state_->cancelled.store(true, std::memory_order_relaxed);
   uint64_t id = id_;
-  reactor_->Send(block_shard_, [id] { Reactor::Current()->lock_waiters().Cancel(id); });
+  for (int s : block_shards_) {
+    reactor_->Send(s, [id] { Reactor::Current()->lock_waiters().Cancel(id); });
+  }
 }
 
 void Connection::FanOut(const std::vector<int>& shards, ShardFn per_shard,
@@ -791,7 +811,7 @@ struct Connection::FanOutRun {
       bool paused = pauses;
       delete this;
       c->CompleteSlot(s, std::move(data));
-      if (paused) {
+      if (paused && !c->block_state_) {  // else its finish made it wait (BlockAcross)
         c->paused_ = false;
         if (!c->closing_) c->ProcessInput();  // commands that arrived meanwhile
       }

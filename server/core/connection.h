@@ -31,6 +31,7 @@ struct RelayDeleter {  // relay.cc, where Relay is defined
   void operator()(Relay* r) const;
 };
 class ConnBlockedReply;
+class BlockedReply;
 class LockTable;
 
 // Whether a transaction holds (or waits for) any key of the call on this shard, and the lock
@@ -153,6 +154,12 @@ class Connection {
   // until the returned function is called, on this reactor's thread, with the reply's RESP
   // bytes. The handler writes nothing to its ReplyBuilder then.
   absl::AnyInvocable<void(std::string)> ReplyLater();
+
+  // For a blocking command whose keys span shards (a conn_handler, or a fan-out's finish) that
+  // has to wait: the reply slot comes after anything written so far, and the connection's later
+  // commands wait until the returned reply is finished, from any of `shards` (ascending). A
+  // close sends a cancel to each of them (LockWaiters::Cancel).
+  std::unique_ptr<BlockedReply> BlockAcross(std::vector<int> shards);
 
   // --- MULTI / EXEC / WATCH (connection_exec.cc) ---
   bool in_multi() const { return in_multi_; }
@@ -322,9 +329,9 @@ class Connection {
   std::unique_ptr<Relay, RelayDeleter> relay_;  // being gathered, not yet sent
   const CommandSpec* deferred_spec_ = nullptr;
   std::unique_ptr<OwnedArgs> deferred_args_;
-  // While a blocking command is out: what it shares with its shard, and the shard it went to.
+  // While a blocking command is out: what it shares with its shards, and the shards it waits on.
   std::shared_ptr<BlockState> block_state_;
-  int block_shard_ = -1;
+  std::vector<int> block_shards_;
 
   // The command a conn_handler is running, for FanOut's lock plan.
   const CommandSpec* cur_spec_ = nullptr;

@@ -29,6 +29,10 @@ class BlockedReply {
   // True once the client's connection has closed: the reply will go nowhere. Any thread may
   // have set it; it never goes back to false.
   virtual bool cancelled() const = 0;
+  // Before a waiter takes anything for this reply: whether it may (a client waiting on several
+  // keys has one reply shared by its waiters on each, and only the first to claim it serves
+  // it). Once it returns true, it does so again for the same caller. A plain reply: always.
+  virtual bool Claim() { return true; }
   // Sends `reply` (RESP bytes) to the client and lets its connection go on. If the connection
   // turns out to have closed before the reply reached it, `undo` (if any) runs back on this
   // reactor: a lock granted to a client that has gone is given back.

@@ -97,10 +97,12 @@ void LockWaiters::Wait(int db, std::string_view key, Waiter w) {
   Queue& q = *slot;
   w.seq = ++next_seq_;
   const uint64_t client = w.reply->client_id();
-  by_client_[client] = Waiting{std::move(name), w.seq};
+  by_seq_[w.seq] = Waiting{std::move(name), client};
+  by_client_[client].push_back(w.seq);
+  if (w.counts) counted_++;
   if (w.deadline_ms != kForever) {
     timed_waiters_++;
-    PushTimer(Timer{w.deadline_ms, client, w.seq, {}});
+    PushTimer(Timer{w.deadline_ms, true, w.seq, {}});
   }
   q.waiters.push_back(std::move(w));
   ArmLeaseTimer(q);
@@ -158,7 +160,13 @@ void LockWaiters::Serve(Queue& q) {
 }
 
 void LockWaiters::Remove(Queue& q, std::deque<Waiter>::iterator it) {
-  by_client_.erase(it->reply->client_id());
+  by_seq_.erase(it->seq);
+  auto c = by_client_.find(it->reply->client_id());
+  if (c != by_client_.end()) {
+    std::erase(c->second, it->seq);
+    if (c->second.empty()) by_client_.erase(c);
+  }
+  if (it->counts) counted_--;
   if (it->deadline_ms != kForever) timed_waiters_--;
   q.waiters.erase(it);
   MaybeCompactTimers();
@@ -180,7 +188,7 @@ void LockWaiters::ArmLeaseTimer(Queue& q) {
   if (due >= q.lease_timer) return;  // a timer at or before it is armed; it re-arms when it fires
   q.lease_timer = due;
   q.lease_timer_seq = ++next_seq_;
-  PushTimer(Timer{due, 0, q.lease_timer_seq, q.name});
+  PushTimer(Timer{due, false, q.lease_timer_seq, q.name});
 }
 
 void LockWaiters::PushTimer(Timer t) {
@@ -189,10 +197,7 @@ void LockWaiters::PushTimer(Timer t) {
 }
 
 bool LockWaiters::Live(const Timer& t) const {
-  if (t.client != 0) {
-    auto c = by_client_.find(t.client);
-    return c != by_client_.end() && c->second.seq == t.seq;
-  }
+  if (t.waiter) return by_seq_.contains(t.seq);
   auto it = queues_.find(t.name);
   return it != queues_.end() && it->second->lease_timer_seq == t.seq;
 }
@@ -235,36 +240,39 @@ void LockWaiters::Drain() {
 
 void LockWaiters::Cancel(uint64_t client_id) {
   auto c = by_client_.find(client_id);
-  if (c == by_client_.end()) return;  // already served or timed out
-  Queue& q = *queues_.find(c->second.name)->second;
-  for (auto w = q.waiters.begin(); w != q.waiters.end(); ++w) {
-    if (w->reply->client_id() != client_id) continue;
-    w->reply->Finish({});
-    const bool head = w == q.waiters.begin();
-    Remove(q, w);
-    if (q.waiters.empty()) {
-      MaybeErase(q);
-    } else if (head) {
-      Serve(q);  // in case the lock was free and its handover still to come
-    }
-    return;
-  }
+  if (c == by_client_.end()) return;             // already served or timed out
+  const std::vector<uint64_t> seqs = c->second;  // End() changes it
+  for (uint64_t seq : seqs) End(seq, {}, false);
 }
 
-void LockWaiters::TimeOut(uint64_t client, uint64_t seq) {
-  auto c = by_client_.find(client);
-  // Gone, or the timer of an earlier wait of the same client.
-  if (c == by_client_.end() || c->second.seq != seq) return;
-  Queue& q = *queues_.find(c->second.name)->second;
+void LockWaiters::Withdraw(uint64_t client_id, const void* group) {
+  auto c = by_client_.find(client_id);
+  if (c == by_client_.end()) return;
+  std::vector<uint64_t> seqs;
+  for (uint64_t seq : c->second) {
+    const Queue& q = *queues_.find(by_seq_.find(seq)->second.name)->second;
+    for (const Waiter& w : q.waiters) {
+      if (w.seq == seq && w.group == group) seqs.push_back(seq);
+    }
+  }
+  // Their reply was finished through another waiter of the group: Finish() here is a no-op.
+  for (uint64_t seq : seqs) End(seq, {}, false);
+}
+
+void LockWaiters::End(uint64_t seq, std::string reply, bool timed_out) {
+  auto at = by_seq_.find(seq);
+  if (at == by_seq_.end()) return;  // served, timed out or withdrawn meanwhile
+  Queue& q = *queues_.find(at->second.name)->second;
   for (auto w = q.waiters.begin(); w != q.waiters.end(); ++w) {
-    if (w->reply->client_id() != client) continue;
-    w->reply->Finish(NilReply(w->reply->resp(), w->timeout_null_array));
+    if (w->seq != seq) continue;
+    if (timed_out) reply = NilReply(w->reply->resp(), w->timeout_null_array);
+    w->reply->Finish(std::move(reply));
     const bool head = w == q.waiters.begin();
     Remove(q, w);
     if (q.waiters.empty()) {
       MaybeErase(q);
     } else if (head) {
-      Serve(q);
+      Serve(q);  // in case the key was ready and its handover still to come
     }
     return;
   }
@@ -276,8 +284,8 @@ void LockWaiters::OnTimer() {
     std::pop_heap(timers_.begin(), timers_.end(), std::greater<Timer>());
     Timer t = std::move(timers_.back());
     timers_.pop_back();
-    if (t.client != 0) {
-      TimeOut(t.client, t.seq);
+    if (t.waiter) {
+      End(t.seq, {}, true);
       continue;
     }
     auto it = queues_.find(t.name);

@@ -43,7 +43,9 @@ class LockTable;
 // waiter (finishes its reply, returns true: the next waiter is tried) or leaves everything as it
 // was (returns false: the queue waits on, first come first served). The blocking pops use it
 // (server/collections/cmd_list.cc) and BZPOPMIN/BZPOPMAX (cmd_zset.cc, a try_serve that pops from
-// the sorted set). A waiter waits on one key.
+// the sorted set). A client waiting on several keys (BLPOP k1 k2 ...) has one waiter per key,
+// on each key's shard, all sharing one reply that only the first to Claim() may finish
+// (server/collections/blocking.h); the others are withdrawn (Withdraw).
 //
 // Every waiter ends exactly once, through its BlockedReply: served (the token), timed out
 // (nil), or cancelled (its connection closed: it leaves the queue at once). Waiters whose
@@ -70,6 +72,10 @@ class LockWaiters {
                             BlockedReply& reply)>
         try_serve;
     bool timeout_null_array = false;  // its timeout replies a null array (BLPOP), else nil
+    // One of a client's waiters on several keys: Withdraw() names them by this.
+    const void* group = nullptr;
+    // Counted in size() (a client waiting on several keys counts once, by one of its waiters).
+    bool counts = true;
   };
 
   // `schedule_drain` asks the reactor to call Drain() soon, after the current command (it is
@@ -83,15 +89,18 @@ class LockWaiters {
 
   bool HasWaiters(int db, std::string_view key) const;
   size_t Waiters(int db, std::string_view key) const;
-  size_t size() const { return by_client_.size(); }  // waiters of every key
+  size_t size() const { return counted_; }  // waiting clients, over every key
 
   // Queues `w` behind the waiters of (db, key). The caller has found the lock held.
   void Wait(int db, std::string_view key, Waiter w);
   // While the lock (db, key) is free, gives it to the waiter at the head of its queue (and to
   // the ones after it that re-enter it as the same owner).
   void HandOver(int db, std::string_view key);
-  // The connection `client_id` closed: its waiter leaves its queue.
+  // The connection `client_id` closed: its waiters leave their queues.
   void Cancel(uint64_t client_id);
+  // The waiters of `client_id` that belong to `group` leave their queues (their wait was ended
+  // through another of the group's waiters: their reply is not finished again).
+  void Withdraw(uint64_t client_id, const void* group);
   // Hands over the locks whose keys changed since the last call.
   void Drain();
 
@@ -115,14 +124,14 @@ class LockWaiters {
   };
   struct Timer {
     int64_t at;
-    uint64_t client;   // a waiter's timeout (0: a lease)
+    bool waiter;       // a waiter's timeout (else a lease)
     uint64_t seq;      // of the waiter, or of the lease timer
     std::string name;  // a lease's queue
     bool operator>(const Timer& o) const { return at > o.at; }
   };
   struct Waiting {
     std::string name;  // the queue's
-    uint64_t seq;      // the waiter's
+    uint64_t client;
   };
   // Tells the table of changes to one Db's keys (registered while the Db has a queue).
   struct DbObserver : shard::KeyObserver {
@@ -144,7 +153,9 @@ class LockWaiters {
   // Timers of waiters served long before their timeout would pile up: drops the stale ones once
   // they outnumber the live ones.
   void MaybeCompactTimers();
-  void TimeOut(uint64_t client, uint64_t seq);
+  // Ends the waiter `seq` (if it still waits) with `reply`, and serves the next one if it was
+  // at the head of its queue.
+  void End(uint64_t seq, std::string reply, bool timed_out);
   // Removes the waiter at `it` (finished by the caller) from q.
   void Remove(Queue& q, std::deque<Waiter>::iterator it);
   // A lock granted to a client whose connection had closed: give it back.
@@ -155,7 +166,9 @@ class LockWaiters {
   absl::AnyInvocable<void()> schedule_drain_;
   absl::AnyInvocable<int64_t() const> clock_;
   absl::flat_hash_map<std::string, std::unique_ptr<Queue>> queues_;
-  absl::flat_hash_map<uint64_t, Waiting> by_client_;  // waiting client -> where
+  absl::flat_hash_map<uint64_t, Waiting> by_seq_;                  // waiter -> where
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_client_;  // client -> its waiters
+  size_t counted_ = 0;                                              // waiters that count
   std::vector<Timer> timers_;  // a min-heap on `at` (std::push_heap with std::greater)
   size_t timed_waiters_ = 0;   // waiters with a timeout: each has one live timer
   std::vector<std::string> dirty_;

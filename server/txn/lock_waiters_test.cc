@@ -500,5 +500,117 @@ TEST_F(KeyReadyHookTest, SortedSetWritesServeZPopWaiters) {
   EXPECT_EQ(waiters.size(), 1u);
 }
 
+// A client waiting on several keys (BLPOP a b): one waiter per key, sharing one reply that only
+// the first to Claim() may finish (server/collections/blocking.cc). The waiters of one client
+// leave together on a cancel, a group's leave on Withdraw, the others stay; a waiter whose group
+// was served elsewhere is passed over; the client counts once.
+class SeveralKeysTest : public KeyReadyHookTest {
+ protected:
+  struct Group {
+    bool claimed = false;
+    std::shared_ptr<Outcome> out = std::make_shared<Outcome>();
+  };
+  class GroupReply : public FakeReply {
+   public:
+    GroupReply(uint64_t client, Group* g) : FakeReply(client, g->out), g_(g) {}
+    bool cancelled() const override { return FakeReply::cancelled() || (g_->claimed && !mine_); }
+    bool Claim() override {
+      if (!mine_ && !g_->claimed) mine_ = g_->claimed = true;
+      return mine_;
+    }
+    void Finish(std::string reply, absl::AnyInvocable<void()> undo) override {
+      if (Claim()) FakeReply::Finish(std::move(reply), std::move(undo));
+    }
+
+   private:
+    Group* g_;
+    bool mine_ = false;
+  };
+  void WaitIn(Group* g, std::string_view key, uint64_t client, bool counts,
+              int64_t timeout_ms = 0) {
+    LockWaiters::Waiter w;
+    w.deadline_ms = timeout_ms == 0 ? LockWaiters::kForever : now + timeout_ms;
+    w.timeout_null_array = true;
+    w.reply = std::make_unique<GroupReply>(client, g);
+    w.group = g;
+    w.counts = counts;
+    w.try_serve = [](shard::Db& d, std::string_view k, int64_t t, BlockedReply& reply) {
+      auto len = d.ListLen(k, t);
+      if (!len.ok() || *len == 0) return false;  // another type waits on, as Redis
+      if (!reply.Claim()) return true;
+      auto r = d.ListPop(k, shard::ListEnd::kLeft, 1, t);
+      reply.Finish("+" + r->front() + "\r\n");
+      return true;
+    };
+    waiters.Wait(0, key, std::move(w));
+  }
+};
+
+TEST_F(SeveralKeysTest, ServedOnceByTheFirstReadyKeyThenWithdrawn) {
+  Group g;
+  WaitIn(&g, "a", 1, true);
+  WaitIn(&g, "b", 1, false);
+  EXPECT_EQ(waiters.size(), 1u);  // one client
+  Push("b", {"x"});
+  Settle();
+  EXPECT_EQ(g.out->reply, "+x\r\n");
+  EXPECT_TRUE(waiters.HasWaiters(0, "a"));  // until its Withdraw comes
+  EXPECT_EQ(waiters.size(), 1u);
+  waiters.Withdraw(1, &g);
+  EXPECT_FALSE(waiters.HasWaiters(0, "a"));
+  EXPECT_EQ(waiters.size(), 0u);
+  EXPECT_EQ(g.out->finishes, 1);
+}
+
+TEST_F(SeveralKeysTest, AWaiterWhoseGroupWasServedElsewhereIsPassedOver) {
+  Group g, other;
+  WaitIn(&g, "a", 1, true);
+  WaitIn(&g, "b", 1, false);
+  auto second = WaitPop("a", 2);
+  g.claimed = true;  // served on another shard; its Withdraw has not arrived yet
+  Push("a", {"y"});
+  Settle();
+  EXPECT_EQ(second->reply, "+y\r\n");
+  EXPECT_FALSE(g.out->finished);
+  EXPECT_FALSE(waiters.HasWaiters(0, "a"));
+  // Withdraw names the group: the same client's later wait on b stays.
+  WaitIn(&other, "b", 1, true);
+  waiters.Withdraw(1, &g);
+  EXPECT_EQ(waiters.Waiters(0, "b"), 1u);
+  Push("b", {"z"});
+  Settle();
+  EXPECT_EQ(other.out->reply, "+z\r\n");
+}
+
+TEST_F(SeveralKeysTest, CancelAndTimeoutEndEveryKeysWait) {
+  Group g, h;
+  WaitIn(&g, "a", 1, true);
+  WaitIn(&g, "b", 1, false);
+  waiters.Cancel(1);
+  EXPECT_EQ(g.out->finishes, 1);
+  EXPECT_EQ(g.out->reply, "");
+  EXPECT_EQ(waiters.size(), 0u);
+  EXPECT_FALSE(waiters.HasWaiters(0, "a") || waiters.HasWaiters(0, "b"));
+  WaitIn(&h, "a", 2, true, 500);
+  WaitIn(&h, "b", 2, false, 500);
+  AdvanceTo(now + 501);
+  EXPECT_EQ(h.out->finishes, 1);
+  EXPECT_EQ(h.out->reply, "*-1\r\n");
+  EXPECT_FALSE(waiters.HasWaiters(0, "a") || waiters.HasWaiters(0, "b"));
+}
+
+TEST_F(SeveralKeysTest, AKeyOfAnotherTypeKeepsItsWaiter) {
+  Group g;
+  WaitIn(&g, "a", 1, true);
+  ASSERT_TRUE(db().Set("a", "str", {}, now).ok());
+  Settle();
+  EXPECT_FALSE(g.out->finished);
+  EXPECT_TRUE(waiters.HasWaiters(0, "a"));
+  db().Del("a", now);
+  Push("a", {"v"});
+  Settle();
+  EXPECT_EQ(g.out->reply, "+v\r\n");
+}
+
 }  // namespace
 }  // namespace deadbolt::server

@@ -3,8 +3,9 @@ Redis 7.0; waiting in the server until a push (RESP2 and RESP3), timeouts (float
 forever), no waiting inside MULTI; first come first served across both reactors; a waiter whose
 connection closes (or is killed) leaves at once and takes nothing; keys on another shard.
 
-deadbolt waits on one key (a BLPOP with several keys, or a BLMOVE across shards, is served at
-once if it can be and otherwise refused with an error): those cases are deadbolt-only."""
+Several keys, on one shard or on both: the first key to get an element serves the client, once,
+and its waits on the other keys end with it. BLMOVE with its keys on two shards waits on the
+source and moves atomically. A key overwritten with another type keeps its waiter waiting."""
 
 import os
 import sys
@@ -13,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import (AGAINST_REDIS, NIL, NIL_ARRAY, NULL3, OK, SYNTAX, WRONGTYPE,  # noqa: E402
+from harness import (NIL, NIL_ARRAY, NULL3, OK, SYNTAX, WRONGTYPE,  # noqa: E402
                      array, bulk, decode, encode_command, integer)
 from slots import on_shard  # noqa: E402
 
@@ -29,9 +30,6 @@ def tearDownModule():
 NOT_FLOAT = b"-ERR timeout is not a float or out of range\r\n"
 NEGATIVE = b"-ERR timeout is negative\r\n"
 QUEUED = b"+QUEUED\r\n"
-ONE_KEY = (b"-ERR deadbolt waits on one key: BLPOP/BRPOP/BZPOPMIN/BZPOPMAX with several keys, or "
-           b"BLMOVE/BRPOPLPUSH with keys on two shards, can only be served at once (give the keys"
-           b" one {hash tag}, or wait on one key)\r\n")
 
 
 def kv(k, v):
@@ -199,14 +197,310 @@ class WaitTest(BlockingTestCase):
         self.assertReply(array(bulk("kept")), "LRANGE", key, "0", "-1")
 
 
-@unittest.skipIf(AGAINST_REDIS, "deadbolt waits on one key; redis-server waits on several")
-class OneKeyRestrictionTest(BlockingTestCase):
-    def test_refused_when_it_would_wait_on_several_keys(self):
-        err = ONE_KEY
-        self.assertReply(err, "BLPOP", "{t}a", "{t}b", "0")
-        self.assertReply(err, "BLPOP", on_shard(0, "a"), on_shard(1, "b"), "0")
-        self.assertReply(err, "BLMOVE", on_shard(0, "a"), on_shard(1, "b"), "LEFT", "LEFT", "0")
-        self.assertEqual(self.blocked_clients(), 0)
+class SeveralKeysWaitTest(BlockingTestCase):
+    """A client waits on several keys (on one shard or on both): the first key to get an
+    element serves it, exactly once; the waits on its other keys end with it."""
+
+    KEYSETS = {"one shard": ("{t}a", "{t}b", "{t}c"),
+               "two shards": (on_shard(0, "a"), on_shard(1, "b"), on_shard(0, "c"))}
+
+    def test_the_first_key_to_get_an_element_serves_it_once(self):
+        for name, (a, b, c) in self.KEYSETS.items():
+            with self.subTest(name):
+                w = self.conn()
+                w.send(encode_command("BLPOP", a, b, c, "0"))
+                self.wait_blocked(1)  # one client, however many keys
+                self.assert_no_reply(w, 0.05)
+                self.assertReply(integer(1), "RPUSH", b, "x")
+                self.assertEqual(w.read_reply(), kv(b, "x"))
+                self.wait_blocked(0)
+                # Its waits on a and c have ended: what comes there stays.
+                self.assertReply(integer(1), "RPUSH", a, "y")
+                self.assertReply(integer(1), "RPUSH", c, "z")
+                self.assert_no_reply(w, 0.05)
+                self.assertReply(array(bulk("y")), "LRANGE", a, "0", "-1")
+                self.assertReply(array(bulk("z")), "LRANGE", c, "0", "-1")
+                self.c.cmd("DEL", a, b, c)
+
+    def test_elements_on_every_key_at_once_serve_once(self):
+        for name, (a, b, c) in self.KEYSETS.items():
+            with self.subTest(name):
+                w = self.conn()
+                w.send(encode_command("BRPOP", a, b, "0"))
+                self.wait_blocked(1)
+                self.assertReplies([
+                    (("MULTI",), OK),
+                    (("RPUSH", b, "x"), QUEUED),
+                    (("RPUSH", a, "y"), QUEUED),
+                    (("EXEC",), array(integer(1), integer(1))),
+                ])
+                got = w.read_reply()
+                self.assertIn(got, (kv(b, "x"), kv(a, "y")))
+                left = decode(self.c.cmd("LLEN", a)) + decode(self.c.cmd("LLEN", b))
+                self.assertEqual(left, 1)
+                self.wait_blocked(0)
+                self.c.cmd("DEL", a, b)
+
+    def test_first_come_first_served_per_key(self):
+        for name, (a, b, c) in self.KEYSETS.items():
+            with self.subTest(name):
+                w1, w2, w3 = self.conn(), self.conn(), self.conn()
+                w1.send(encode_command("BLPOP", a, b, "0"))
+                self.wait_blocked(1)
+                w2.send(encode_command("BLPOP", b, "0"))
+                self.wait_blocked(2)
+                w3.send(encode_command("BLPOP", c, a, "0"))
+                self.wait_blocked(3)
+                self.assertReply(integer(1), "RPUSH", b, "1")
+                self.assertEqual(w1.read_reply(), kv(b, "1"))
+                self.assertReply(integer(1), "RPUSH", a, "2")  # w1 has left a: w3's
+                self.assertEqual(w3.read_reply(), kv(a, "2"))
+                self.assertReply(integer(1), "RPUSH", b, "3")
+                self.assertEqual(w2.read_reply(), kv(b, "3"))
+                self.wait_blocked(0)
+
+    def test_timeout(self):
+        for name, (a, b, c) in self.KEYSETS.items():
+            with self.subTest(name):
+                w = self.conn()
+                w.send(encode_command("BLPOP", a, b, c, "0.1"))
+                self.assertEqual(w.read_reply(), NIL_ARRAY)
+                self.wait_blocked(0)
+                self.assertReply(integer(1), "RPUSH", b, "kept")
+                self.assertReply(integer(1), "LLEN", b)
+                self.c.cmd("DEL", b)
+
+    def test_a_killed_waiter_leaves_every_key(self):
+        for name, (a, b, c) in self.KEYSETS.items():
+            with self.subTest(name):
+                victim = self.conn()
+                victim_id = victim.call("CLIENT", "ID")
+                victim.send(encode_command("BRPOP", a, b, c, "0"))
+                self.wait_blocked(1)
+                self.assertReply(integer(1), "CLIENT", "KILL", "ID", victim_id)
+                self.wait_blocked(0)
+                for k in (a, b, c):
+                    self.assertReply(integer(1), "RPUSH", k, "kept")
+                    self.assertReply(integer(1), "LLEN", k)
+                self.c.cmd("DEL", a, b, c)
+
+    def test_a_crowd_on_keys_of_both_shards_is_served_exactly_once(self):
+        a, b, c = self.KEYSETS["two shards"]
+        waiters = [self.conn() for _ in range(8)]
+        for rnd in range(3):
+            for i, w in enumerate(waiters):
+                keys = (a, b, c) if i % 2 else (c, b, a)
+                w.send(encode_command("BRPOP", *keys, "0"))
+            self.wait_blocked(len(waiters))
+            # Twice as many elements as waiters, spread over the three keys, sent in one go:
+            # every waiter gets exactly one, and the rest stay.
+            pushed = []
+            pipeline = b""
+            for j in range(2 * len(waiters)):
+                k = (a, b, c)[j % 3]
+                v = "r%d-%d" % (rnd, j)
+                pushed.append((k, v))
+                pipeline += encode_command("LPUSH", k, v)
+            self.c.send(pipeline)
+            for _ in pushed:
+                self.c.read_reply()
+            got = []
+            for w in waiters:
+                reply = w.read_reply()
+                got.append(tuple(x.decode() for x in decode(reply)))
+            self.wait_blocked(0)
+            left = []
+            for k in (a, b, c):
+                left += [(k, v.decode()) for v in decode(self.c.cmd("LRANGE", k, "0", "-1"))]
+            self.assertEqual(len(got), len(set(got)))
+            self.assertEqual(sorted(got + left), sorted(pushed))
+            self.c.cmd("DEL", a, b, c)
+
+    def test_a_client_that_closes_at_once_leaves_nothing_behind(self):
+        # Closed while its first attempt is still out on the shards (sometimes): the wait that
+        # follows must not stay queued.
+        a, b, c = self.KEYSETS["two shards"]
+        for i in range(20):
+            w = self.conn()
+            if i % 2:
+                w.send(encode_command("BLPOP", a, b, "0"))
+            else:
+                w.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+            w.close()
+        self.wait_blocked(0)
+        self.assertReply(integer(1), "RPUSH", a, "kept")
+        self.assertReply(array(bulk("kept")), "LRANGE", a, "0", "-1")
+
+    def test_multi_does_not_wait(self):
+        a, b, _ = self.KEYSETS["two shards"]
+        self.assertReplies([
+            (("MULTI",), OK),
+            (("BLPOP", a, b, "0"), QUEUED),
+            (("EXEC",), array(NIL_ARRAY)),
+        ])
+
+
+class WrongTypeWaitTest(BlockingTestCase):
+    """A waiter whose key is overwritten with another type keeps waiting (Redis serves it only
+    once the key is a list with elements)."""
+
+    def test_overwritten_key_keeps_the_waiter(self):
+        for key in (on_shard(0, "o"), on_shard(1, "o")):
+            w = self.conn()
+            w.send(encode_command("BLPOP", key, "0"))
+            self.wait_blocked(1)
+            self.assertReply(OK, "SET", key, "str")
+            self.assertReply(integer(1), "HSET", "{%s}h" % key, "f", "v")
+            self.assertReply(OK, "RENAME", "{%s}h" % key, key)  # a hash now
+            self.assert_no_reply(w, 0.05)
+            self.assertEqual(self.blocked_clients(), 1)
+            self.assertReply(integer(1), "DEL", key)
+            self.assertReply(integer(1), "RPUSH", key, "v")
+            self.assertEqual(w.read_reply(), kv(key, "v"))
+            self.wait_blocked(0)
+
+    def test_several_keys_one_of_another_type(self):
+        a, b = on_shard(0, "p"), on_shard(1, "p")
+        w = self.conn()
+        w.send(encode_command("BLPOP", b, a, "0"))
+        self.wait_blocked(1)
+        self.assertReply(OK, "SET", b, "str")
+        self.assert_no_reply(w, 0.05)
+        self.assertReply(integer(1), "RPUSH", a, "v")
+        # Served by the key that got the element (Redis 7.0 does not run the BLPOP again, which
+        # would meet b first and reply WRONGTYPE, as 7.2 does).
+        self.assertEqual(w.read_reply(), kv(a, "v"))
+        self.wait_blocked(0)
+
+    def test_blmove_source_overwritten_keeps_waiting(self):
+        w = self.conn()
+        w.send(encode_command("BLMOVE", "{m}src", "{m}dst", "LEFT", "RIGHT", "0"))
+        self.wait_blocked(1)
+        self.assertReply(integer(1), "SADD", "{m}src", "x")
+        self.assert_no_reply(w, 0.05)
+        self.assertReply(integer(1), "DEL", "{m}src")
+        self.assertReply(OK, "SET", "{m}dst", "str")
+        self.assertReply(integer(1), "RPUSH", "{m}src", "v")
+        # The destination is a string: WRONGTYPE, and the element stays where it was.
+        self.assertEqual(w.read_reply(), WRONGTYPE)
+        self.assertReply(array(bulk("v")), "LRANGE", "{m}src", "0", "-1")
+        self.wait_blocked(0)
+
+
+class BLMoveAcrossShardsTest(BlockingTestCase):
+    """BLMOVE / BRPOPLPUSH whose source and destination are on two shards wait on the source and
+    move atomically when it gets an element."""
+
+    def setUp(self):
+        super().setUp()
+        self.a, self.b = on_shard(0, "src"), on_shard(1, "dst")
+
+    def test_waits_then_moves(self):
+        a, b = self.a, self.b
+        for src, dst in ((a, b), (b, a)):
+            w = self.conn()
+            w.send(encode_command("BLMOVE", src, dst, "LEFT", "RIGHT", "0"))
+            self.wait_blocked(1)
+            self.assert_no_reply(w, 0.05)
+            self.assertReply(integer(2), "RPUSH", src, "x", "y")
+            self.assertEqual(w.read_reply(), bulk("x"))
+            self.assertReply(array(bulk("y")), "LRANGE", src, "0", "-1")
+            self.assertReply(array(bulk("x")), "LRANGE", dst, "0", "-1")
+            self.wait_blocked(0)
+            self.c.cmd("DEL", src, dst)
+        w = self.conn()
+        w.cmd("HELLO", "3")
+        w.send(encode_command("BRPOPLPUSH", a, b, "0"))
+        self.wait_blocked(1)
+        self.assertReply(integer(2), "RPUSH", a, "1", "2")
+        self.assertEqual(w.read_reply(), bulk("2"))
+        self.assertReply(array(bulk("2")), "LRANGE", b, "0", "-1")
+
+    def test_first_come_first_served_on_the_source(self):
+        a, b = self.a, self.b
+        mover, popper = self.conn(), self.conn()
+        mover.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(1)
+        popper.send(encode_command("BLPOP", a, "0"))
+        self.wait_blocked(2)
+        self.assertReply(integer(1), "RPUSH", a, "1")
+        self.assertEqual(mover.read_reply(), bulk("1"))
+        self.assert_no_reply(popper, 0.05)
+        self.assertReply(integer(1), "RPUSH", a, "2")
+        self.assertEqual(popper.read_reply(), kv(a, "2"))
+        self.assertReply(array(bulk("1")), "LRANGE", b, "0", "-1")
+        # The other order, one push of two elements.
+        popper.send(encode_command("BLPOP", a, "0"))
+        self.wait_blocked(1)
+        mover.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(2)
+        self.assertReply(integer(2), "RPUSH", a, "3", "4")
+        self.assertEqual(popper.read_reply(), kv(a, "3"))
+        self.assertEqual(mover.read_reply(), bulk("4"))
+        self.assertReply(array(bulk("4"), bulk("1")), "LRANGE", b, "0", "-1")
+        self.wait_blocked(0)
+
+    def test_the_moved_element_serves_the_destinations_waiter(self):
+        a, b = self.a, self.b
+        mover, popper = self.conn(), self.conn()
+        popper.send(encode_command("BRPOP", b, "0"))
+        self.wait_blocked(1)
+        mover.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(2)
+        self.assertReply(integer(1), "RPUSH", a, "v")
+        self.assertEqual(mover.read_reply(), bulk("v"))
+        self.assertEqual(popper.read_reply(), kv(b, "v"))
+        self.assertReply(integer(0), "EXISTS", a, b)
+        self.wait_blocked(0)
+
+    def test_destination_of_another_type(self):
+        a, b = self.a, self.b
+        mover, popper = self.conn(), self.conn()
+        mover.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(1)
+        popper.send(encode_command("BLPOP", a, "0"))
+        self.wait_blocked(2)
+        self.assertReply(OK, "SET", b, "str")
+        self.assertReply(integer(1), "RPUSH", a, "v")
+        # WRONGTYPE, nothing moved; the element serves the next waiter.
+        self.assertEqual(mover.read_reply(), WRONGTYPE)
+        self.assertEqual(popper.read_reply(), kv(a, "v"))
+        self.assertReply(b"$3\r\nstr\r\n", "GET", b)
+        self.wait_blocked(0)
+
+    def test_source_of_another_type_keeps_waiting(self):
+        a, b = self.a, self.b
+        w = self.conn()
+        w.send(encode_command("BLMOVE", a, b, "RIGHT", "LEFT", "0"))
+        self.wait_blocked(1)
+        self.assertReply(integer(1), "ZADD", a, "1", "m")
+        self.assert_no_reply(w, 0.05)
+        self.assertReply(integer(1), "DEL", a)
+        self.assertReply(integer(1), "LPUSH", a, "v")
+        self.assertEqual(w.read_reply(), bulk("v"))
+        self.assertReply(array(bulk("v")), "LRANGE", b, "0", "-1")
+
+    def test_timeout_and_kill(self):
+        a, b = self.a, self.b
+        self.assertReply(NIL_ARRAY, "BLMOVE", a, b, "LEFT", "LEFT", "0.05")
+        self.assertReply(NIL_ARRAY, "BRPOPLPUSH", b, a, "0.05")
+        self.wait_blocked(0)
+        victim = self.conn()
+        victim_id = victim.call("CLIENT", "ID")
+        victim.send(encode_command("BLMOVE", a, b, "LEFT", "LEFT", "0"))
+        self.wait_blocked(1)
+        self.assertReply(integer(1), "CLIENT", "KILL", "ID", victim_id)
+        self.wait_blocked(0)
+        self.assertReply(integer(1), "RPUSH", a, "kept")
+        self.assertReply(array(bulk("kept")), "LRANGE", a, "0", "-1")
+        self.assertReply(integer(0), "EXISTS", b)
+
+    def test_multi_does_not_wait(self):
+        self.assertReplies([
+            (("MULTI",), OK),
+            (("BLMOVE", self.a, self.b, "LEFT", "LEFT", "0"), QUEUED),
+            (("EXEC",), array(NIL)),
+        ])
 
 
 if __name__ == "__main__":

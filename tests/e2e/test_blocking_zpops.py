@@ -5,8 +5,8 @@ or from the other one); timeouts (float seconds, 0 = forever); no waiting inside
 come first served across both reactors; a waiter whose connection closes (or is killed) leaves at
 once and takes nothing.
 
-deadbolt waits on one key, as for BLPOP (test_blocking_pops.py): with several keys it serves at
-once or refuses with an error; that case is deadbolt-only."""
+Several keys, on one shard or on both, as BLPOP's (test_blocking_pops.py): the first key to get a
+member serves the client, once; a key overwritten with another type keeps its waiter waiting."""
 
 import os
 import sys
@@ -15,10 +15,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import (AGAINST_REDIS, NIL_ARRAY, NULL3, OK, WRONGTYPE, array, bulk,  # noqa: E402
+from harness import (NIL_ARRAY, NULL3, OK, WRONGTYPE, array, bulk,  # noqa: E402
                      encode_command, integer)
 from slots import on_shard  # noqa: E402
-from test_blocking_pops import (NEGATIVE, NOT_FLOAT, ONE_KEY, QUEUED,  # noqa: E402
+from test_blocking_pops import (NEGATIVE, NOT_FLOAT, QUEUED,  # noqa: E402
                                 BlockingTestCase)
 
 
@@ -215,12 +215,60 @@ class WaitTest(BlockingTestCase):
         self.assertReply(array(bulk("kept"), bulk("2")), "ZRANGE", key, "0", "-1", "WITHSCORES")
 
 
-@unittest.skipIf(AGAINST_REDIS, "deadbolt waits on one key; redis-server waits on several")
-class OneKeyRestrictionTest(BlockingTestCase):
-    def test_refused_when_it_would_wait_on_several_keys(self):
-        self.assertReply(ONE_KEY, "BZPOPMIN", "{t}a", "{t}b", "0")
-        self.assertReply(ONE_KEY, "BZPOPMAX", on_shard(0, "a"), on_shard(1, "b"), "0")
-        self.assertEqual(self.blocked_clients(), 0)
+class SeveralKeysWaitTest(BlockingTestCase):
+    KEYSETS = {"one shard": ("{t}a", "{t}b"),
+               "two shards": (on_shard(0, "a"), on_shard(1, "b"))}
+
+    def test_the_first_key_to_get_a_member_serves_it_once(self):
+        for name, (a, b) in self.KEYSETS.items():
+            with self.subTest(name):
+                w1, w2 = self.conn(), self.conn()
+                w1.send(encode_command("BZPOPMIN", a, b, "0"))
+                self.wait_blocked(1)
+                w2.send(encode_command("BZPOPMAX", b, a, "0"))
+                self.wait_blocked(2)
+                self.assertReply(integer(2), "ZADD", b, "1", "x", "2", "y")
+                self.assertEqual(w1.read_reply(), kms(b, "x", "1"))
+                self.assertEqual(w2.read_reply(), kms(b, "y", "2"))
+                self.wait_blocked(0)
+                self.assertReply(integer(1), "ZADD", a, "3", "z")  # nobody waits on a now
+                self.assertReply(integer(1), "ZCARD", a)
+                self.c.cmd("DEL", a, b)
+
+    def test_timeout_and_kill(self):
+        for name, (a, b) in self.KEYSETS.items():
+            with self.subTest(name):
+                w = self.conn()
+                w.send(encode_command("BZPOPMAX", a, b, "0.1"))
+                self.assertEqual(w.read_reply(), NIL_ARRAY)
+                self.wait_blocked(0)
+                victim = self.conn()
+                victim_id = victim.call("CLIENT", "ID")
+                victim.send(encode_command("BZPOPMIN", a, b, "0"))
+                self.wait_blocked(1)
+                self.assertReply(integer(1), "CLIENT", "KILL", "ID", victim_id)
+                self.wait_blocked(0)
+                self.assertReply(integer(1), "ZADD", a, "1", "kept")
+                self.assertReply(integer(1), "ZADD", b, "1", "kept")
+                self.assertReply(integer(1), "ZCARD", a)
+                self.assertReply(integer(1), "ZCARD", b)
+                self.c.cmd("DEL", a, b)
+
+
+class WrongTypeWaitTest(BlockingTestCase):
+    def test_overwritten_key_keeps_the_waiter(self):
+        for key in (on_shard(0, "o"), on_shard(1, "o")):
+            w = self.conn()
+            w.send(encode_command("BZPOPMIN", key, "0"))
+            self.wait_blocked(1)
+            self.assertReply(integer(1), "RPUSH", key, "a list")
+            self.assert_no_reply(w, 0.05)
+            self.assertReply(OK, "SET", key, "str")
+            self.assert_no_reply(w, 0.05)
+            self.assertReply(integer(1), "DEL", key)
+            self.assertReply(integer(1), "ZADD", key, "5", "m")
+            self.assertEqual(w.read_reply(), kms(key, "m", "5"))
+            self.wait_blocked(0)
 
 
 if __name__ == "__main__":
