@@ -384,6 +384,12 @@ bool Client::Extra(Hold* hold) {
       if (!IntegerOf(reply, &token)) {
         return Fail("LOCK.ACQUIRE REENTRANT: unexpected reply " + Printable(reply));
       }
+      if (static_cast<uint64_t>(token) > hold->h.token) {
+        // A new token: the holding had ended (its lease expired while this client stalled, or
+        // not: LostLock judges), and this call took the lock afresh. Give that back at once.
+        LostLock(hold, "re-entrant acquire (LOCK.ACQUIRE REENTRANT), which was granted anew");
+        return Call({"LOCK.RELEASE", key, owner_}, &reply);
+      }
       if (static_cast<uint64_t>(token) != hold->h.token) {
         return Fail("LOCK.ACQUIRE REENTRANT replied token " + Str(token) + ", the holding's is " +
                     Str(static_cast<int64_t>(hold->h.token)));
