@@ -113,6 +113,10 @@ const std::vector<Setting>& Settings() {
        }},
       {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
       {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
+      {"busy-reply-threshold", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
+       IntGetter(&Config::busy_reply_threshold_ms)},
+      {"lua-time-limit", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
+       IntGetter(&Config::busy_reply_threshold_ms)},
       {"loglevel", true,
        [](Config& c, std::string_view v) -> std::optional<std::string> {
          std::string l = AsciiLower(v);

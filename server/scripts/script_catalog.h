@@ -18,7 +18,7 @@
 
 #include "protocol/reply_builder.h"
 #include "server/cmdtable/command.h"
-#include "server/scripts/script_sha1.h"
+#include "server/base/script_sha1.h"
 
 namespace deadbolt::server {
 
