@@ -224,6 +224,7 @@ std::string Config::Usage() {
          "                       [--max-multibulk-len N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
          "                       [--loglevel LEVEL] [--no-pin] [--spin-us US]\n"
+         "                       [--busy-reply-threshold MS] [--lua-time-limit MS]\n"
          "                       [--pipeline-order sent|key]\n"
          "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"
          "                       [--dir PATH] [--auto-aof-rewrite-percentage N]\n"

@@ -238,11 +238,12 @@ void EvalAcrossShards(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 
 // CommandSpec::may_create of EVAL / EVALSHA: a catalogued script may create a key only when it
 // acquires a lock (ScriptInfo::acquires); a Lua script may do anything, so it may (EVAL_RO and
-// EVALSHA_RO never write).
+// EVALSHA_RO never write). An EVALSHA of a SHA1 nobody loaded runs nothing (NOSCRIPT).
 template <bool kBySha>
 bool EvalMayCreate(CmdArgs args) {
   const ScriptInfo* s = kBySha ? FindScriptBySha(args[1]) : FindScriptByText(args[1]);
-  return s == nullptr || s->acquires;
+  if (s) return s->acquires;
+  return !kBySha || (args[1].size() == 40 && LuaScriptCache::Exists(args[1]));
 }
 
 // --- SCRIPT ---
