@@ -373,6 +373,43 @@ class LuaAcrossShardsTest(harness.ServerTestCase):
         self.assertReply(bulk(b"1300"), "GET", b)
 
 
+def kill_from_another_reactor(test, others):
+    """SCRIPT KILL from the first of `others` that its reactor answers (the one running the
+    script answers none). Returns that connection."""
+    for c in list(others):
+        try:
+            got = c.cmd("SCRIPT", "KILL")
+        except (socket.timeout, OSError):
+            continue
+        test.assertEqual(got, OK)
+        c.settimeout(harness.IO_TIMEOUT)
+        return c
+    test.fail("no connection could send SCRIPT KILL")
+    return None
+
+
+@unittest.skipIf(AGAINST_REDIS, "keys on both shards of a --threads 2 deadbolt")
+class LuaKillAcrossShardsTest(harness.ServerTestCase):
+    def test_killed_script_across_shards_writes_nothing_back(self):
+        # It wrote into its private copy of the keys: killable, and the writes are dropped.
+        a, b = on_shard(0, "kx"), on_shard(1, "ky")
+        self.assertReply(OK, "CONFIG", "SET", "busy-reply-threshold", "100")
+        self.assertReply(OK, "SET", a, "orig")
+        others = [self.conn(timeout=0.5) for _ in range(6)]
+        for c in others:
+            self.assertEqual(c.cmd("PING"), b"+PONG\r\n")
+        runner = self.conn()
+        runner.send(harness.encode_command(
+            "EVAL", "redis.call('SET', KEYS[1], 'new')\nredis.call('SET', KEYS[2], 'new')\n"
+            "while true do end", "2", a, b))
+        time.sleep(1.0)  # past the threshold (the kill below is refused until then)
+        killer = kill_from_another_reactor(self, others)
+        got = runner.read_reply()
+        self.assertTrue(got.startswith(b"-ERR Script killed by user with SCRIPT KILL..."), got)
+        self.assertEqual(killer.cmd("MGET", a, b), harness.array(bulk(b"orig"), harness.NIL))
+        self.assertEqual(killer.cmd("CONFIG", "SET", "busy-reply-threshold", "5000"), OK)
+
+
 class LuaBusyTest(harness.ServerTestCase):
     """A script past busy-reply-threshold: BUSY for the others, SCRIPT KILL stops it, its keys
     are free again. Connections spread over both reactors: the test finds one that answers."""
