@@ -20,6 +20,7 @@ int luaopen_bit(lua_State* L);
 #include "server/base/config.h"
 #include "server/base/error_strings.h"
 #include "server/base/script_busy.h"
+#include "server/core/reactor.h"
 #include "server/lua/lua_running.h"
 
 namespace deadbolt::server {
@@ -166,6 +167,13 @@ void CountHook(lua_State* L, lua_Debug*) {
   if (e == nullptr || e->running() == nullptr) return;
   LuaEngine::Running& r = *e->running();
   if (!r.killed) {
+    // The server is shutting down (SIGTERM, SHUTDOWN from another reactor): stop as if killed.
+    const Reactor* reactor = Reactor::Current();
+    if (reactor != nullptr && reactor->stop_requested()) {
+      r.killed = true;
+      lua_sethook(L, CountHook, LUA_MASKLINE, 0);
+      RaiseKilled(L);
+    }
     if (r.call->shard < 0) return;
     if (!r.busy) {
       if (MonotonicMs() - r.start_ms < r.ctx->config.busy_reply_threshold_ms) return;

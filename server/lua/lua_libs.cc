@@ -136,17 +136,28 @@ uint64_t GetInteger(const char* p, bool little, bool is_signed, size_t size) {
   return v;
 }
 
+// Bytes go into a luaL_Buffer, not a std::string: the luaL_check* calls below raise Lua errors,
+// which longjmp past C++ destructors.
+void AddInteger(luaL_Buffer* b, uint64_t v, bool little, size_t size) {
+  char buf[kMaxIntSize];
+  for (size_t i = 0; i < size; i++) {
+    buf[little ? i : size - 1 - i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  }
+  luaL_addlstring(b, buf, size);
+}
+
 int StructPack(lua_State* L) {
   const char* fmt = luaL_checkstring(L, 1);
   Header h;
   int arg = 2;
-  std::string out;
+  size_t total = 0;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
   while (*fmt != '\0') {
     const char opt = *fmt++;
     if (HeaderOption(L, opt, &fmt, &h)) continue;
     size_t size = OptionSize(L, opt, &fmt);
-    const size_t gap = Gap(h, out.size(), size);
-    out.append(gap, '\0');
+    for (size_t gap = Gap(h, total, size); gap > 0; gap--, total++) luaL_addchar(&b, '\0');
     switch (opt) {
       case 'b':
       case 'B':
@@ -158,29 +169,27 @@ int StructPack(lua_State* L) {
       case 'i':
       case 'I': {
         const lua_Number n = luaL_checknumber(L, arg++);
-        const uint64_t v = (opt >= 'a' && opt <= 'z')
+        const uint64_t v = ((opt >= 'a' && opt <= 'z') || n < 0)
                                ? static_cast<uint64_t>(static_cast<int64_t>(n))
-                               : static_cast<uint64_t>(n < 0 ? static_cast<int64_t>(n)
-                                                             : static_cast<int64_t>(
-                                                                   static_cast<uint64_t>(n)));
-        PutInteger(&out, v, h.little, size);
+                               : static_cast<uint64_t>(n);
+        AddInteger(&b, v, h.little, size);
         break;
       }
       case 'x':
-        out.push_back('\0');
+        luaL_addchar(&b, '\0');
         break;
       case 'f': {
         const float f = static_cast<float>(luaL_checknumber(L, arg++));
         uint32_t bits;
         std::memcpy(&bits, &f, 4);
-        PutInteger(&out, bits, h.little, 4);
+        AddInteger(&b, bits, h.little, 4);
         break;
       }
       case 'd': {
         const double d = luaL_checknumber(L, arg++);
         uint64_t bits;
         std::memcpy(&bits, &d, 8);
-        PutInteger(&out, bits, h.little, 8);
+        AddInteger(&b, bits, h.little, 8);
         break;
       }
       case 'c':
@@ -190,16 +199,20 @@ int StructPack(lua_State* L) {
         if (opt == 'c' && size == 0) size = l;
         if (opt == 's') size = l;
         luaL_argcheck(L, l >= size, arg, "string too short");
-        out.append(s, size);
-        if (opt == 's') out.push_back('\0');
+        luaL_addlstring(&b, s, size);
+        if (opt == 's') {
+          luaL_addchar(&b, '\0');
+          size++;
+        }
         arg++;
         break;
       }
       default:
         return luaL_error(L, "invalid format option '%c'", opt);
     }
+    total += size;
   }
-  lua_pushlstring(L, out.data(), out.size());
+  luaL_pushresult(&b);
   return 1;
 }
 

@@ -6,6 +6,8 @@
 // command table on the script's database, with Redis 7's checks in Redis's order. A script may
 // touch only the keys it declared: a command naming any other key fails with kUndeclaredKey.
 
+#include <time.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -103,9 +105,13 @@ int GenericCall(lua_State* L, bool raise) {
     run->args[static_cast<size_t>(i - 1)] = t;
   }
   CmdArgs args(run->args.data(), run->args.size());
-  // PUBLISH / SPUBLISH reach subscribers from the reactor running the script.
+  // Commands that run on the connection, not on a shard, which scripts commonly call: PUBLISH /
+  // SPUBLISH reach subscribers from the reactor running the script; TIME, PING and ECHO answer
+  // here.
   const bool publish =
       EqualsIgnoreCase(args[0], "publish") || EqualsIgnoreCase(args[0], "spublish");
+  const bool local = EqualsIgnoreCase(args[0], "time") || EqualsIgnoreCase(args[0], "ping") ||
+                     EqualsIgnoreCase(args[0], "echo");
   const CommandSpec* spec = CommandTable::Get().Find(args[0]);
   if (spec == nullptr) {
     PushError(L, "Unknown Redis command called from script");
@@ -115,7 +121,7 @@ int GenericCall(lua_State* L, bool raise) {
     PushError(L, "Wrong number of args calling Redis command from script");
     return Failed(L, raise);
   }
-  if ((spec->flags & kNoScript) || (spec->shard_handler == nullptr && !publish)) {
+  if ((spec->flags & kNoScript) || (spec->shard_handler == nullptr && !publish && !local)) {
     PushError(L, "This Redis command is not allowed from script");
     return Failed(L, raise);
   }
@@ -142,7 +148,23 @@ int GenericCall(lua_State* L, bool raise) {
   }
   run->out.clear();
   protocol::ReplyBuilder rb(&run->out, run->resp);
-  if (publish) {
+  if (local) {
+    if (EqualsIgnoreCase(args[0], "time")) {
+      timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      const std::string sec = std::to_string(ts.tv_sec);
+      const std::string usec = std::to_string(ts.tv_nsec / 1000);
+      rb.ArrayHeader(2);
+      rb.Bulk(sec);
+      rb.Bulk(usec);
+    } else if (EqualsIgnoreCase(args[0], "echo")) {
+      rb.Bulk(args[1]);
+    } else if (args.size() == 2) {
+      rb.Bulk(args[1]);
+    } else {
+      rb.SimpleString("PONG");
+    }
+  } else if (publish) {
     Reactor* r = Reactor::Current();
     const bool shard_channel = EqualsIgnoreCase(args[0], "spublish");
     const int64_t n =

@@ -209,6 +209,12 @@ CORPUS = [
     ("multi_key_mget", [["SET", "{m}a", "1"], ["SET", "{m}b", "2"]],
      "return redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])", ["{m}a", "{m}b", "{m}c"], [], []),
     ("keys_count", [], "return #KEYS + #ARGV * 10", ["{m}a", "{m}b"], ["x", "y", "z"], []),
+    ("ping_echo", [], "return {redis.call('PING'), redis.call('PING', 'hi'), "
+     "redis.call('ECHO', 'e')}", [], [], []),
+    ("time_shape", [], "local t = redis.call('TIME')\nreturn {#t, type(t[1]), "
+     "tonumber(t[1]) > 1600000000, tonumber(t[2]) < 1000000}", [], [], []),
+    ("publish_no_subscribers", [], "return redis.call('PUBLISH', 'nobody-listens', 'x')", [],
+     [], []),
 ]
 
 
@@ -461,6 +467,21 @@ class LuaBusyTest(harness.ServerTestCase):
         self.assertEqual(runner.cmd("CONFIG", "SET", "busy-reply-threshold", "5000"), OK)
         self.assertEqual(runner.cmd("SCRIPT", "KILL"),
                          harness.error("NOTBUSY No scripts in execution right now."))
+
+
+@unittest.skipIf(AGAINST_REDIS, "redis-server does not stop on SIGTERM while a script runs")
+class LuaShutdownTest(unittest.TestCase):
+    def test_sigterm_stops_a_running_script(self):
+        server = harness.ServerProcess().start()
+        try:
+            runner = harness.RespConn(server.port)
+            runner.send(harness.encode_command("EVAL", "while true do end", "0"))
+            time.sleep(0.3)  # the script runs (not asserted: it runs until stopped anyway)
+            self.assertIsNone(server.stop())  # exits 0 within STOP_TIMEOUT
+            runner.close()
+        finally:
+            if server.alive():
+                server.kill()
 
 
 if __name__ == "__main__":
