@@ -5,6 +5,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -162,6 +163,52 @@ int Pcall(lua_State* L) {
   return lua_gettop(L);
 }
 
+// math.random and math.randomseed as Redis replaces them: POSIX's 48-bit linear congruential
+// generator (drand48's constants), so that a script that seeds it gets Redis's numbers. One
+// generator per reactor, seeded with 0 when its interpreter starts.
+thread_local uint64_t rand48_state = 0;
+constexpr int64_t kRand48Max = 2147483647;
+
+void SeedRand48(int32_t seed) {
+  rand48_state = ((static_cast<uint64_t>(static_cast<uint32_t>(seed)) << 16) | 0x330e) &
+                 ((uint64_t{1} << 48) - 1);
+}
+
+int64_t NextRand48() {
+  rand48_state = (rand48_state * 0x5deece66dULL + 0xb) & ((uint64_t{1} << 48) - 1);
+  return static_cast<int64_t>(rand48_state >> 17);
+}
+
+int MathRandom(lua_State* L) {
+  const lua_Number r = static_cast<lua_Number>(NextRand48() % kRand48Max) /
+                       static_cast<lua_Number>(kRand48Max);
+  switch (lua_gettop(L)) {
+    case 0:
+      lua_pushnumber(L, r);
+      return 1;
+    case 1: {
+      const int u = luaL_checkint(L, 1);
+      luaL_argcheck(L, 1 <= u, 1, "interval is empty");
+      lua_pushnumber(L, std::floor(r * u) + 1);
+      return 1;
+    }
+    case 2: {
+      const int l = luaL_checkint(L, 1);
+      const int u = luaL_checkint(L, 2);
+      luaL_argcheck(L, l <= u, 2, "interval is empty");
+      lua_pushnumber(L, std::floor(r * (u - l + 1)) + l);
+      return 1;
+    }
+    default:
+      return luaL_error(L, "wrong number of arguments");
+  }
+}
+
+int MathRandomSeed(lua_State* L) {
+  SeedRand48(luaL_checkint(L, 1));
+  return 0;
+}
+
 void CountHook(lua_State* L, lua_Debug*) {
   LuaEngine* e = tls_engine;
   if (e == nullptr || e->running() == nullptr) return;
@@ -286,6 +333,13 @@ void LuaEngine::Open() {
     lua_pushnil(L);
     lua_setfield(L, g, name);
   }
+  lua_getfield(L, g, "math");
+  lua_pushcfunction(L, MathRandom);
+  lua_setfield(L, -2, "random");
+  lua_pushcfunction(L, MathRandomSeed);
+  lua_setfield(L, -2, "randomseed");
+  lua_pop(L, 1);
+  SeedRand48(0);
   // Every library table becomes read-only, as in Redis 7.
   for (const char* name :
        {"string", "table", "math", "coroutine", "redis", "cjson", "bit", "struct", "cmsgpack"}) {

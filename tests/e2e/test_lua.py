@@ -213,6 +213,8 @@ CORPUS = [
      "redis.call('ECHO', 'e')}", [], [], []),
     ("time_shape", [], "local t = redis.call('TIME')\nreturn {#t, type(t[1]), "
      "tonumber(t[1]) > 1600000000, tonumber(t[2]) < 1000000}", [], [], []),
+    ("math_random_seeded", [], "math.randomseed(7)\nreturn {math.random(1000), "
+     "math.random(1, 6), tostring(math.random())}", [], [], []),
     ("publish_no_subscribers", [], "return redis.call('PUBLISH', 'nobody-listens', 'x')", [],
      [], []),
 ]
