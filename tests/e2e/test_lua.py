@@ -208,6 +208,14 @@ CORPUS = [
     ("loop_sum", [], "local s = 0\nfor i = 1, 100 do s = s + i end\nreturn s", [], [], []),
     ("multi_key_mget", [["SET", "{m}a", "1"], ["SET", "{m}b", "2"]],
      "return redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])", ["{m}a", "{m}b", "{m}c"], [], []),
+    ("transfer_two_keys", [["SET", "{x}a", "10"], ["SET", "{x}bb", "5"]],
+     "local a = tonumber(redis.call('GET', KEYS[1]))\nredis.call('SET', KEYS[1], a - 3)\n"
+     "redis.call('INCRBY', KEYS[2], 3)\nreturn {redis.call('GET', KEYS[1]), "
+     "redis.call('GET', KEYS[2])}", ["{x}a", "{x}bb"], [], [["MGET", "{x}a", "{x}bb"]]),
+    ("write_then_fail", [["SET", "{x}a", "1"], ["HSET", "{x}bb", "f", "v"]],
+     "redis.call('DEL', KEYS[1])\nredis.call('SET', KEYS[3], 'new', 'PX', 100000)\n"
+     "return redis.call('INCR', KEYS[2])", ["{x}a", "{x}bb", "{x}c"], [],
+     [["EXISTS", "{x}a"], ["HGETALL", "{x}bb"], ["GET", "{x}c"]]),
     ("keys_count", [], "return #KEYS + #ARGV * 10", ["{m}a", "{m}b"], ["x", "y", "z"], []),
     ("ping_echo", [], "return {redis.call('PING'), redis.call('PING', 'hi'), "
      "redis.call('ECHO', 'e')}", [], [], []),
@@ -275,6 +283,23 @@ class LuaCorpusTest(harness.ServerTestCase):
 
     def test_resp3_evalsha_after_script_load(self):
         self._compare(3, True)
+
+    def test_keys_without_hash_tags(self):
+        # The same corpus with the hash tags taken out of the key names: a case with several keys
+        # then spans both shards of deadbolt and runs through the copy-run-write-back path.
+        def untag(args):
+            return [a.replace("{", "").replace("}", "") for a in args]
+        spread = [(name, [untag(c) for c in setup], script, untag(keys), argv,
+                   [untag(c) for c in checks])
+                  for name, setup, script, keys, argv, checks in CORPUS]
+        self.assertTrue(any(len(c[3]) > 1 for c in spread))
+        with ref_conn() as ref:
+            mine = self.conn()
+            for resp in (2, 3):
+                for case in spread:
+                    with self.subTest(case=case[0], resp=resp):
+                        self.assertEqual(run_case(mine, resp, case, False),
+                                         run_case(ref, resp, case, False))
 
 
 class LuaServerTest(harness.ServerTestCase):
