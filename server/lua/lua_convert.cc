@@ -52,7 +52,11 @@ void PushField(lua_State* L, const char* name) { lua_setfield(L, -2, name); }
 }  // namespace
 
 bool LuaToResp(lua_State* L, protocol::ReplyBuilder& rb, int script_resp) {
-  lua_checkstack(L, 4);
+  if (!lua_checkstack(L, 4)) {
+    // A table nested too deep (or holding itself): Redis's error, in place of the value.
+    rb.Error("ERR reached lua stack limit");
+    return true;
+  }
   switch (lua_type(L, -1)) {
     case LUA_TSTRING:
       rb.Bulk(StringAt(L, -1));

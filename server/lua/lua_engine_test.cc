@@ -61,6 +61,12 @@ TEST_F(LuaEngineTest, ConvertsValuesAsRedis) {
   EXPECT_EQ(Eval("return {map={a=1}}", {}, {}, 3), "%1\r\n$1\r\na\r\n:1\r\n");
   EXPECT_EQ(Eval("return {map={a=1}}", {}, {}, 2), "*2\r\n$1\r\na\r\n:1\r\n");
   EXPECT_EQ(Eval("return {set={a=true}}", {}, {}, 3), "~1\r\n$1\r\na\r\n");
+  // A table holding itself: arrays nested until Lua's stack limit, then Redis's error there
+  // (the same 32010 bytes redis-server 7.0 sends).
+  const std::string deep = Eval("local t = {} t[1] = t return t");
+  EXPECT_EQ(deep.size(), 32010u);
+  EXPECT_EQ(deep.substr(0, 8), "*1\r\n*1\r\n");
+  EXPECT_EQ(deep.substr(deep.size() - 30), "-ERR reached lua stack limit\r\n");
   // setresp(3): booleans become RESP3 booleans.
   EXPECT_EQ(Eval("redis.setresp(3) return false", {}, {}, 3), "#f\r\n");
 }
