@@ -403,7 +403,7 @@ LuaOutcome LuaEngine::Run(const LuaCall& call, ShardCtx& ctx) {
     lua_settop(L, 0);
     std::string body_copy;
     std::string_view body = call.body;
-    if (body.empty()) {
+    if (call.by_sha) {
       auto found = LuaScriptCache::Find(call.sha);
       if (!found) {
         ctx.rb.Error(errors::kNoScript);
@@ -419,7 +419,7 @@ LuaOutcome LuaEngine::Run(const LuaCall& call, ShardCtx& ctx) {
       outcome.failed = true;
       return outcome;
     }
-    if (!call.body.empty()) LuaScriptCache::Store(call.sha, call.body);
+    if (!call.by_sha) LuaScriptCache::Store(call.sha, call.body);
     return Run(call, ctx);  // now compiled
   }
   lua_replace(L, 2);  // 1: handler, 2: the script

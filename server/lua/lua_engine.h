@@ -46,7 +46,8 @@ class LuaScriptCache {
 // One script call.
 struct LuaCall {
   std::string_view sha;   // 40 lower-case hex digits
-  std::string_view body;  // EVAL: the text; EVALSHA: empty (looked up by sha)
+  std::string_view body;  // EVAL: the text (maybe empty); EVALSHA: looked up by sha
+  bool by_sha = false;    // EVALSHA
   CmdArgs keys;
   CmdArgs argv;
   bool read_only = false;  // EVAL_RO / EVALSHA_RO (a write fails)

@@ -145,6 +145,7 @@ TEST_F(LuaEngineTest, EvalshaNeedsTheText) {
   LuaCall call;
   const std::string sha = Sha(body);
   call.sha = sha;
+  call.by_sha = true;
   std::string out;
   protocol::ReplyBuilder rb(&out, 2);
   ShardCtx ctx{shard_, shard_.db(0), 0, 1000, config_, rb};

@@ -47,6 +47,7 @@ using protocol::ReplyBuilder;
 struct LuaTarget {
   std::array<char, 40> sha{};
   std::string_view body;
+  bool by_sha = false;  // EVALSHA: the text is in LuaScriptCache, if anywhere
   std::string_view sha_view() const { return std::string_view(sha.data(), sha.size()); }
 };
 
@@ -84,6 +85,7 @@ bool ParseEval(CmdArgs args, ReplyBuilder& rb, ScriptCall* call, LuaTarget* lua)
   }
   call->script = kBySha ? FindScriptBySha(args[1]) : FindScriptByText(args[1]);
   if (!call->script) {
+    lua->by_sha = kBySha;
     if (kBySha) {
       for (size_t i = 0; i < 40; i++) {
         const char c = args[1][i];
@@ -121,6 +123,7 @@ void EvalOnShard(CmdArgs args, ShardCtx& ctx) {
   LuaCall lc;
   lc.sha = lua.sha_view();
   lc.body = lua.body;
+  lc.by_sha = lua.by_sha;
   lc.keys = call.keys;
   lc.argv = call.argv;
   lc.read_only = kReadOnly;
@@ -139,6 +142,7 @@ void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_
                         Connection& conn, ReplyBuilder& rb) {
   struct State {
     std::string sha, body;
+    bool by_sha = false;
     std::vector<std::string> keys, argv;
     std::vector<std::string_view> key_views, argv_views;
     std::vector<int> owner;
@@ -151,6 +155,7 @@ void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_
   auto st = std::make_shared<State>();
   st->sha.assign(lua.sha_view());
   st->body.assign(lua.body);
+  st->by_sha = lua.by_sha;
   for (auto k : call.keys) st->keys.emplace_back(k);
   for (auto a : call.argv) st->argv.emplace_back(a);
   for (const auto& k : st->keys) st->key_views.emplace_back(k);
@@ -185,6 +190,7 @@ void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_
     LuaCall lc;
     lc.sha = st->sha;
     lc.body = st->body;
+    lc.by_sha = st->by_sha;
     lc.keys = CmdArgs(st->key_views.data(), st->key_views.size());
     lc.argv = CmdArgs(st->argv_views.data(), st->argv_views.size());
     lc.read_only = read_only;
@@ -228,7 +234,7 @@ void EvalAcrossShards(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     call.script->multi(call, conn, rb);
     return;
   }
-  if (lua.body.empty() && !LuaScriptCache::Exists(lua.sha_view())) {
+  if (lua.by_sha && !LuaScriptCache::Exists(lua.sha_view())) {
     rb.Error(errors::kNoScript);
     return;
   }

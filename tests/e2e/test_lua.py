@@ -60,6 +60,7 @@ CORPUS = [
     ("doc_set_status", [], "return redis.call('set',KEYS[1],'bar')", ["{d}foo"], [],
      [["GET", "{d}foo"]]),
     ("doc_integer", [], "return 10", [], [], []),
+    ("empty_script", [], "", [], [], []),
     ("doc_nested", [], "return {1,2,{3,'Hello World!'}}", [], [], []),
     ("doc_get", [["SET", "{d}foo", "bar"]], "return redis.call('get',KEYS[1])", ["{d}foo"], [],
      []),
