@@ -115,6 +115,10 @@ const std::vector<Setting>& Settings() {
        }},
       {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
       {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
+      {"busy-reply-threshold", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
+       IntGetter(&Config::busy_reply_threshold_ms)},
+      {"lua-time-limit", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
+       IntGetter(&Config::busy_reply_threshold_ms)},
       {"loglevel", true,
        [](Config& c, std::string_view v) -> std::optional<std::string> {
          std::string l = AsciiLower(v);
@@ -236,6 +240,7 @@ std::string Config::Usage() {
          "                       [--max-multibulk-len N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
          "                       [--loglevel LEVEL] [--no-pin] [--spin-us US]\n"
+         "                       [--busy-reply-threshold MS] [--lua-time-limit MS]\n"
          "                       [--pipeline-order sent|key]\n"
          "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"
          "                       [--dir PATH] [--auto-aof-rewrite-percentage N]\n"

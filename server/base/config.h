@@ -35,6 +35,9 @@ struct Config {
   OutputBufferLimits client_output_buffer_limit;
   int hz = 100;          // active-expiry ticks per second, per reactor
   int64_t timeout = 0;   // idle client timeout in seconds (0: never)
+  // busy-reply-threshold (alias lua-time-limit): a Lua script running longer than this makes
+  // other clients get BUSY for its shard, and SCRIPT KILL may stop it (server/base/script_busy.h).
+  int64_t busy_reply_threshold_ms = 5000;
   std::string loglevel = "notice";
   bool pin_threads = true;
   // A reactor that exchanged cross-reactor messages in a turn polls its inbox for this long

@@ -106,15 +106,18 @@ inline constexpr std::string_view kNoScript = "NOSCRIPT No matching script. Plea
 inline constexpr std::string_view kNumKeysTooBig =
     "ERR Number of keys can't be greater than number of args";
 inline constexpr std::string_view kNumKeysNegative = "ERR Number of keys can't be negative";
-// EVAL or SCRIPT LOAD of a text that is not in the catalogue: deadbolt has no Lua VM.
-inline constexpr std::string_view kUnknownScript =
-    "ERR deadbolt runs no general Lua: it runs natively only the lock scripts of popular clients "
-    "(redis-py, Redisson, redsync, node-redlock, redis-semaphore, the classic compare-and-delete), "
-    "known by their SHA1. Use the built-in lock commands instead: DELIFEQ key token, DELEX key "
-    "IFEQ token, SET key token IFEQ token PX ms (see README)";
 inline constexpr std::string_view kScriptFlushOption =
     "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
 inline constexpr std::string_view kScriptNotBusy = "NOTBUSY No scripts in execution right now.";
+inline constexpr std::string_view kScriptUnkillable =
+    "UNKILLABLE Sorry the script already executed write commands against the dataset. You can "
+    "either wait the script termination or kill the server in a hard way using the SHUTDOWN "
+    "NOSAVE command.";
+inline constexpr std::string_view kFunctionFlushOption =
+    "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
+// Any command needing a shard whose Lua script has run past busy-reply-threshold.
+inline constexpr std::string_view kBusyScript =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 // The errors a redis.call() raises inside a script before running the command (Redis 7.0).
 inline constexpr std::string_view kScriptArgs =
     "ERR Lua redis lib command arguments must be strings or integers";

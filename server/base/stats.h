@@ -22,6 +22,9 @@ struct ReactorStats {
   uint64_t net_input_bytes = 0;
   uint64_t net_output_bytes = 0;
   uint64_t expired_keys = 0;
+  // EVAL/EVALSHA calls run natively (the catalogue) and in the embedded Lua.
+  uint64_t script_native_runs = 0;
+  uint64_t script_lua_runs = 0;
   uint64_t expire_cycle_us = 0;  // time spent in active expiry
   uint64_t keyspace_hits = 0;
   uint64_t keyspace_misses = 0;
@@ -57,6 +60,8 @@ struct ReactorStats {
     net_input_bytes += o.net_input_bytes;
     net_output_bytes += o.net_output_bytes;
     expired_keys += o.expired_keys;
+    script_native_runs += o.script_native_runs;
+    script_lua_runs += o.script_lua_runs;
     expire_cycle_us += o.expire_cycle_us;
     keyspace_hits += o.keyspace_hits;
     keyspace_misses += o.keyspace_misses;

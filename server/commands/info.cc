@@ -167,6 +167,8 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     "total_net_output_bytes:", s.net_output_bytes, "\r\n",
                     "rejected_connections:", s.rejected_connections, "\r\n",
                     "expired_keys:", s.expired_keys, "\r\n",
+                    "scripts_native_runs:", s.script_native_runs, "\r\n",
+                    "scripts_lua_runs:", s.script_lua_runs, "\r\n",
                     "expire_cycle_cpu_milliseconds:", s.expire_cycle_us / 1000, "\r\n",
                     "evicted_keys:0\r\n",
                     "keyspace_hits:", s.keyspace_hits, "\r\n",

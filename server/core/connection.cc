@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "server/base/error_strings.h"
+#include "server/base/script_busy.h"
 #include "server/base/log.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/journal_health.h"
@@ -467,6 +468,16 @@ int Connection::KeyShard(const CommandSpec* spec, CmdArgs args) const {
   return shard;
 }
 
+bool Connection::NeedsBusyShard(const CommandSpec* spec, CmdArgs args, int shard) const {
+  const ScriptBusy& busy = ScriptBusy::Get();
+  if (shard != kSpansShards) return shard != reactor_->id() && busy.busy(shard);
+  if (!spec->has_keys()) return false;
+  const Server& server = reactor_->server();
+  bool needs = false;
+  spec->ForEachKey(args, [&](int i) { needs = needs || busy.busy(server.ShardOf(args[i])); });
+  return needs;
+}
+
 void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   // Where it runs: the one shard owning its keys, or (conn_handler) here.
   int shard = kSpansShards;
@@ -478,6 +489,13 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
       ReplyError(errors::kCrossShard);
       return;
     }
+  }
+  if (ScriptBusy::Get().any() && NeedsBusyShard(spec, args, shard)) {
+    // A Lua script has run past busy-reply-threshold on a shard this command needs: BUSY, as
+    // Redis answers while a script runs (server/base/script_busy.h).
+    reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].rejected_calls++;
+    ReplyError(errors::kBusyScript);
+    return;
   }
   const bool on_shard = shard != kSpansShards;
   const bool blocking = on_shard && spec->blocks && spec->blocks(args);  // LOCK.ACQUIRE ... WAIT

@@ -235,6 +235,9 @@ class Connection {
   void FanOutsClientGone();
   void Dispatch(CmdArgs args);
   void Execute(const CommandSpec* spec, CmdArgs args);
+  // A Lua script past busy-reply-threshold runs on a shard this command needs (`shard`: where
+  // Execute would run it).
+  bool NeedsBusyShard(const CommandSpec* spec, CmdArgs args, int shard) const;
   // `block`: set for a blocking command (ForwardBlocking).
   void Forward(const CommandSpec* spec, CmdArgs args, int shard,
                std::shared_ptr<BlockState> block = nullptr);

@@ -49,6 +49,8 @@ class Reactor {
   void Join();
   // Any thread, async-signal-safe: asks the loop to stop.
   void RequestStop();
+  // Any thread: whether RequestStop was called (a long Lua script stops when it is).
+  bool stop_requested() const { return stop_.load(std::memory_order_relaxed); }
 
   // The reactor running on the calling thread, or nullptr on other threads.
   static Reactor* Current();

@@ -1,18 +1,26 @@
-// Script commands: EVAL EVALSHA EVAL_RO EVALSHA_RO, SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP.
+// Script commands: EVAL EVALSHA EVAL_RO EVALSHA_RO, SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP, and
+// FUNCTION FLUSH|LIST.
 //
-// deadbolt has no Lua VM. A script is known by the SHA1 of its exact text and runs only if it is
-// in the catalogue of lock scripts (server/scripts/script_catalog.h), as native code with the
-// script's effects and reply. EVALSHA of any other SHA1 replies NOSCRIPT, so clients fall back to
-// EVAL or SCRIPT LOAD with the text, which is refused with an error naming the built-in lock
-// commands.
+// A script is known by the SHA1 of its exact text. The catalogue of lock scripts
+// (server/scripts/script_catalog.h) comes first: a script it knows runs natively, as C++ with
+// the script's effects and reply. Any other script runs in the embedded Lua
+// (server/lua/lua_engine.h), whose body cache SCRIPT LOAD and EVAL fill; EVALSHA of a SHA1
+// neither knows replies NOSCRIPT.
 //
 // Routing: the keys of a call are args[3 .. 2 + numkeys] (EvalKeyRange). When they all live on
 // one shard the shard handler runs there (inline or as a message: one step, atomic); when they
-// span shards the connection handler runs the script as an atomic fan-out (only the multi-key
-// scripts can: node-redlock, Redisson's batched renewal; others reply CROSSSLOT, as a cluster
-// would). A malformed numkeys yields no keys, so the call runs here and replies the error.
+// span shards the connection handler runs the script as an atomic fan-out: the catalogue's
+// multi-key scripts natively (node-redlock, Redisson's batched renewal; its other scripts reply
+// CROSSSLOT, as a cluster would), Lua scripts by copying their keys into a private database on
+// the first shard, running there, and writing the keys back (RunLuaAcrossShards), all under the
+// fan-out's key locks. A malformed numkeys yields no keys, so the call runs here and replies the
+// error.
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -23,12 +31,25 @@
 #include "server/cmdtable/command.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
+#include "server/base/script_busy.h"
+#include "server/core/reactor.h"
+#include "server/core/server.h"
+#include "server/lua/lua_engine.h"
 #include "server/scripts/script_catalog.h"
+#include "shard/shard.h"
 
 namespace deadbolt::server {
 namespace {
 
 using protocol::ReplyBuilder;
+
+// A script the catalogue does not know: its SHA1 (lower case) and, for EVAL, its text.
+struct LuaTarget {
+  std::array<char, 40> sha{};
+  std::string_view body;
+  bool by_sha = false;  // EVALSHA: the text is in LuaScriptCache, if anywhere
+  std::string_view sha_view() const { return std::string_view(sha.data(), sha.size()); }
+};
 
 bool EvalKeyRange(CmdArgs args, int* first, int* last) {
   int64_t n;
@@ -41,9 +62,10 @@ bool EvalKeyRange(CmdArgs args, int* first, int* last) {
 }
 
 // The script, KEYS and ARGV of an EVAL-family call, checked in Redis 7.0's order; false after
-// replying the error.
+// replying the error. A script the catalogue does not know leaves call->script null and fills
+// *lua.
 template <bool kBySha, bool kReadOnly>
-bool ParseEval(CmdArgs args, ReplyBuilder& rb, ScriptCall* call) {
+bool ParseEval(CmdArgs args, ReplyBuilder& rb, ScriptCall* call, LuaTarget* lua) {
   if (kBySha && args[1].size() != 40) {  // not a SHA1: NOSCRIPT before anything else
     rb.Error(errors::kNoScript);
     return false;
@@ -63,8 +85,16 @@ bool ParseEval(CmdArgs args, ReplyBuilder& rb, ScriptCall* call) {
   }
   call->script = kBySha ? FindScriptBySha(args[1]) : FindScriptByText(args[1]);
   if (!call->script) {
-    rb.Error(kBySha ? errors::kNoScript : errors::kUnknownScript);
-    return false;
+    lua->by_sha = kBySha;
+    if (kBySha) {
+      for (size_t i = 0; i < 40; i++) {
+        const char c = args[1][i];
+        lua->sha[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c;
+      }
+    } else {
+      lua->sha = Sha1Hex(Sha1(args[1]));
+      lua->body = args[1];
+    }
   }
   call->keys = args.subspan(3, static_cast<size_t>(n));
   call->argv = args.subspan(3 + static_cast<size_t>(n));
@@ -72,58 +102,213 @@ bool ParseEval(CmdArgs args, ReplyBuilder& rb, ScriptCall* call) {
   return true;
 }
 
+void CountRun(bool native) {
+  if (Reactor* r = Reactor::Current()) {
+    (native ? r->stats().script_native_runs : r->stats().script_lua_runs)++;
+  }
+}
+
 // All keys on the shard running this (or no keys).
 template <bool kBySha, bool kReadOnly>
 void EvalOnShard(CmdArgs args, ShardCtx& ctx) {
   ScriptCall call;
-  if (!ParseEval<kBySha, kReadOnly>(args, ctx.rb, &call)) return;
-  RunScriptOnShard(call, ctx);
+  LuaTarget lua;
+  if (!ParseEval<kBySha, kReadOnly>(args, ctx.rb, &call, &lua)) return;
+  if (call.script) {
+    CountRun(true);
+    RunScriptOnShard(call, ctx);
+    return;
+  }
+  CountRun(false);
+  LuaCall lc;
+  lc.sha = lua.sha_view();
+  lc.body = lua.body;
+  lc.by_sha = lua.by_sha;
+  lc.keys = call.keys;
+  lc.argv = call.argv;
+  lc.read_only = kReadOnly;
+  lc.shard = ctx.shard.index();
+  LuaEngine::ForThisThread().Run(lc, ctx);
+}
+
+// A Lua script whose keys span shards, atomic under the fan-out's key locks:
+//   phase 1: every shard copies its keys out (KeySnapshot);
+//   phase 2: the first shard restores them all into a private database, runs the script there
+//            (redis.call may only touch declared keys, so every key it can touch is there) and
+//            copies the keys out again;
+//   phase 3: if the script wrote, every shard writes its keys back (deleting those the script
+//            deleted). A script killed by SCRIPT KILL writes nothing back.
+void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_only,
+                        Connection& conn, ReplyBuilder& rb) {
+  struct State {
+    std::string sha, body;
+    bool by_sha = false;
+    std::vector<std::string> keys, argv;
+    std::vector<std::string_view> key_views, argv_views;
+    std::vector<int> owner;
+    std::vector<int> shards;
+    std::vector<std::optional<shard::KeySnapshot>> before, after;
+    bool write_back = false;
+    int resp = 2;
+    std::string reply;
+  };
+  auto st = std::make_shared<State>();
+  st->sha.assign(lua.sha_view());
+  st->body.assign(lua.body);
+  st->by_sha = lua.by_sha;
+  for (auto k : call.keys) st->keys.emplace_back(k);
+  for (auto a : call.argv) st->argv.emplace_back(a);
+  for (const auto& k : st->keys) st->key_views.emplace_back(k);
+  for (const auto& a : st->argv) st->argv_views.emplace_back(a);
+  const Server& server = conn.reactor().server();
+  for (const auto& k : st->keys) {
+    const int s = server.ShardOf(k);
+    st->owner.push_back(s);
+    if (std::find(st->shards.begin(), st->shards.end(), s) == st->shards.end()) {
+      st->shards.push_back(s);
+    }
+  }
+  std::sort(st->shards.begin(), st->shards.end());
+  st->before.resize(st->keys.size());
+  st->after.resize(st->keys.size());
+  st->resp = rb.resp();
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    for (size_t i = 0; i < st->keys.size(); i++) {
+      if (st->owner[i] == ctx.shard.index()) st->before[i] = ctx.db.Snapshot(st->keys[i], ctx.now_ms);
+    }
+  });
+  phases.push_back([st, read_only](ShardCtx& ctx) {
+    if (ctx.shard.index() != st->shards[0]) return;
+    shard::Shard scratch(ctx.shard.index(), ctx.shard.num_dbs());
+    shard::Db& db = scratch.db(ctx.db_index);
+    for (size_t i = 0; i < st->keys.size(); i++) {
+      if (st->before[i]) db.Restore(st->keys[i], *st->before[i], true, ctx.now_ms, true);
+    }
+    ReplyBuilder out(&st->reply, st->resp);
+    ShardCtx sctx{scratch, db, ctx.db_index, ctx.now_ms, ctx.config, out};
+    LuaCall lc;
+    lc.sha = st->sha;
+    lc.body = st->body;
+    lc.by_sha = st->by_sha;
+    lc.keys = CmdArgs(st->key_views.data(), st->key_views.size());
+    lc.argv = CmdArgs(st->argv_views.data(), st->argv_views.size());
+    lc.read_only = read_only;
+    lc.shard = ctx.shard.index();
+    lc.scratch = true;
+    const LuaOutcome o = LuaEngine::ForThisThread().Run(lc, sctx);
+    st->write_back = o.wrote && !o.killed;
+    if (!st->write_back) return;
+    for (size_t i = 0; i < st->keys.size(); i++) {
+      st->after[i] = db.Snapshot(st->keys[i], ctx.now_ms);
+    }
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    if (!st->write_back) return;
+    for (size_t i = 0; i < st->keys.size(); i++) {
+      if (st->owner[i] != ctx.shard.index()) continue;
+      if (st->after[i]) {
+        ctx.db.Restore(st->keys[i], *st->after[i], true, ctx.now_ms, true);
+      } else if (st->before[i]) {
+        ctx.db.Del(st->keys[i], ctx.now_ms);
+      }
+    }
+  });
+  const std::vector<int> shards = st->shards;
+  conn.FanOutPhases(shards, std::move(phases),
+                    [st](ReplyBuilder& rb) { rb.out()->append(st->reply); });
 }
 
 // Keys on several shards.
 template <bool kBySha, bool kReadOnly>
 void EvalAcrossShards(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   ScriptCall call;
-  if (!ParseEval<kBySha, kReadOnly>(args, rb, &call)) return;
-  if (!call.script->multi) {
-    rb.Error(errors::kCrossShard);
+  LuaTarget lua;
+  if (!ParseEval<kBySha, kReadOnly>(args, rb, &call, &lua)) return;
+  if (call.script) {
+    if (!call.script->multi) {
+      rb.Error(errors::kCrossShard);
+      return;
+    }
+    CountRun(true);
+    call.script->multi(call, conn, rb);
     return;
   }
-  call.script->multi(call, conn, rb);
+  if (lua.by_sha && !LuaScriptCache::Exists(lua.sha_view())) {
+    rb.Error(errors::kNoScript);
+    return;
+  }
+  CountRun(false);
+  RunLuaAcrossShards(call, lua, kReadOnly, conn, rb);
 }
 
-// CommandSpec::may_create of EVAL / EVALSHA: the call may create a key only when its script is
-// one that acquires a lock (ScriptInfo::acquires). An unknown script runs nothing.
+// CommandSpec::may_create of EVAL / EVALSHA: a catalogued script may create a key only when it
+// acquires a lock (ScriptInfo::acquires); a Lua script may do anything, so it may (EVAL_RO and
+// EVALSHA_RO never write). An EVALSHA of a SHA1 nobody loaded runs nothing (NOSCRIPT).
 template <bool kBySha>
 bool EvalMayCreate(CmdArgs args) {
   const ScriptInfo* s = kBySha ? FindScriptBySha(args[1]) : FindScriptByText(args[1]);
-  return s && s->acquires;
+  if (s) return s->acquires;
+  return !kBySha || (args[1].size() == 40 && LuaScriptCache::Exists(args[1]));
 }
 
 // --- SCRIPT ---
 
+// A script the catalogue does not know is compiled by this reactor's Lua (a syntax error is
+// replied as Redis replies it) and its text kept for EVALSHA on any reactor.
 void ScriptLoad(CmdArgs args, ReplyBuilder& rb) {
-  const ScriptInfo* s = FindScriptByText(args[2]);
-  if (!s) {
-    rb.Error(errors::kUnknownScript);
+  if (const ScriptInfo* s = FindScriptByText(args[2])) {
+    rb.Bulk(s->sha);
     return;
   }
-  rb.Bulk(s->sha);
+  const auto hex = Sha1Hex(Sha1(args[2]));
+  const std::string_view sha(hex.data(), hex.size());
+  std::string error;
+  if (!LuaEngine::ForThisThread().Compile(sha, args[2], &error)) {
+    rb.Error(error);
+    return;
+  }
+  LuaScriptCache::Store(sha, args[2]);
+  rb.Bulk(sha);
 }
 
 void ScriptExists(CmdArgs args, ReplyBuilder& rb) {
   rb.ArrayHeader(args.size() - 2);
-  for (size_t i = 2; i < args.size(); i++) rb.Integer(FindScriptBySha(args[i]) ? 1 : 0);
+  for (size_t i = 2; i < args.size(); i++) {
+    rb.Integer(FindScriptBySha(args[i]) || (args[i].size() == 40 && LuaScriptCache::Exists(args[i]))
+                   ? 1
+                   : 0);
+  }
 }
 
-// The catalogue is built in: there is nothing to flush, and its scripts stay known.
+bool FlushOptionOk(CmdArgs args) {
+  return args.size() <= 3 &&
+         (args.size() < 3 || OptionIs(args[2], "async") || OptionIs(args[2], "sync"));
+}
+
+// Forgets the Lua scripts; the catalogue is built in and stays.
 void ScriptFlush(CmdArgs args, ReplyBuilder& rb) {
-  if (args.size() > 3 ||
-      (args.size() == 3 && !OptionIs(args[2], "async") && !OptionIs(args[2], "sync"))) {
+  if (!FlushOptionOk(args)) {
     rb.Error(errors::kScriptFlushOption);
     return;
   }
+  LuaScriptCache::Flush();
   rb.Ok();
+}
+
+// Asks a Lua script that has run past busy-reply-threshold to stop (server/base/script_busy.h).
+void ScriptKill(ReplyBuilder& rb) {
+  switch (ScriptBusy::Get().RequestKill()) {
+    case ScriptBusy::Kill::kNotBusy:
+      rb.Error(errors::kScriptNotBusy);
+      return;
+    case ScriptBusy::Kill::kUnkillable:
+      rb.Error(errors::kScriptUnkillable);
+      return;
+    case ScriptBusy::Kill::kKilled:
+      rb.Ok();
+      return;
+  }
 }
 
 void ScriptHelp(ReplyBuilder& rb) {
@@ -131,14 +316,14 @@ void ScriptHelp(ReplyBuilder& rb) {
       "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
       "EXISTS <sha1> [<sha1> ...]",
       "    Return information about the existence of the scripts in the script cache.",
-      "    deadbolt knows the lock scripts of popular clients, built in.",
       "FLUSH [ASYNC|SYNC]",
-      "    Flush the Lua scripts cache. deadbolt's scripts are built in and stay.",
+      "    Flush the Lua scripts cache. Very dangerous on replicas.",
+      "    ASYNC: Asynchronously flush the scripts cache.",
+      "    SYNC: Synchronously flush the scripts cache.",
       "KILL",
       "    Kill the currently executing Lua script.",
       "LOAD <script>",
-      "    Load a script into the scripts cache without executing it: its SHA1 if deadbolt",
-      "    runs it natively, else an error (deadbolt runs no general Lua).",
+      "    Load a script into the scripts cache without executing it.",
       "HELP",
       "    Prints this help."};
   rb.ArrayHeader(std::size(kLines));
@@ -168,13 +353,30 @@ void Script(CmdArgs args, Connection&, ReplyBuilder& rb) {
     } else if (name == "flush") {
       ScriptFlush(args, rb);
     } else if (name == "kill") {
-      rb.Error(errors::kScriptNotBusy);
+      ScriptKill(rb);
     } else {
       ScriptHelp(rb);
     }
     return;
   }
   rb.Error(errors::UnknownSubcommand(sub, "SCRIPT"));
+}
+
+// FUNCTION FLUSH and FUNCTION LIST: deadbolt keeps no function libraries, so there is nothing
+// to flush and the list is empty.
+void Function(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  const std::string_view sub = args[1];
+  if (EqualsIgnoreCase(sub, "flush")) {
+    if (!FlushOptionOk(args)) {
+      rb.Error(errors::kFunctionFlushOption);
+      return;
+    }
+    rb.Ok();
+  } else if (EqualsIgnoreCase(sub, "list")) {
+    rb.ArrayHeader(0);
+  } else {
+    rb.Error(errors::UnknownSubcommand(sub, "FUNCTION"));
+  }
 }
 
 CommandSpec EvalSpec(std::string name, uint32_t flags, ShardHandler on_shard, ConnHandler across,
@@ -228,6 +430,16 @@ void RegisterScriptCommands(CommandTable* t) {
   script.subcommands.push_back(ScriptSub("kill", 2, kNoScript));
   script.subcommands.push_back(ScriptSub("load", 3, kNoScript | kStale));
   t->Add(std::move(script));
+  CommandSpec function;
+  function.name = "function";
+  function.arity = -2;
+  function.flags = kNoScript;
+  function.first_key = function.last_key = function.key_step = 0;
+  function.conn_handler = Function;
+  function.acl_categories = {"@slow"};
+  function.subcommands.push_back(ScriptSub("flush", -2, kWrite | kNoScript));
+  function.subcommands.push_back(ScriptSub("list", -2, kNoScript));
+  t->Add(std::move(function));
 }
 
 }  // namespace deadbolt::server

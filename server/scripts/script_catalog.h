@@ -1,12 +1,13 @@
 #pragma once
-// The catalogue of lock scripts deadbolt runs natively, with no Lua VM.
+// The catalogue of lock scripts deadbolt runs natively, without Lua.
 //
 // Clients name a script by the SHA1 of its exact text (EVALSHA) or send the text (EVAL). deadbolt
 // knows the scripts that popular lock clients send — redis-py's Lock, Redisson's RLock,
 // go-redsync, node-redlock, redis-semaphore, the classic compare-and-delete — by their SHA1 and
 // runs each as a small C++ function over shard::Db operations with exactly the script's effects,
 // reply and errors (as Redis 7.0 gives them, "... script: <sha>, on @user_script:<line>.").
-// Any other script is refused: deadbolt never guesses what unknown Lua would do.
+// Any other script runs in the embedded Lua (server/lua/lua_engine.h): the catalogue is the fast
+// path and wins for every SHA1 it knows.
 //
 // The catalogue is static: built once, read-only, shared by every reactor.
 
@@ -18,7 +19,7 @@
 
 #include "protocol/reply_builder.h"
 #include "server/cmdtable/command.h"
-#include "server/scripts/script_sha1.h"
+#include "server/base/script_sha1.h"
 
 namespace deadbolt::server {
 

@@ -11,7 +11,7 @@
 
 #include "server/base/config.h"
 #include "server/scripts/script_run.h"
-#include "server/scripts/script_sha1.h"
+#include "server/base/script_sha1.h"
 #include "shard/shard.h"
 
 namespace deadbolt::server {

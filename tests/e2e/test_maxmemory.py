@@ -7,6 +7,7 @@ Most tests set maxmemory to 1 byte, so that every server is over it at once; one
 limit a little above what the server uses and checks that the refusal comes, and that the held
 lock can still be released."""
 
+import hashlib
 import os
 import sys
 
@@ -96,6 +97,13 @@ class MaxmemoryTest(harness.ServerTestCase):
         got = self.c.cmd("EVAL", t["redisson_acquire"], "1", "rlock", "30000", "id:1")
         self.assertEqual(got, script_oom(SHAS["redisson_acquire"]))
         self.assertEqual(self.c.cmd("EXISTS", "rlock"), harness.integer(0))
+        # A script nobody catalogued (run in Lua): the same rule, and Redis's error.
+        unknown = "return redis.call('set', KEYS[1], 'x')"
+        self.assertEqual(self.c.cmd("EVAL", unknown, "1", "k"),
+                         script_oom(hashlib.sha1(unknown.encode()).hexdigest()))
+        after_write = "redis.call('del', KEYS[1]); return redis.call('set', KEYS[1], 'x')"
+        self.assertEqual(self.c.cmd("EVAL", after_write, "1", "k"), OK)
+        self.assertEqual(self.c.cmd("EVAL", "return 1", "0"), harness.integer(1))
         # The classic compare-and-delete and redis-py's release and extend: no growth, they run.
         self.assertEqual(self.c.cmd("EVAL", t["py_extend"], "1", "lock", "tok", "60000", "1"),
                          harness.integer(1))

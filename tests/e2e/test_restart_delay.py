@@ -123,6 +123,18 @@ class DuringDelayTest(harness.ServerTestCase):
         self.refused("EVAL", SEED_TEXTS["redisson_acquire_3x"], 1, "{lk}", 30000, "id:1")
         self.assertReply(integer(0), "DBSIZE")
 
+    def test_lua_scripts_are_refused_unless_read_only(self):
+        # Any script the catalogue does not know runs in Lua, which may create a key.
+        script = "return redis.call('SET', KEYS[1], ARGV[1])"
+        self.refused("EVAL", script, 1, "lock", "tok")
+        sha = decode(self.c.cmd("SCRIPT", "LOAD", script)).decode()
+        self.refused("EVALSHA", sha, 1, "lock", "tok")
+        self.assertReply(integer(0), "DBSIZE")
+        # EVAL_RO cannot write, so it runs; so does an EVALSHA nobody loaded (NOSCRIPT).
+        self.assertReply(NIL, "EVAL_RO", "return redis.call('GET', KEYS[1])", 1, "lock")
+        self.assertReply(harness.error("NOSCRIPT No matching script. Please use EVAL."),
+                         "EVALSHA", "f" * 40, 0)
+
     def test_releases_extensions_deletes_and_reads_work(self):
         a, b = on_shard(0, "r"), on_shard(1, "r")
         self.assertReplies([

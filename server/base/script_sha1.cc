@@ -1,4 +1,4 @@
-#include "server/scripts/script_sha1.h"
+#include "server/base/script_sha1.h"
 
 #include <cstring>
 
