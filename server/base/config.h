@@ -21,7 +21,7 @@ struct Config {
   int threads = 0;  // 0: one per core
   std::string requirepass;
   // protected-mode, as Redis: with no password, clients not on the loopback interface are
-  // refused at accept with Redis's DENIED text (ProtectedModeRefuses, server/base/peer_policy.h).
+  // refused at accept with Redis's DENIED text (ProtectedModeRefuses, server/cmdtable/peer_policy.h).
   bool protected_mode = true;
   int databases = 16;
   int64_t proto_max_bulk_len = 512LL * 1024 * 1024;
@@ -36,7 +36,7 @@ struct Config {
   int hz = 100;          // active-expiry ticks per second, per reactor
   int64_t timeout = 0;   // idle client timeout in seconds (0: never)
   // busy-reply-threshold (alias lua-time-limit): a Lua script running longer than this makes
-  // other clients get BUSY for its shard, and SCRIPT KILL may stop it (server/base/script_busy.h).
+  // other clients get BUSY for its shard, and SCRIPT KILL may stop it (server/cmdtable/script_busy.h).
   int64_t busy_reply_threshold_ms = 5000;
   std::string loglevel = "notice";
   bool pin_threads = true;

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "server/base/error_strings.h"
-#include "server/base/script_busy.h"
+#include "server/cmdtable/script_busy.h"
 #include "server/base/log.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/journal_health.h"
@@ -492,7 +492,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   }
   if (ScriptBusy::Get().any() && NeedsBusyShard(spec, args, shard)) {
     // A Lua script has run past busy-reply-threshold on a shard this command needs: BUSY, as
-    // Redis answers while a script runs (server/base/script_busy.h).
+    // Redis answers while a script runs (server/cmdtable/script_busy.h).
     reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].rejected_calls++;
     ReplyError(errors::kBusyScript);
     return;

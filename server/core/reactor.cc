@@ -20,7 +20,7 @@
 
 #include "server/base/error_strings.h"
 #include "server/base/log.h"
-#include "server/base/peer_policy.h"
+#include "server/cmdtable/peer_policy.h"
 #include "server/cmdtable/command.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/cmdtable/memory_limit.h"

@@ -20,7 +20,7 @@ int luaopen_bit(lua_State* L);
 
 #include "server/base/config.h"
 #include "server/base/error_strings.h"
-#include "server/base/script_busy.h"
+#include "server/cmdtable/script_busy.h"
 #include "server/core/reactor.h"
 #include "server/lua/lua_running.h"
 

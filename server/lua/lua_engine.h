@@ -51,7 +51,7 @@ struct LuaCall {
   CmdArgs keys;
   CmdArgs argv;
   bool read_only = false;  // EVAL_RO / EVALSHA_RO (a write fails)
-  // The shard running the script, for BUSY and SCRIPT KILL (server/base/script_busy.h); -1: none.
+  // The shard running the script, for BUSY and SCRIPT KILL (server/cmdtable/script_busy.h); -1: none.
   int shard = -1;
   // Set when the keys were copied into a private database (a script across shards): writes
   // do not make the script unkillable there, since they are thrown away when it is killed.

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "server/base/config.h"
-#include "server/base/script_busy.h"
+#include "server/cmdtable/script_busy.h"
 #include "server/base/script_sha1.h"
 #include "shard/shard.h"
 

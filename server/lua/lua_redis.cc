@@ -20,7 +20,7 @@ extern "C" {
 #include "server/base/config.h"
 #include "server/base/error_strings.h"
 #include "server/base/log.h"
-#include "server/base/script_busy.h"
+#include "server/cmdtable/script_busy.h"
 #include "server/base/script_sha1.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/memory_limit.h"

@@ -31,7 +31,7 @@
 #include "server/cmdtable/command.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
-#include "server/base/script_busy.h"
+#include "server/cmdtable/script_busy.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 #include "server/lua/lua_engine.h"
@@ -296,7 +296,7 @@ void ScriptFlush(CmdArgs args, ReplyBuilder& rb) {
   rb.Ok();
 }
 
-// Asks a Lua script that has run past busy-reply-threshold to stop (server/base/script_busy.h).
+// Asks a Lua script that has run past busy-reply-threshold to stop (server/cmdtable/script_busy.h).
 void ScriptKill(ReplyBuilder& rb) {
   switch (ScriptBusy::Get().RequestKill()) {
     case ScriptBusy::Kill::kNotBusy:

@@ -1,4 +1,4 @@
-#include "server/base/peer_policy.h"
+#include "server/cmdtable/peer_policy.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
