@@ -37,6 +37,9 @@ COMMANDS = [
     ["TYPE", "z"], ["DEL", "l"], ["EXISTS", "z", "h"], ["COPY", "z", "z2"], ["RENAME", "z2", "z3"],
     ["LOCK.ACQUIRE", "nl", "30000"], ["LOCK.INFO", "nl"], ["LOCK.RELEASE", "nl", "1"],
     ["MSET", "a", "1", "b", "2"], ["MGET", "a", "b", "c"], ["SCAN", "0", "TYPE", "zset"],
+    ["EVAL", "return redis.call('GET', KEYS[1])", "1", "a"],
+    ["EVAL", "redis.call('SET', KEYS[1], ARGV[1]); return {1, 'x', {ok='y'}}", "1", "a", "v"],
+    ["EVALSHA", "b70c2384248f88e6b75b9f89241a180f856ad852", "1", "lock:1", "tok"],
 ]
 
 
