@@ -3,6 +3,8 @@
 #include <absl/strings/ascii.h>
 #include <absl/strings/numbers.h>
 
+#include <cstdio>
+
 #include <cstring>
 #include <functional>
 
@@ -158,6 +160,53 @@ const std::vector<Setting>& Settings() {
        BoolGetter(&Config::aof_load_truncated)},
       {"aof-load-damaged", true, BoolSetter(&Config::aof_load_damaged),
        BoolGetter(&Config::aof_load_damaged)},
+      {"slowlog-log-slower-than", true,
+       IntSetter(&Config::slowlog_log_slower_than, -1, INT64_MAX),
+       IntGetter(&Config::slowlog_log_slower_than)},
+      {"slowlog-max-len", true, IntSetter(&Config::slowlog_max_len, 0, INT64_MAX),
+       IntGetter(&Config::slowlog_max_len)},
+      {"latency-tracking", true, BoolSetter(&Config::latency_tracking),
+       BoolGetter(&Config::latency_tracking)},
+      {"latency-tracking-info-percentiles", true,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::vector<double> out;
+         std::string words(v);
+         for (char* save = nullptr, *w = strtok_r(words.data(), " ", &save); w;
+              w = strtok_r(nullptr, " ", &save)) {
+           char* end = nullptr;
+           double d = strtod(w, &end);
+           if (*end != '\0' || !(d >= 0 && d <= 100)) {
+             return std::string("latency-tracking-info-percentiles parameter should be "
+                                "between 0.0 and 100.0");
+           }
+           out.push_back(d);
+         }
+         c.latency_tracking_info_percentiles = std::move(out);
+         return std::nullopt;
+       },
+       [](const Config& c) {
+         std::string out;
+         for (double d : c.latency_tracking_info_percentiles) {
+           if (!out.empty()) out += ' ';
+           char buf[32];
+           snprintf(buf, sizeof(buf), "%g", d);
+           out += buf;
+         }
+         return out;
+       }},
+      {"latency-monitor-threshold", true,
+       IntSetter(&Config::latency_monitor_threshold, 0, INT64_MAX),
+       IntGetter(&Config::latency_monitor_threshold)},
+      {"enable-debug-command", false,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::string l = AsciiLower(v);
+         if (l != "no" && l != "yes" && l != "local") {
+           return std::string("argument(s) must be one of the following: no, yes, local");
+         }
+         c.enable_debug_command = l;
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.enable_debug_command; }},
       // Read-only facts that clients ask for.
       {"save", false, nullptr, [](const Config&) { return std::string(); }},
       {"maxmemory", false, nullptr, [](const Config&) { return std::string("0"); }},

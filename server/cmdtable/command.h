@@ -200,5 +200,6 @@ void RegisterScriptCommands(CommandTable* t);
 void RegisterPubSubCommands(CommandTable* t);
 void RegisterTransactionCommands(CommandTable* t);
 void RegisterPersistenceCommands(CommandTable* t);
+void RegisterSlowlogCommands(CommandTable* t);  // server/ops/: SLOWLOG, LATENCY
 
 }  // namespace deadbolt::server

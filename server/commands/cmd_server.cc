@@ -656,6 +656,7 @@ void ConfigSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       conn,
       [changes](Reactor& r) {
         for (auto& [k, v] : changes) r.mutable_config().Set(k, v);
+        r.ApplyConfig();
         return std::string();
       },
       [](std::vector<std::string>&, ReplyBuilder& rb) { rb.Ok(); });

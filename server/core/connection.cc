@@ -101,7 +101,9 @@ struct RemoteCommand {
       r->locks().Park(std::move(names), owner, std::move(*this));
       return;
     }
-    r->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+    CommandStats& cs = r->stats().commands[CommandTable::Get().IndexOf(spec)];
+    cs.calls++;
+    r->StartTiming();
     std::string reply;
     protocol::ReplyBuilder rb(&reply, resp);
     ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
@@ -114,6 +116,7 @@ struct RemoteCommand {
       if (!pending->cancelled()) {
         ctx.block = &pending;
         spec->shard_handler(a, ctx);
+        r->ChargeCall(cs, r->Lap());  // not logged as slow: its client is not here
       }
       if (pending) {
         pending->Finish(std::move(reply), nullptr);
@@ -123,10 +126,18 @@ struct RemoteCommand {
       return;
     }
     spec->shard_handler(a, ctx);
+    // A slow call's entry goes home with the reply, where its client's address and name are.
+    std::unique_ptr<SlowlogEntry> slow;
+    if (r->ChargeCall(cs, r->Lap())) [[unlikely]] {
+      if (auto e = r->NoteSlowCall(spec, a, r->last_lap_ticks())) {
+        slow = std::make_unique<SlowlogEntry>(std::move(*e));
+      }
+    }
     Connection* c = conn;
     uint64_t s = seq;
     const bool local = r->id() == origin;
-    r->Send(origin, [c, s, local, reply = std::move(reply)]() mutable {
+    r->Send(origin, [c, s, local, reply = std::move(reply), slow = std::move(slow)]() mutable {
+      if (slow) [[unlikely]] Reactor::Current()->AddSlow(std::move(*slow), c);
       // Held for a journal batch of that shard that could not be written: an error, not OK.
       if (const std::string* e = Reactor::FailedReplyError()) reply = FailHeldReplies(reply, *e);
       if (local) c->inflight_local_--;
@@ -209,6 +220,7 @@ void Connection::OnRead(const char* data, size_t n) {
 void Connection::ProcessInput() {
   if (processing_) return;
   processing_ = true;
+  reactor_->StartTiming();
   while (!closing_ && !close_after_reply_ && !paused_ && in_start_ < in_.size()) {
     size_t consumed = 0;
     std::string_view buf(in_.data() + in_start_, in_.size() - in_start_);
@@ -478,9 +490,11 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
       }
       return;
     }
-    reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+    CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
+    cs.calls++;
     if (blocking) {
       RunBlockingHere(spec, args);
+      reactor_->EndCall(cs, spec, args, this);
       return;
     }
     bool slotted = !pending_.empty();
@@ -495,10 +509,12 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
     ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
                  reactor_->now_ms(), reactor_->config(), rb_};
     spec->shard_handler(args, ctx);
+    reactor_->EndCall(cs, spec, args, this);
     if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
     return;
   }
-  reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+  CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
+  cs.calls++;
   bool slotted = !pending_.empty();
   uint64_t seq = 0;
   if (slotted) {
@@ -509,6 +525,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   }
   rb_.set_resp(resp_);
   RunConnHandler(spec, args, rb_);
+  reactor_->EndCall(cs, spec, args, this);
   if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
 }
 
@@ -525,6 +542,7 @@ void Connection::OnForwardDone() {
   deferred_spec_ = nullptr;
   paused_ = false;
   std::vector<std::string_view> views = owned->Views();
+  reactor_->StartTiming();
   Execute(spec, CmdArgs(views.data(), views.size()));
   if (!paused_ && !closing_) ProcessInput();
   SendRelay();  // the deferred command may have started one (ProcessInput sends its own)

@@ -20,6 +20,7 @@
 
 #include "server/base/error_strings.h"
 #include "server/base/log.h"
+#include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/core/connection.h"
@@ -90,6 +91,48 @@ std::string AddrToString(const sockaddr_storage& ss) {
 Reactor::Reactor(Server* server, int id, const Config& config)
     : server_(server), id_(id), config_(config), shard_(id, config.databases) {
   stats_.commands.resize(CommandTable::Get().All().size());
+  ApplyConfig();
+}
+
+void Reactor::ApplyConfig() {
+  const int64_t us = config_.slowlog_log_slower_than;
+  slow_ticks_ = us < 0 ? UINT64_MAX : TickClock::FromUsec(static_cast<uint64_t>(us));
+  const int64_t ms = config_.latency_monitor_threshold;
+  monitor_ticks_ = ms <= 0 ? UINT64_MAX : TickClock::FromUsec(static_cast<uint64_t>(ms) * 1000);
+  watch_ticks_ = std::min(slow_ticks_, monitor_ticks_);
+  latency_tracking_ = config_.latency_tracking;
+  slowlog_.Trim(static_cast<size_t>(config_.slowlog_max_len));
+}
+
+std::optional<SlowlogEntry> Reactor::NoteSlowCall(const CommandSpec* spec, CmdArgs args,
+                                                  uint64_t ticks) {
+  const uint64_t usec = TickClock::ToUsec(ticks);
+  if (ticks >= monitor_ticks_) {
+    latency_events_[(spec->flags & kFast) ? "fast-command" : "command"].Add(now_ms_ / 1000,
+                                                                           usec / 1000);
+  }
+  if (ticks < slow_ticks_) return std::nullopt;
+  SlowlogEntry e;
+  e.id = server_->NextSlowlogId();
+  e.unix_sec = now_ms_ / 1000;
+  e.usec = usec;
+  e.args = SlowlogArgs(args.data(), args.size());
+  return e;
+}
+
+void Reactor::AddSlow(SlowlogEntry e, const Connection* conn) {
+  if (!e.args.empty()) {
+    const std::string& name = e.args[0];
+    if (EqualsIgnoreCase(name, "auth") || EqualsIgnoreCase(name, "hello") ||
+        EqualsIgnoreCase(name, "exec")) {
+      return;
+    }
+  }
+  if (conn) {
+    e.peer = conn->peer();
+    e.name = conn->name();
+  }
+  slowlog_.Add(std::move(e), static_cast<size_t>(config_.slowlog_max_len));
 }
 
 Reactor::~Reactor() {

@@ -20,6 +20,7 @@
 #include "server/base/fd_limit.h"
 #include "server/base/stats.h"
 #include "server/base/task_queue.h"
+#include "server/cmdtable/command.h"
 #include "server/core/journal.h"
 #include "server/core/pubsub.h"
 #include "server/txn/lock_table.h"
@@ -65,6 +66,45 @@ class Reactor {
   LockWaiters& lock_waiters() { return lock_waiters_; }  // LOCK.ACQUIRE ... WAIT
   PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
   const char* ring_mode() const { return ring_mode_; }
+
+  // --- timing commands (INFO commandstats/latencystats, SLOWLOG; server/base/latency.h) ---
+  // One clock read per command: StartTiming() where a run of commands begins (a read of a
+  // connection's input, a relay's hop, a forwarded command), then EndCall() after each command,
+  // which charges it the ticks since the previous mark and marks again. Back-to-back commands
+  // thus share their reads; a command's time includes its parsing and dispatch.
+  void StartTiming() { lap_start_ = TickClock::Now(); }
+  // Ticks since the last mark; marks now.
+  uint64_t Lap() {
+    uint64_t now = TickClock::Now();
+    last_lap_ = now - lap_start_;
+    lap_start_ = now;
+    return last_lap_;
+  }
+  // Charges a call's ticks to its command; true when it is slow enough for the slow log or the
+  // latency monitor (then call NoteSlowCall).
+  bool ChargeCall(CommandStats& cs, uint64_t ticks) {
+    cs.ticks += ticks;
+    if (latency_tracking_) cs.latency.Record(ticks);
+    return ticks >= watch_ticks_;
+  }
+  // Lap + ChargeCall + NoteSlowCall, for a call whose client is on this reactor.
+  void EndCall(CommandStats& cs, const CommandSpec* spec, CmdArgs args, const Connection* conn) {
+    if (ChargeCall(cs, Lap())) [[unlikely]] {
+      if (auto e = NoteSlowCall(spec, args, last_lap_)) AddSlow(std::move(*e), conn);
+    }
+  }
+  uint64_t last_lap_ticks() const { return last_lap_; }
+  // A call that ChargeCall flagged: feeds the latency monitor, and returns the slow log entry
+  // (its id taken now, without client address and name) when it is slow enough for that.
+  std::optional<SlowlogEntry> NoteSlowCall(const CommandSpec* spec, CmdArgs args, uint64_t ticks);
+  // Keeps it in this reactor's slow log, with conn's address and name when conn is set. Calls
+  // that Redis never logs (AUTH, HELLO, EXEC) are dropped.
+  void AddSlow(SlowlogEntry e, const Connection* conn);
+  SlowLog& slowlog() { return slowlog_; }
+  LatencyEvents& latency_events() { return latency_events_; }
+  // After CONFIG SET: recomputes what is derived from the config (the slow log's threshold in
+  // ticks, its length).
+  void ApplyConfig();
 
   // Reactor thread: runs fn on reactor `target`. Messages to the same target keep their order;
   // they are sent in one batch at the end of this loop turn. target may be this reactor.
@@ -145,6 +185,14 @@ class Reactor {
   Config config_;
   shard::Shard shard_;
   ReactorStats stats_;
+  uint64_t lap_start_ = 0;
+  uint64_t last_lap_ = 0;
+  uint64_t slow_ticks_ = UINT64_MAX;     // slowlog-log-slower-than in ticks (UINT64_MAX: off)
+  uint64_t monitor_ticks_ = UINT64_MAX;  // latency-monitor-threshold in ticks (UINT64_MAX: off)
+  uint64_t watch_ticks_ = UINT64_MAX;    // the smaller of the two
+  bool latency_tracking_ = true;
+  SlowLog slowlog_;
+  LatencyEvents latency_events_;
   LockTable locks_;
   WatchTable watches_{&shard_};
   // Clients waiting for this shard's lock keys. A handover after a Db change runs as a task on
