@@ -317,7 +317,8 @@ void Connection::CompleteSlot(uint64_t seq, std::string data) {
       front.data = FailHeldReplies(front.data, errors::AofWriteError(j->error() ? j->error() : EIO));
       front.hold = 0;
     }
-    out_.append(front.data);
+    if (front.discard) front.hold = 0;  // CLIENT REPLY OFF/SKIP
+    if (!front.discard) out_.append(front.data);
     if (front.hold && front.hold > j->durable_batch()) {
       // Held until its batch is written, as FlushConnections holds output of this turn (marks
       // out of batch order only hold longer).
@@ -334,6 +335,10 @@ void Connection::CompleteSlot(uint64_t seq, std::string data) {
 }
 
 void Connection::Dispatch(CmdArgs args) {
+  if ((reply_off_ || skip_next_) && !quiet_) [[unlikely]] {
+    DispatchQuietly(args);
+    return;
+  }
   last_interaction_ms_ = reactor_->now_ms();
   // A pipeline mostly repeats one command: try the previous one before the table.
   const CommandSpec* spec = lookup_cache_;
@@ -430,6 +435,14 @@ int Connection::KeyShard(const CommandSpec* spec, CmdArgs args) const {
 }
 
 void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
+  if (reactor_->pause_end_ms() != 0 && PauseHolds(spec)) [[unlikely]] {
+    // CLIENT PAUSE: held, with the input after it, until the pause ends (Reactor::Unpause).
+    if (relay_) SendRelay();
+    Defer(spec, args);
+    pause_held_ = true;
+    reactor_->AddPauseWaiter(id_);
+    return;
+  }
   // Where it runs: the one shard owning its keys, or (conn_handler) here.
   int shard = kSpansShards;
   if (spec->shard_handler) {
@@ -483,8 +496,8 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
       // To the owner, or behind a lock (or earlier work) here.
       if (blocking) {
         ForwardBlocking(spec, args, shard);
-      } else if (key_order) {
-        Forward(spec, args, shard);
+      } else if (key_order || quiet_) {
+        Forward(spec, args, shard);  // quiet: a slot of its own, whose reply is dropped
       } else {
         RelayAdd(spec, args, shard);  // sent when the input read so far has been gathered
       }
@@ -532,20 +545,82 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
 void Connection::Defer(const CommandSpec* spec, CmdArgs args) {
   deferred_spec_ = spec;
   deferred_args_ = std::make_unique<OwnedArgs>(args);
+  deferred_quiet_ = quiet_;
   paused_ = true;
 }
 
 void Connection::OnForwardDone() {
-  if (--inflight_ > 0 || !deferred_spec_) return;
+  if (--inflight_ > 0 || !deferred_spec_ || pause_held_) return;
+  RunDeferred();
+}
+
+void Connection::RunDeferred() {
   const CommandSpec* spec = deferred_spec_;
   std::unique_ptr<OwnedArgs> owned = std::move(deferred_args_);
   deferred_spec_ = nullptr;
   paused_ = false;
   std::vector<std::string_view> views = owned->Views();
   reactor_->StartTiming();
-  Execute(spec, CmdArgs(views.data(), views.size()));
+  if (deferred_quiet_) {
+    deferred_quiet_ = false;
+    RunQuietly([&] { Execute(spec, CmdArgs(views.data(), views.size())); });
+  } else {
+    Execute(spec, CmdArgs(views.data(), views.size()));
+  }
   if (!paused_ && !closing_) ProcessInput();
   SendRelay();  // the deferred command may have started one (ProcessInput sends its own)
+}
+
+void Connection::EndPause() {
+  if (!pause_held_) return;
+  pause_held_ = false;
+  if (inflight_ > 0 || !deferred_spec_ || closing_) return;  // OnForwardDone runs it
+  RunDeferred();
+}
+
+bool Connection::PauseHolds(const CommandSpec* spec) const {
+  if (reactor_->pause_all()) return true;
+  if (spec->flags & kWrite) return true;
+  // Commands that may write or replicate without the write flag, as Redis's may-replicate.
+  static constexpr std::string_view kMayReplicate[] = {"eval", "evalsha", "fcall", "publish",
+                                                       "spublish", "pfcount"};
+  for (std::string_view n : kMayReplicate) {
+    if (spec->name == n) return true;
+  }
+  if (spec->name == "exec" && in_multi_) {
+    for (const QueuedCommand& q : queued_) {
+      if (q.spec->flags & kWrite) return true;
+    }
+  }
+  return false;
+}
+
+template <typename F>
+void Connection::RunQuietly(F&& fn) {
+  SendRelay();  // an open relay's one slot holds earlier commands' replies
+  const bool direct = pending_.empty();
+  const size_t out_mark = out_.size();
+  const uint64_t first_seq = pending_base_ + pending_.size();
+  const bool was_quiet = quiet_;
+  quiet_ = true;
+  reply_on_now_ = false;
+  fn();
+  quiet_ = was_quiet;
+  SendRelay();
+  if (reply_on_now_) return;  // CLIENT REPLY ON: its OK goes out
+  if (direct && out_.size() > out_mark) {
+    out_.resize(out_mark);
+    for (auto& mark : hold_marks_) mark.first = std::min(mark.first, out_mark);
+  }
+  for (uint64_t seq = std::max(first_seq, pending_base_); seq < pending_base_ + pending_.size();
+       seq++) {
+    pending_[seq - pending_base_].discard = true;
+  }
+}
+
+void Connection::DispatchQuietly(CmdArgs args) {
+  skip_next_ = false;  // SKIP covers this one command
+  RunQuietly([&] { Dispatch(args); });
 }
 
 void Connection::RunConnHandler(const CommandSpec* spec, CmdArgs args,

@@ -120,6 +120,26 @@ std::optional<SlowlogEntry> Reactor::NoteSlowCall(const CommandSpec* spec, CmdAr
   return e;
 }
 
+void Reactor::Pause(int64_t end_ms, bool all) {
+  if (pause_end_ms_ == 0) pause_all_ = false;
+  pause_all_ = pause_all_ || all;
+  pause_end_ms_ = std::max(pause_end_ms_, end_ms);
+  AddTimer(end_ms, [this] {
+    if (pause_end_ms_ != 0 && now_ms_ >= pause_end_ms_) Unpause();
+  });
+}
+
+void Reactor::Unpause() {
+  pause_end_ms_ = 0;
+  pause_all_ = false;
+  std::vector<uint64_t> waiters = std::move(pause_waiters_);
+  pause_waiters_.clear();
+  for (uint64_t id : waiters) {
+    auto it = conns_.find(id);
+    if (it != conns_.end()) it->second->EndPause();
+  }
+}
+
 void Reactor::AddSlow(SlowlogEntry e, const Connection* conn) {
   if (!e.args.empty()) {
     const std::string& name = e.args[0];

@@ -102,6 +102,16 @@ class Reactor {
   void AddSlow(SlowlogEntry e, const Connection* conn);
   SlowLog& slowlog() { return slowlog_; }
   LatencyEvents& latency_events() { return latency_events_; }
+  // --- CLIENT PAUSE: set on every reactor by the CLIENT PAUSE call ---
+  // When the pause ends (unix ms; 0: no pause), and whether it holds every command or writes.
+  int64_t pause_end_ms() const { return pause_end_ms_; }
+  bool pause_all() const { return pause_all_; }
+  // Starts (or extends) a pause until end_ms.
+  void Pause(int64_t end_ms, bool all);
+  // Ends it: the connections it held run their commands.
+  void Unpause();
+  void AddPauseWaiter(uint64_t conn_id) { pause_waiters_.push_back(conn_id); }
+
   // After CONFIG SET: recomputes what is derived from the config (the slow log's threshold in
   // ticks, its length).
   void ApplyConfig();
@@ -193,6 +203,9 @@ class Reactor {
   bool latency_tracking_ = true;
   SlowLog slowlog_;
   LatencyEvents latency_events_;
+  int64_t pause_end_ms_ = 0;
+  bool pause_all_ = false;
+  std::vector<uint64_t> pause_waiters_;  // connections held by CLIENT PAUSE
   LockTable locks_;
   WatchTable watches_{&shard_};
   // Clients waiting for this shard's lock keys. A handover after a Db change runs as a task on
