@@ -510,7 +510,8 @@ void ClientPause(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       return;
     }
   } else if (args.size() > 4) {
-    rb.Error("ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.");
+    rb.Error(absl::StrCat("ERR unknown subcommand or wrong number of arguments for '",
+                          AV(args[1]), "'. Try CLIENT HELP."));
     return;
   }
   const int64_t end = conn.reactor().now_ms() + ms;

@@ -408,6 +408,10 @@ void Connection::Dispatch(CmdArgs args) {
     }
   }
   if (pubsub_ && PubSubFilter(spec, args)) return;  // pub/sub: subscribed-mode rules
+  if (reactor_->pause_end_ms() != 0 && PauseHolds(spec)) [[unlikely]] {
+    PauseHold(spec, args);  // before MULTI's queue, as Redis: a queued write waits too
+    return;
+  }
   if (in_multi_ && !(spec->flags & kNoQueue)) {
     Queue(spec, args);
     return;
@@ -436,11 +440,7 @@ int Connection::KeyShard(const CommandSpec* spec, CmdArgs args) const {
 
 void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   if (reactor_->pause_end_ms() != 0 && PauseHolds(spec)) [[unlikely]] {
-    // CLIENT PAUSE: held, with the input after it, until the pause ends (Reactor::Unpause).
-    if (relay_) SendRelay();
-    Defer(spec, args);
-    pause_held_ = true;
-    reactor_->AddPauseWaiter(id_);
+    PauseHold(spec, args);  // a deferred command that became runnable during a pause
     return;
   }
   // Where it runs: the one shard owning its keys, or (conn_handler) here.
@@ -561,14 +561,31 @@ void Connection::RunDeferred() {
   paused_ = false;
   std::vector<std::string_view> views = owned->Views();
   reactor_->StartTiming();
+  // A command held by CLIENT PAUSE inside MULTI is queued now.
+  auto run = [&] {
+    CmdArgs a(views.data(), views.size());
+    if (in_multi_ && !(spec->flags & kNoQueue)) {
+      Queue(spec, a);
+    } else {
+      Execute(spec, a);
+    }
+  };
   if (deferred_quiet_) {
     deferred_quiet_ = false;
-    RunQuietly([&] { Execute(spec, CmdArgs(views.data(), views.size())); });
+    RunQuietly(run);
   } else {
-    Execute(spec, CmdArgs(views.data(), views.size()));
+    run();
   }
   if (!paused_ && !closing_) ProcessInput();
   SendRelay();  // the deferred command may have started one (ProcessInput sends its own)
+}
+
+void Connection::PauseHold(const CommandSpec* spec, CmdArgs args) {
+  // CLIENT PAUSE: held, with the input after it, until the pause ends (Reactor::Unpause).
+  if (relay_) SendRelay();
+  Defer(spec, args);
+  pause_held_ = true;
+  reactor_->AddPauseWaiter(id_);
 }
 
 void Connection::EndPause() {

@@ -260,6 +260,7 @@ class Connection {
   void RunDeferred();
   // CLIENT PAUSE holds this call (a write in WRITE mode, anything in ALL mode).
   bool PauseHolds(const CommandSpec* spec) const;
+  void PauseHold(const CommandSpec* spec, CmdArgs args);
   // CLIENT REPLY OFF/SKIP: dispatches a command whose replies are then dropped.
   void DispatchQuietly(CmdArgs args);
   // Runs fn; every reply it produced (now or later, in slots) is dropped.
