@@ -35,10 +35,17 @@ double TickClock::TicksPerUsec() {
 }
 
 void LatencyHistogram::Merge(const LatencyHistogram& o) {
-  if (o.counts_.empty()) return;
-  if (counts_.empty()) counts_.resize(kBuckets);
+  if (!o.counts_) return;
+  if (!counts_) counts_ = std::make_unique<uint64_t[]>(kBuckets);
   for (size_t i = 0; i < kBuckets; i++) counts_[i] += o.counts_[i];
-  total_ += o.total_;
+}
+
+uint64_t LatencyHistogram::total() const {
+  uint64_t n = 0;
+  if (counts_) {
+    for (size_t i = 0; i < kBuckets; i++) n += counts_[i];
+  }
+  return n;
 }
 
 uint64_t LatencyHistogram::UpperBound(size_t b) {
@@ -50,20 +57,22 @@ uint64_t LatencyHistogram::UpperBound(size_t b) {
 }
 
 uint64_t LatencyHistogram::Percentile(double percentile) const {
-  if (total_ == 0) return 0;
-  uint64_t want = static_cast<uint64_t>(std::ceil(percentile / 100.0 * static_cast<double>(total_)));
-  want = std::clamp<uint64_t>(want, 1, total_);
+  const uint64_t n = total();
+  if (n == 0) return 0;
+  uint64_t want = static_cast<uint64_t>(std::ceil(percentile / 100.0 * static_cast<double>(n)));
+  want = std::clamp<uint64_t>(want, 1, n);
   uint64_t seen = 0;
-  for (size_t i = 0; i < counts_.size(); i++) {
+  for (size_t i = 0; i < kBuckets; i++) {
     seen += counts_[i];
     if (seen >= want) return UpperBound(i);
   }
-  return UpperBound(counts_.size() - 1);
+  return UpperBound(kBuckets - 1);
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> LatencyHistogram::Buckets() const {
   std::vector<std::pair<uint64_t, uint64_t>> out;
-  for (size_t i = 0; i < counts_.size(); i++) {
+  if (!counts_) return out;
+  for (size_t i = 0; i < kBuckets; i++) {
     if (counts_[i]) out.emplace_back(UpperBound(i), counts_[i]);
   }
   return out;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,21 +54,36 @@ class LatencyHistogram {
   static constexpr int kSubBits = 4;
   static constexpr size_t kBuckets = (64 - kSubBits + 1) << kSubBits;
 
+  LatencyHistogram() = default;
+  LatencyHistogram(const LatencyHistogram& o) { *this = o; }
+  LatencyHistogram& operator=(const LatencyHistogram& o) {
+    if (this == &o) return *this;
+    counts_.reset();
+    if (o.counts_) {
+      counts_ = std::make_unique<uint64_t[]>(kBuckets);
+      std::copy(o.counts_.get(), o.counts_.get() + kBuckets, counts_.get());
+    }
+    return *this;
+  }
+  LatencyHistogram(LatencyHistogram&&) = default;
+  LatencyHistogram& operator=(LatencyHistogram&&) = default;
+
+  // The hot path: a compare, a count-leading-zeros, two shifts and an increment.
   void Record(uint64_t ticks) {
-    if (counts_.empty()) counts_.resize(kBuckets);
+    if (!counts_) [[unlikely]] counts_ = std::make_unique<uint64_t[]>(kBuckets);
     counts_[Bucket(ticks)]++;
-    total_++;
   }
   void Merge(const LatencyHistogram& o);
-  uint64_t total() const { return total_; }
+  uint64_t total() const;
   // The smallest bucket's upper bound (in ticks) under which at least `percentile`% of the
   // recorded values lie; 0 when empty.
   uint64_t Percentile(double percentile) const;
   // Non-empty buckets as (upper bound in ticks, count), ascending.
   std::vector<std::pair<uint64_t, uint64_t>> Buckets() const;
 
+  // Values under 2^kSubBits ticks (a few nanoseconds) share the first bucket.
   static size_t Bucket(uint64_t v) {
-    if (v < (1u << kSubBits)) return static_cast<size_t>(v);
+    v = v < (1u << kSubBits) ? (1u << kSubBits) : v;
     int e = 63 - __builtin_clzll(v);  // e >= kSubBits
     return (static_cast<size_t>(e - kSubBits + 1) << kSubBits) |
            static_cast<size_t>((v >> (e - kSubBits)) & ((1u << kSubBits) - 1));
@@ -76,8 +92,7 @@ class LatencyHistogram {
   static uint64_t UpperBound(size_t b);
 
  private:
-  std::vector<uint64_t> counts_;
-  uint64_t total_ = 0;
+  std::unique_ptr<uint64_t[]> counts_;  // kBuckets, or null before the first Record
 };
 
 // One SLOWLOG entry, as Redis keeps it: at most 32 arguments (the last saying how many more

@@ -439,10 +439,6 @@ int Connection::KeyShard(const CommandSpec* spec, CmdArgs args) const {
 }
 
 void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
-  if (reactor_->pause_end_ms() != 0 && PauseHolds(spec)) [[unlikely]] {
-    PauseHold(spec, args);  // a deferred command that became runnable during a pause
-    return;
-  }
   // Where it runs: the one shard owning its keys, or (conn_handler) here.
   int shard = kSpansShards;
   if (spec->shard_handler) {
@@ -564,7 +560,9 @@ void Connection::RunDeferred() {
   // A command held by CLIENT PAUSE inside MULTI is queued now.
   auto run = [&] {
     CmdArgs a(views.data(), views.size());
-    if (in_multi_ && !(spec->flags & kNoQueue)) {
+    if (reactor_->pause_end_ms() != 0 && PauseHolds(spec)) {
+      PauseHold(spec, a);  // deferred for other reasons, runnable now, but a pause began
+    } else if (in_multi_ && !(spec->flags & kNoQueue)) {
       Queue(spec, a);
     } else {
       Execute(spec, a);

@@ -100,7 +100,6 @@ void Reactor::ApplyConfig() {
   const int64_t ms = config_.latency_monitor_threshold;
   monitor_ticks_ = ms <= 0 ? UINT64_MAX : TickClock::FromUsec(static_cast<uint64_t>(ms) * 1000);
   watch_ticks_ = std::min(slow_ticks_, monitor_ticks_);
-  latency_tracking_ = config_.latency_tracking;
   slowlog_.Trim(static_cast<size_t>(config_.slowlog_max_len));
 }
 
@@ -138,6 +137,10 @@ void Reactor::Unpause() {
     auto it = conns_.find(id);
     if (it != conns_.end()) it->second->EndPause();
   }
+}
+
+void Reactor::SlowCall(const CommandSpec* spec, CmdArgs args, const Connection* conn) {
+  if (auto e = NoteSlowCall(spec, args, last_lap_)) AddSlow(std::move(*e), conn);
 }
 
 void Reactor::AddSlow(SlowlogEntry e, const Connection* conn) {

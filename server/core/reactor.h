@@ -81,17 +81,18 @@ class Reactor {
     return last_lap_;
   }
   // Charges a call's ticks to its command; true when it is slow enough for the slow log or the
-  // latency monitor (then call NoteSlowCall).
+  // latency monitor (then call NoteSlowCall). Recorded even with latency-tracking no (INFO then
+  // shows nothing): a flag test here would cost as much as the histogram's increment.
   bool ChargeCall(CommandStats& cs, uint64_t ticks) {
     cs.ticks += ticks;
-    if (latency_tracking_) cs.latency.Record(ticks);
+    cs.latency.Record(ticks);
     return ticks >= watch_ticks_;
   }
-  // Lap + ChargeCall + NoteSlowCall, for a call whose client is on this reactor.
-  void EndCall(CommandStats& cs, const CommandSpec* spec, CmdArgs args, const Connection* conn) {
-    if (ChargeCall(cs, Lap())) [[unlikely]] {
-      if (auto e = NoteSlowCall(spec, args, last_lap_)) AddSlow(std::move(*e), conn);
-    }
+  // Lap + ChargeCall + NoteSlowCall, for a call whose client is on this reactor. Inline: it runs
+  // for every command.
+  [[gnu::always_inline]] void EndCall(CommandStats& cs, const CommandSpec* spec, CmdArgs args,
+                                      const Connection* conn) {
+    if (ChargeCall(cs, Lap())) [[unlikely]] SlowCall(spec, args, conn);
   }
   uint64_t last_lap_ticks() const { return last_lap_; }
   // A call that ChargeCall flagged: feeds the latency monitor, and returns the slow log entry
@@ -100,6 +101,8 @@ class Reactor {
   // Keeps it in this reactor's slow log, with conn's address and name when conn is set. Calls
   // that Redis never logs (AUTH, HELLO, EXEC) are dropped.
   void AddSlow(SlowlogEntry e, const Connection* conn);
+  // NoteSlowCall + AddSlow for the call that just ended (EndCall's cold half).
+  [[gnu::noinline]] void SlowCall(const CommandSpec* spec, CmdArgs args, const Connection* conn);
   SlowLog& slowlog() { return slowlog_; }
   LatencyEvents& latency_events() { return latency_events_; }
   // --- CLIENT PAUSE: set on every reactor by the CLIENT PAUSE call ---
@@ -200,7 +203,6 @@ class Reactor {
   uint64_t slow_ticks_ = UINT64_MAX;     // slowlog-log-slower-than in ticks (UINT64_MAX: off)
   uint64_t monitor_ticks_ = UINT64_MAX;  // latency-monitor-threshold in ticks (UINT64_MAX: off)
   uint64_t watch_ticks_ = UINT64_MAX;    // the smaller of the two
-  bool latency_tracking_ = true;
   SlowLog slowlog_;
   LatencyEvents latency_events_;
   int64_t pause_end_ms_ = 0;

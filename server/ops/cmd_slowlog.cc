@@ -278,8 +278,9 @@ void LatencyHistogramCmd(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
           std::vector<std::pair<int64_t, uint64_t>> points;
           auto buckets = merged[c].Buckets();
           uint64_t cumulative = 0, last = 0;
+          const uint64_t total = merged[c].total();
           size_t b = 0;
-          for (int64_t bound = 1; cumulative < merged[c].total(); bound *= 2) {
+          for (int64_t bound = 1; cumulative < total; bound *= 2) {
             while (b < buckets.size() &&
                    static_cast<double>(buckets[b].first) / per_usec <= static_cast<double>(bound)) {
               cumulative += buckets[b++].second;
