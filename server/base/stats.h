@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "server/base/latency.h"
+#include "server/base/introspect.h"
 
 namespace deadbolt::server {
 

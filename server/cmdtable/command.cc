@@ -19,6 +19,7 @@ CommandTable::CommandTable() {
   RegisterTransactionCommands(this);
   RegisterPersistenceCommands(this);
   RegisterSlowlogCommands(this);
+  RegisterMonitorCommands(this);
   // Redis marks denyoom every command that may grow memory, which includes every command that
   // can create a key: each of them may create one (--restart-delay refuses them).
   for (CommandSpec& s : all_) {

@@ -200,6 +200,8 @@ void RegisterScriptCommands(CommandTable* t);
 void RegisterPubSubCommands(CommandTable* t);
 void RegisterTransactionCommands(CommandTable* t);
 void RegisterPersistenceCommands(CommandTable* t);
-void RegisterSlowlogCommands(CommandTable* t);  // server/ops/: SLOWLOG, LATENCY
+// server/ops/: SLOWLOG and LATENCY; MONITOR.
+void RegisterSlowlogCommands(CommandTable* t);
+void RegisterMonitorCommands(CommandTable* t);
 
 }  // namespace deadbolt::server

@@ -223,6 +223,7 @@ void Reset(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   rb.set_resp(2);
   conn.set_name("");
   conn.set_authenticated(conn.reactor().config().requirepass.empty());
+  conn.set_monitor(false);
   rb.SimpleString("RESET");
 }
 

@@ -414,9 +414,14 @@ void Connection::Dispatch(CmdArgs args) {
   }
   if (in_multi_ && !(spec->flags & kNoQueue)) {
     Queue(spec, args);
-    return;
+  } else {
+    Execute(spec, args);
   }
-  Execute(spec, args);
+  // MONITOR sees what ran (after it ran: SELECT shows its new database), but not admin commands
+  // (CONFIG, SLOWLOG, DEBUG, ...), as Redis. The arguments still point into the input buffer.
+  if (reactor_->feed_monitors() && !(spec->flags & kAdmin)) [[unlikely]] {
+    reactor_->FeedMonitors(*this, args);
+  }
 }
 
 std::string_view Connection::last_command() const {
@@ -584,6 +589,23 @@ void Connection::PauseHold(const CommandSpec* spec, CmdArgs args) {
   Defer(spec, args);
   pause_held_ = true;
   reactor_->AddPauseWaiter(id_);
+}
+
+void Connection::set_monitor(bool on) {
+  if (monitor_ == on) return;
+  monitor_ = on;
+  reactor_->SetMonitor(this, on);
+}
+
+void Connection::WriteMonitorLine(std::string_view line) {
+  if (closing_ || close_after_reply_) return;
+  if (pending_.empty()) {
+    out_.append(line);
+    AfterOutput();
+  } else {
+    uint64_t seq = ReserveSlot();  // behind replies still being computed elsewhere
+    CompleteSlot(seq, std::string(line));
+  }
 }
 
 void Connection::EndPause() {

@@ -159,6 +159,11 @@ class Connection {
   bool no_touch = false;  // CLIENT NO-TOUCH: its reads leave keys' access time alone
   // CLIENT PAUSE ended on this reactor: a command held by it runs now.
   void EndPause();
+  // MONITOR: this connection gets a line for every command any client runs, until RESET or
+  // it closes.
+  bool monitor() const { return monitor_; }
+  void set_monitor(bool on);
+  void WriteMonitorLine(std::string_view line);
 
   // --- MULTI / EXEC / WATCH (connection_exec.cc) ---
   bool in_multi() const { return in_multi_; }
@@ -338,6 +343,7 @@ class Connection {
   bool deferred_quiet_ = false;
   bool reply_on_now_ = false;
   bool pause_held_ = false;  // the deferred command waits for CLIENT PAUSE to end
+  bool monitor_ = false;
   // Forwarded commands (or relays) not yet answered. --pipeline-order sent: all to
   // inflight_shard_ (kRelayShard for a relay). --pipeline-order key: to any shards,
   // inflight_local_ of them to this reactor's own.

@@ -131,6 +131,7 @@ void Connection::OnClose() {
   Unwatch();
   queued_.clear();
   PubSubTeardown();
+  set_monitor(false);
 }
 
 void Connection::Exec(protocol::ReplyBuilder& rb) {

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -141,6 +142,43 @@ void Reactor::Unpause() {
 
 void Reactor::SlowCall(const CommandSpec* spec, CmdArgs args, const Connection* conn) {
   if (auto e = NoteSlowCall(spec, args, last_lap_)) AddSlow(std::move(*e), conn);
+}
+
+void Reactor::FeedMonitors(const Connection& from, CmdArgs args) {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const int64_t us = static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+  auto line = std::make_shared<const std::string>(
+      MonitorLine(us, from.db_index(), from.peer(), args.data(), args.size()));
+  for (int i = 0; i < server_->num_shards(); i++) {
+    Send(i, [line] {
+      Reactor* r = Reactor::Current();
+      for (uint64_t id : r->monitors_) {
+        auto it = r->conns_.find(id);
+        if (it != r->conns_.end()) it->second->WriteMonitorLine(*line);
+      }
+    });
+  }
+}
+
+void Reactor::SetMonitor(Connection* c, bool on) {
+  auto it = std::find(monitors_.begin(), monitors_.end(), c->id());
+  if (on == (it != monitors_.end())) return;
+  if (on) {
+    monitors_.push_back(c->id());
+    server_->monitors().fetch_add(1, std::memory_order_relaxed);
+  } else {
+    monitors_.erase(it);
+    server_->monitors().fetch_sub(1, std::memory_order_relaxed);
+  }
+  // Each reactor reads the count when the message arrives: the last message it gets sees the
+  // latest count.
+  for (int i = 0; i < server_->num_shards(); i++) {
+    Send(i, [] {
+      Reactor* r = Reactor::Current();
+      r->feed_monitors_ = r->server_->monitors().load(std::memory_order_relaxed) > 0;
+    });
+  }
 }
 
 void Reactor::AddSlow(SlowlogEntry e, const Connection* conn) {

@@ -67,7 +67,7 @@ class Reactor {
   PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
   const char* ring_mode() const { return ring_mode_; }
 
-  // --- timing commands (INFO commandstats/latencystats, SLOWLOG; server/base/latency.h) ---
+  // --- timing commands (INFO commandstats/latencystats, SLOWLOG; server/base/introspect.h) ---
   // One clock read per command: StartTiming() where a run of commands begins (a read of a
   // connection's input, a relay's hop, a forwarded command), then EndCall() after each command,
   // which charges it the ticks since the previous mark and marks again. Back-to-back commands
@@ -114,6 +114,14 @@ class Reactor {
   // Ends it: the connections it held run their commands.
   void Unpause();
   void AddPauseWaiter(uint64_t conn_id) { pause_waiters_.push_back(conn_id); }
+
+  // --- MONITOR ---
+  // Whether any client of any reactor is a MONITOR: commands dispatched here are then fed to
+  // every reactor's monitors (FeedMonitors).
+  bool feed_monitors() const { return feed_monitors_; }
+  void FeedMonitors(const Connection& from, CmdArgs args);
+  // Connection c (of this reactor) becomes, or stops being, a monitor; every reactor is told.
+  void SetMonitor(Connection* c, bool on);
 
   // After CONFIG SET: recomputes what is derived from the config (the slow log's threshold in
   // ticks, its length).
@@ -208,6 +216,8 @@ class Reactor {
   int64_t pause_end_ms_ = 0;
   bool pause_all_ = false;
   std::vector<uint64_t> pause_waiters_;  // connections held by CLIENT PAUSE
+  bool feed_monitors_ = false;           // Server::monitors() > 0, as last heard
+  std::vector<uint64_t> monitors_;       // this reactor's MONITOR connections
   LockTable locks_;
   WatchTable watches_{&shard_};
   // Clients waiting for this shard's lock keys. A handover after a Db change runs as a task on

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "server/base/error_strings.h"
-#include "server/base/latency.h"
+#include "server/base/introspect.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
 #include "server/commands/cmd_util.h"

@@ -195,3 +195,41 @@ class LatencyTest(harness.ServerTestCase):
 
 if __name__ == "__main__":
     harness.main()
+
+
+class MonitorTest(harness.ServerTestCase):
+    LINE = re.compile(rb"^\+(\d+)\.(\d{6}) \[(\d+) 127\.0\.0\.1:(\d+)\] (.*)\r\n$")
+
+    def read_line(self, m):
+        raw = m.read_reply()
+        got = self.LINE.match(raw)
+        self.assertIsNotNone(got, raw)
+        self.assertLess(abs(int(got.group(1)) - time.time()), 60)
+        return int(got.group(3)), int(got.group(4)), got.group(5)
+
+    def test_lines_from_every_reactor(self):
+        m = self.conn()
+        self.assertEqual(m.cmd("MONITOR"), OK)
+        # Several clients: they land on both reactors.
+        clients = [self.conn() for _ in range(4)]
+        for i, c in enumerate(clients):
+            self.assertEqual(c.cmd("SET", "mon:%d" % i, 'a "b"\n\x01\\'), OK)
+            got = self.read_line(m)
+            self.assertEqual(got, (0, c.sock.getsockname()[1],
+                                   b'"SET" "mon:%d" "a \\"b\\"\\n\\x01\\\\"' % i))
+        c = clients[0]
+        c.cmd("SELECT", "3")
+        self.assertEqual(self.read_line(m)[::2], (3, b'"SELECT" "3"'))
+        c.cmd("GET", "x")
+        self.assertEqual(self.read_line(m)[::2], (3, b'"GET" "x"'))
+        c.cmd("AUTH", "secret")
+        self.assertEqual(self.read_line(m)[2], b'"AUTH" "(redacted)"')
+        # Admin commands are not shown.
+        c.cmd("CONFIG", "GET", "maxclients")
+        c.cmd("SLOWLOG", "LEN")
+        c.cmd("PING")
+        self.assertEqual(self.read_line(m)[2], b'"PING"')
+        # RESET ends it.
+        self.assertEqual(m.cmd("RESET"), b"+RESET\r\n")
+        c.cmd("PING")
+        self.assertTrue(m.assert_still_open(0.2))

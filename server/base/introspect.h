@@ -1,6 +1,7 @@
 #pragma once
-// Timing commands cheaply: a tick clock, per-command latency histograms (INFO latencystats,
-// LATENCY HISTOGRAM) and the slow log's entries (SLOWLOG).
+// What operators see of the commands that run: a cheap tick clock, per-command latency
+// histograms (INFO latencystats, LATENCY HISTOGRAM), the slow log's entries (SLOWLOG), the
+// latency monitor (LATENCY) and MONITOR's lines.
 
 #include <algorithm>
 #include <cstdint>
@@ -151,5 +152,11 @@ struct LatencySeries {
   void Merge(const LatencySeries& o);
 };
 using LatencyEvents = std::map<std::string, LatencySeries>;
+
+// One MONITOR line, as Redis writes it: `+1700000000.123456 [0 127.0.0.1:1234] "SET" "k" "v"`
+// (a status reply; arguments quoted and escaped as sdscatrepr does), with its CRLF. AUTH's
+// arguments, and HELLO's after AUTH, are "(redacted)".
+std::string MonitorLine(int64_t unix_us, int db, std::string_view peer,
+                        const std::string_view* args, size_t argc);
 
 }  // namespace deadbolt::server

@@ -1,4 +1,4 @@
-#include "server/base/latency.h"
+#include "server/base/introspect.h"
 
 #include <absl/strings/str_cat.h>
 
@@ -97,6 +97,70 @@ void LatencySeries::Merge(const LatencySeries& o) {
   while (merged.size() > kMaxSamples) merged.pop_front();
   samples = std::move(merged);
   max_ms = std::max(max_ms, o.max_ms);
+}
+
+namespace {
+
+// Redis's sdscatrepr: the bytes in double quotes, with \\ \" \n \r \t \a \b escaped and other
+// unprintable bytes as \xHH.
+void AppendRepr(std::string* out, std::string_view s) {
+  *out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\\': *out += "\\\\"; break;
+      case '"': *out += "\\\""; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      case '\a': *out += "\\a"; break;
+      case '\b': *out += "\\b"; break;
+      default:
+        if (c >= 32 && c < 127) {
+          *out += static_cast<char>(c);
+        } else {
+          char buf[8];
+          snprintf(buf, sizeof(buf), "\\x%02x", c);
+          *out += buf;
+        }
+    }
+  }
+  *out += '"';
+}
+
+bool IsCaseless(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (size_t i = 0; i < a.size(); i++) {
+    char c = a[i];
+    if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string MonitorLine(int64_t unix_us, int db, std::string_view peer,
+                        const std::string_view* args, size_t argc) {
+  char head[96];
+  snprintf(head, sizeof(head), "+%lld.%06lld [%d ", static_cast<long long>(unix_us / 1000000),
+           static_cast<long long>(unix_us % 1000000), db);
+  std::string out = head;
+  out.append(peer);
+  out += ']';
+  const bool auth = argc > 0 && IsCaseless(args[0], "auth");
+  const bool hello = argc > 0 && IsCaseless(args[0], "hello");
+  bool redact = false;
+  for (size_t i = 0; i < argc; i++) {
+    out += ' ';
+    if ((auth && i > 0) || redact) {
+      out += "\"(redacted)\"";
+    } else {
+      AppendRepr(&out, args[i]);
+    }
+    if (hello && IsCaseless(args[i], "auth")) redact = true;
+  }
+  out += "\r\n";
+  return out;
 }
 
 std::vector<std::string> SlowlogArgs(const std::string_view* args, size_t argc) {
