@@ -883,7 +883,7 @@ void Reactor::Tick() {
   // A small step, repeated while at least an eighth of what it visits has expired, within the
   // time budget. Each tick delays whatever arrives meanwhile: with nothing to expire it costs a
   // few microseconds (a 1,024-bucket step cost about 30 us, 0.3% of the time at hz 100).
-  for (;;) {
+  for (;active_expire_;) {  // DEBUG SET-ACTIVE-EXPIRE 0 turns it off
     size_t n = shard_.ActiveExpire(now_ms_, kExpireStep);
     removed += n;
     if (n < kExpireStep / 8 || MonotonicUs() - start > kExpireBudgetUs) break;

@@ -123,6 +123,9 @@ class Reactor {
   // Connection c (of this reactor) becomes, or stops being, a monitor; every reactor is told.
   void SetMonitor(Connection* c, bool on);
 
+  // DEBUG SET-ACTIVE-EXPIRE: whether Tick removes expired keys (lazy expiry always runs).
+  void set_active_expire(bool on) { active_expire_ = on; }
+
   // After CONFIG SET: recomputes what is derived from the config (the slow log's threshold in
   // ticks, its length).
   void ApplyConfig();
@@ -216,6 +219,7 @@ class Reactor {
   int64_t pause_end_ms_ = 0;
   bool pause_all_ = false;
   std::vector<uint64_t> pause_waiters_;  // connections held by CLIENT PAUSE
+  bool active_expire_ = true;
   bool feed_monitors_ = false;           // Server::monitors() > 0, as last heard
   std::vector<uint64_t> monitors_;       // this reactor's MONITOR connections
   LockTable locks_;
