@@ -227,7 +227,7 @@ void MemoryConn(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
                                                  "purge", "help"};
     for (std::string_view k : kSubs) {
       if (EqualsIgnoreCase(sub, k)) {
-        rb.Error(errors::WrongArity(absl::StrCat("memory|", k)));
+        rb.Error(errors::WrongArity(absl::StrCat("memory|", AV(k))));
         return;
       }
     }
