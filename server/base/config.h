@@ -2,6 +2,7 @@
 // Server settings: command-line flags, CONFIG GET and CONFIG SET.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,9 @@ struct Config {
   // DEBUG: "no", "local" (from loopback connections only) or "yes"; fixed at start, as Redis's.
   std::string enable_debug_command = "no";
 
+  // Values CONFIG SET gave to the parameters that have no effect here (NoEffectParams).
+  std::map<std::string, std::string> no_effect;
+
   // Parses argv. On error returns a message for the user.
   static std::optional<std::string> ParseArgs(int argc, char** argv, Config* out);
   static std::string Usage();
@@ -72,6 +76,10 @@ struct Config {
 };
 
 const char* FsyncName(Config::Fsync f);
+
+// Redis 7.0's parameters that deadbolt accepts and reports but that change nothing, with their
+// defaults (redis_params.cc; listed in README.md).
+const std::vector<std::pair<const char*, const char*>>& NoEffectParams();
 
 // "512mb", "1gb", "100k", "42" -> bytes, as Redis's memtoull. nullopt if malformed.
 std::optional<int64_t> ParseMemory(std::string_view s);

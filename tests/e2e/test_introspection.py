@@ -233,3 +233,43 @@ class MonitorTest(harness.ServerTestCase):
         self.assertEqual(m.cmd("RESET"), b"+RESET\r\n")
         c.cmd("PING")
         self.assertTrue(m.assert_still_open(0.2))
+
+
+class ConfigParamsTest(harness.ServerTestCase):
+    def test_every_redis_parameter(self):
+        """CONFIG GET * names every parameter redis-server 7 has (those of no effect here too)."""
+        import os
+        import subprocess
+        if not os.access(harness.REDIS_SERVER, os.X_OK):
+            self.skipTest("no redis-server to compare with")
+        port = harness.free_port()
+        ref = subprocess.Popen([harness.REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            harness.wait_port(port)
+            with harness.RespConn(port) as r:
+                theirs = set(harness.decode(r.cmd("CONFIG", "GET", "*"))[0::2])
+        finally:
+            ref.terminate()
+            ref.wait(10)
+        ours = set(harness.decode(self.c.cmd("CONFIG", "GET", "*"))[0::2])
+        self.assertGreater(len(theirs), 150)
+        self.assertEqual(sorted(theirs - ours), [])
+
+    def test_no_effect_parameters(self):
+        c = self.c
+        self.assertEqual(c.cmd("CONFIG", "SET", "save", ""), OK)
+        self.assertEqual(c.cmd("CONFIG", "GET", "save"), harness.array(bulk("save"), bulk("")))
+        self.assertEqual(c.cmd("CONFIG", "SET", "activerehashing", "no"), OK)
+        self.assertEqual(c.cmd("CONFIG", "GET", "activerehashing"),
+                         harness.array(bulk("activerehashing"), bulk("no")))
+        self.assertEqual(c.cmd("CONFIG", "SET", "activerehashing", "yes"), OK)
+        self.assertEqual(c.cmd("CONFIG", "SET", "activerehashing", "maybe"),
+                         error("ERR CONFIG SET failed (possibly related to argument "
+                               "'activerehashing') - argument must be 'yes' or 'no'"))
+        self.assertEqual(c.cmd("CONFIG", "SET", "nosuchparam", "1"),
+                         error("ERR Unknown option or number of arguments for CONFIG SET - "
+                               "'nosuchparam'"))
+        got = harness.decode(c.cmd("CONFIG", "GET", "maxmemory*"))
+        self.assertEqual(dict(zip(got[0::2], got[1::2]))[b"maxmemory-policy"], b"noeviction")
