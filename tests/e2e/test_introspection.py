@@ -135,7 +135,8 @@ class SlowlogTest(harness.ServerTestCase):
         ids = [e[0] for e in got]
         self.assertEqual(ids, sorted(ids, reverse=True))
         self.assertEqual(len(set(ids)), len(ids))
-        self.assertGreater(sets[b"slow:19"][0], sets[b"slow:0"][0])
+        if not harness.KEY_ORDER:  # --pipeline-order key runs the two shards' parts at once
+            self.assertGreater(sets[b"slow:19"][0], sets[b"slow:0"][0])
         self.assertEqual(len(harness.decode(c.cmd("SLOWLOG", "GET"))), 10)
         self.assertEqual(len(harness.decode(c.cmd("SLOWLOG", "GET", "3"))), 3)
         self.assertGreaterEqual(harness.decode(c.cmd("SLOWLOG", "LEN")), 22)
