@@ -749,9 +749,12 @@ void ConfigResetStat(CmdArgs, Connection& conn, ReplyBuilder& rb) {
   AllReactors(
       conn,
       [](Reactor& r) {
-        size_t n = r.stats().commands.size();
+        // In place: the command running now (this one, on its own reactor) holds a reference
+        // into `commands`, charged when it ends.
+        std::vector<CommandStats> commands = std::move(r.stats().commands);
+        for (CommandStats& c : commands) c = CommandStats();
         r.stats() = ReactorStats();
-        r.stats().commands.resize(n);
+        r.stats().commands = std::move(commands);
         return std::string();
       },
       [](std::vector<std::string>&, ReplyBuilder& rb) { rb.Ok(); });
