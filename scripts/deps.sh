@@ -11,6 +11,10 @@ if [[ "${1:-}" == "--test" ]]; then
   command -v npm >/dev/null || PKGS+=(npm)
   PKGS+=(libfuse3-dev fuse3)  # tools/lockcrash/powercutfs, for lockcrash --power-cut
   PKGS+=(clang libclang-rt-14-dev)  # tests/fuzz: libFuzzer harnesses
+  # tests/e2e/test_exporter.py, where Debian has it (the test skips otherwise).
+  if apt-cache show prometheus-redis-exporter >/dev/null 2>&1; then
+    PKGS+=(prometheus-redis-exporter)
+  fi
 fi
 if [[ "${1:-}" == "--bench" ]]; then
   PKGS+=(gnuplot-nox)  # bench/compare.py's plot

@@ -290,6 +290,15 @@ class Db {
   ScanResult Scan(uint64_t cursor, std::string_view pattern, size_t count, ValueType type_filter,
                   int64_t now_ms);
   std::optional<std::string> RandomKey(int64_t now_ms);
+  // OBJECT / MEMORY USAGE (db_object.cc): what a live key's value looks like, named as Redis
+  // 7.0 names its equivalent encodings. nullopt for a missing key.
+  struct ObjectInfo {
+    const char* encoding;  // "int" "embstr" "raw" "listpack" "hashtable" "quicklist" "intset"
+                           // "skiplist"
+    size_t bytes;          // the key's allocation and everything its value owns
+    bool shared_int;       // a string Redis would keep as a shared integer (0..9999)
+  };
+  std::optional<ObjectInfo> Object(std::string_view key, int64_t now_ms);
   size_t Size() const;         // keys, including expired ones not yet removed
   size_t ExpiresSize() const;  // keys with a TTL
   void Flush();

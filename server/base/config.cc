@@ -3,6 +3,8 @@
 #include <absl/strings/ascii.h>
 #include <absl/strings/numbers.h>
 
+#include <cstdio>
+
 #include <cstring>
 #include <functional>
 
@@ -164,8 +166,6 @@ const std::vector<Setting>& Settings() {
        BoolGetter(&Config::aof_load_truncated)},
       {"aof-load-damaged", true, BoolSetter(&Config::aof_load_damaged),
        BoolGetter(&Config::aof_load_damaged)},
-      // Read-only facts that clients ask for.
-      {"save", false, nullptr, [](const Config&) { return std::string(); }},
       {"client-output-buffer-limit", true,
        [](Config& c, std::string_view v) { return c.client_output_buffer_limit.Parse(v); },
        [](const Config& c) { return c.client_output_buffer_limit.Format(); }},
@@ -180,8 +180,53 @@ const std::vector<Setting>& Settings() {
          return std::nullopt;
        },
        [](const Config&) { return std::string("noeviction"); }},
-      {"cluster-enabled", false, nullptr, [](const Config&) { return std::string("no"); }},
-      {"notify-keyspace-events", false, nullptr, [](const Config&) { return std::string(); }},
+      {"slowlog-log-slower-than", true,
+       IntSetter(&Config::slowlog_log_slower_than, -1, INT64_MAX),
+       IntGetter(&Config::slowlog_log_slower_than)},
+      {"slowlog-max-len", true, IntSetter(&Config::slowlog_max_len, 0, INT64_MAX),
+       IntGetter(&Config::slowlog_max_len)},
+      {"latency-tracking", true, BoolSetter(&Config::latency_tracking),
+       BoolGetter(&Config::latency_tracking)},
+      {"latency-tracking-info-percentiles", true,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::vector<double> out;
+         std::string words(v);
+         for (char* save = nullptr, *w = strtok_r(words.data(), " ", &save); w;
+              w = strtok_r(nullptr, " ", &save)) {
+           char* end = nullptr;
+           double d = strtod(w, &end);
+           if (*end != '\0' || !(d >= 0 && d <= 100)) {
+             return std::string("latency-tracking-info-percentiles parameter should be "
+                                "between 0.0 and 100.0");
+           }
+           out.push_back(d);
+         }
+         c.latency_tracking_info_percentiles = std::move(out);
+         return std::nullopt;
+       },
+       [](const Config& c) {
+         std::string out;
+         for (double d : c.latency_tracking_info_percentiles) {
+           if (!out.empty()) out += ' ';
+           char buf[32];
+           snprintf(buf, sizeof(buf), "%g", d);
+           out += buf;
+         }
+         return out;
+       }},
+      {"latency-monitor-threshold", true,
+       IntSetter(&Config::latency_monitor_threshold, 0, INT64_MAX),
+       IntGetter(&Config::latency_monitor_threshold)},
+      {"enable-debug-command", false,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::string l = AsciiLower(v);
+         if (l != "no" && l != "yes" && l != "local") {
+           return std::string("argument(s) must be one of the following: no, yes, local");
+         }
+         c.enable_debug_command = l;
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.enable_debug_command; }},
       // Fixed at start: the delay counts from then.
       {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
        IntGetter(&Config::restart_delay_ms)},
@@ -194,6 +239,35 @@ const Setting* Find(std::string_view name) {
     if (EqualsIgnoreCase(s.name, name)) return &s;
   }
   return nullptr;
+}
+
+// A parameter of NoEffectParams, or null.
+const std::pair<const char*, const char*>* FindNoEffect(std::string_view name) {
+  for (const auto& p : NoEffectParams()) {
+    if (EqualsIgnoreCase(p.first, name)) return &p;
+  }
+  return nullptr;
+}
+
+// Checks a value for a no-effect parameter as loosely as its default allows: yes/no stays
+// yes/no, a number stays a number (with Redis's memory units); anything else is taken as is.
+std::optional<std::string> SetNoEffect(Config& c, const char* name, const char* def,
+                                       std::string_view v) {
+  std::string d = def;
+  if (d == "yes" || d == "no") {
+    std::string l = AsciiLower(v);
+    if (l != "yes" && l != "no") return std::string("argument must be 'yes' or 'no'");
+    c.no_effect[name] = l;
+    return std::nullopt;
+  }
+  if (!d.empty() && d.find_first_not_of("0123456789") == std::string::npos) {
+    int64_t n;
+    if (!ParseNumber(v, &n) && !ParseMemory(v)) {
+      return std::string("argument couldn't be parsed into an integer");
+    }
+  }
+  c.no_effect[name] = std::string(v);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -246,6 +320,11 @@ std::string Config::Usage() {
          "                       [--dir PATH] [--auto-aof-rewrite-percentage N]\n"
          "                       [--auto-aof-rewrite-min-size BYTES]\n"
          "                       [--aof-load-truncated yes|no] [--aof-load-damaged yes|no]\n"
+         "                       [--slowlog-log-slower-than US] [--slowlog-max-len N]\n"
+         "                       [--latency-tracking yes|no]\n"
+         "                       [--latency-tracking-info-percentiles \"P ...\"]\n"
+         "                       [--latency-monitor-threshold MS]\n"
+         "                       [--enable-debug-command no|local|yes]\n"
          "Defaults: --port 6379 --bind 127.0.0.1 --threads <cores> --databases 16\n"
          "          --appendonly no --appendfsync everysec --dir .\n"
          "With --appendonly yes every shard keeps a journal in --dir "
@@ -258,7 +337,9 @@ std::string Config::Usage() {
          "                       still work. For running without persistence: set it to your\n"
          "                       longest lock lease, so no lock granted before a restart is\n"
          "                       granted again while it may still be held (default 0: off;\n"
-         "                       see docs/LOCKS.md)\n";
+         "                       see docs/LOCKS.md)\n"
+         "Every other Redis 7.0 parameter (--io-threads 4, --save \"\", ...) is accepted too, and\n"
+         "has no effect (README.md lists them).\n";
 }
 
 std::optional<std::string> Config::ParseArgs(int argc, char** argv, Config* out) {
@@ -281,6 +362,14 @@ std::optional<std::string> Config::ParseArgs(int argc, char** argv, Config* out)
       value = argv[++i];
     }
     const Setting* s = Find(name);
+    if (!s) {
+      if (const auto* p = FindNoEffect(name)) {
+        if (auto err = SetNoEffect(*out, p->first, p->second, value)) {
+          return "--" + name + ": " + *err;
+        }
+        continue;
+      }
+    }
     if (!s || !s->set) return "unknown option --" + name + "\n" + Usage();
     if (auto err = s->set(*out, value)) return "--" + name + ": " + *err;
   }
@@ -289,8 +378,17 @@ std::optional<std::string> Config::ParseArgs(int argc, char** argv, Config* out)
 
 std::optional<std::string> Config::Set(std::string_view name, std::string_view value) {
   const Setting* s = Find(name);
-  if (!s) return "ERR Unknown option or number of arguments for CONFIG SET - '" +
-                 std::string(name) + "'";
+  if (!s) {
+    if (const auto* p = FindNoEffect(name)) {
+      if (auto err = SetNoEffect(*this, p->first, p->second, value)) {
+        return "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) +
+               "') - " + *err;
+      }
+      return std::nullopt;
+    }
+    return "ERR Unknown option or number of arguments for CONFIG SET - '" + std::string(name) +
+           "'";
+  }
   if (!s->mutable_at_runtime || !s->set) {
     return "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) +
            "') - can't set immutable config";
@@ -306,6 +404,11 @@ std::vector<std::pair<std::string, std::string>> Config::Get(std::string_view pa
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& s : Settings()) {
     if (shard::GlobMatch(pattern, s.name, true)) out.emplace_back(s.name, s.get(*this));
+  }
+  for (const auto& [name, def] : NoEffectParams()) {
+    if (!shard::GlobMatch(pattern, name, true)) continue;
+    auto it = no_effect.find(name);
+    out.emplace_back(name, it == no_effect.end() ? std::string(def) : it->second);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // Server settings: command-line flags, CONFIG GET and CONFIG SET.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,18 @@ struct Config {
   bool aof_load_truncated = true;  // a torn last frame: drop it with a warning (no: refuse)
   bool aof_load_damaged = false;   // damage mid-file: load what precedes it (no: refuse)
 
+  // --- introspection: SLOWLOG, INFO latencystats, LATENCY, DEBUG ---
+  int64_t slowlog_log_slower_than = 10000;  // microseconds; negative: off, 0: every command
+  int64_t slowlog_max_len = 128;
+  bool latency_tracking = true;  // per-command histograms (INFO latencystats)
+  std::vector<double> latency_tracking_info_percentiles = {50, 99, 99.9};
+  int64_t latency_monitor_threshold = 0;  // milliseconds; 0: LATENCY records nothing
+  // DEBUG: "no", "local" (from loopback connections only) or "yes"; fixed at start, as Redis's.
+  std::string enable_debug_command = "no";
+
+  // Values CONFIG SET gave to the parameters that have no effect here (NoEffectParams).
+  std::map<std::string, std::string> no_effect;
+
   // Parses argv. On error returns a message for the user.
   static std::optional<std::string> ParseArgs(int argc, char** argv, Config* out);
   static std::string Usage();
@@ -76,6 +89,10 @@ struct Config {
 };
 
 const char* FsyncName(Config::Fsync f);
+
+// Redis 7.0's parameters that deadbolt accepts and reports but that change nothing, with their
+// defaults (redis_params.cc; listed in README.md).
+const std::vector<std::pair<const char*, const char*>>& NoEffectParams();
 
 // "512mb", "1gb", "100k", "42" -> bytes, as Redis's memtoull. nullopt if malformed.
 std::optional<int64_t> ParseMemory(std::string_view s);

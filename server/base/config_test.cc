@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 namespace deadbolt::server {
 namespace {
 
@@ -81,6 +84,9 @@ TEST(ConfigTest, HelpListsEveryFlag) {
   };
   int flags = 0;
   for (const auto& [name, value] : Config().Get("*")) {
+    bool no_effect = false;  // Redis's parameters that change nothing: listed in README.md
+    for (const auto& p : NoEffectParams()) no_effect = no_effect || name == p.first;
+    if (no_effect) continue;
     Config c;
     if (Parse({"--" + name + "=" + value}, &c) != std::nullopt) continue;  // not a flag
     flags++;
@@ -88,6 +94,18 @@ TEST(ConfigTest, HelpListsEveryFlag) {
   }
   EXPECT_GT(flags, 15);
   EXPECT_TRUE(listed("--no-pin"));
+}
+
+// A parameter deadbolt honours is not also in the table of those it only stores: CONFIG GET
+// would report it twice, and README.md would call it one of no effect.
+TEST(ConfigTest, NoParameterIsBothHonouredAndOfNoEffect) {
+  std::map<std::string, int> seen;
+  for (const auto& [name, value] : Config().Get("*")) seen[name]++;
+  for (const auto& [name, n] : seen) EXPECT_EQ(n, 1) << name;
+  for (const char* honoured : {"maxmemory", "maxmemory-policy", "protected-mode",
+                               "client-output-buffer-limit", "busy-reply-threshold"}) {
+    for (const auto& p : NoEffectParams()) EXPECT_NE(std::string(p.first), honoured);
+  }
 }
 
 }  // namespace

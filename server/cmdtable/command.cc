@@ -18,6 +18,10 @@ CommandTable::CommandTable() {
   RegisterPubSubCommands(this);
   RegisterTransactionCommands(this);
   RegisterPersistenceCommands(this);
+  RegisterSlowlogCommands(this);
+  RegisterMonitorCommands(this);
+  RegisterObjectCommands(this);
+  RegisterDebugCommands(this);
   // Redis marks denyoom every command that may grow memory, which includes every command that
   // can create a key: each of them may create one (--restart-delay refuses them).
   for (CommandSpec& s : all_) {

@@ -200,5 +200,10 @@ void RegisterScriptCommands(CommandTable* t);
 void RegisterPubSubCommands(CommandTable* t);
 void RegisterTransactionCommands(CommandTable* t);
 void RegisterPersistenceCommands(CommandTable* t);
+// server/ops/: SLOWLOG and LATENCY; MONITOR; OBJECT and MEMORY; DEBUG.
+void RegisterSlowlogCommands(CommandTable* t);
+void RegisterMonitorCommands(CommandTable* t);
+void RegisterObjectCommands(CommandTable* t);  // OBJECT, MEMORY
+void RegisterDebugCommands(CommandTable* t);
 
 }  // namespace deadbolt::server

@@ -224,6 +224,7 @@ void Reset(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   rb.set_resp(2);
   conn.set_name("");
   conn.set_authenticated(conn.reactor().config().requirepass.empty());
+  conn.set_monitor(false);
   rb.SimpleString("RESET");
 }
 
@@ -240,6 +241,8 @@ std::string ClientFlags(const Connection& c) {
   if (c.subscribed()) f += 'P';
   if (c.in_multi()) f += 'x';
   if (c.blocked()) f += 'b';
+  if (c.no_evict) f += 'e';
+  if (c.no_touch) f += 'T';
   if (f.empty()) f = "N";
   return f;
 }
@@ -460,7 +463,78 @@ void ClientKill(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       });
 }
 
-void ClientOk(CmdArgs, Connection&, ReplyBuilder& rb) { rb.Ok(); }
+// CLIENT NO-EVICT / NO-TOUCH on|off.
+void ClientOnOff(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  bool on;
+  if (Eq(args[2], "on")) {
+    on = true;
+  } else if (Eq(args[2], "off")) {
+    on = false;
+  } else {
+    rb.Error(errors::kSyntax);
+    return;
+  }
+  (Eq(args[1], "no-evict") ? conn.no_evict : conn.no_touch) = on;
+  rb.Ok();
+}
+
+// CLIENT REPLY ON|OFF|SKIP: OFF and SKIP have no reply of their own.
+void ClientReply(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  if (Eq(args[2], "on")) {
+    conn.ReplyOn();
+    rb.Ok();
+  } else if (Eq(args[2], "off")) {
+    conn.ReplyOff();
+  } else if (Eq(args[2], "skip")) {
+    if (!conn.reply_off()) conn.ReplySkipNext();
+  } else {
+    rb.Error(errors::kSyntax);
+  }
+}
+
+// CLIENT PAUSE timeout-ms [WRITE|ALL]: every reactor holds the matching commands until then.
+void ClientPause(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  int64_t ms;
+  if (!ParseNumber(args[2], &ms)) {
+    rb.Error("ERR timeout is not an integer or out of range");
+    return;
+  }
+  if (ms < 0) {
+    rb.Error("ERR timeout is negative");
+    return;
+  }
+  bool all = true;
+  if (args.size() == 4) {
+    if (Eq(args[3], "write")) {
+      all = false;
+    } else if (!Eq(args[3], "all")) {
+      rb.Error("ERR CLIENT PAUSE mode must be WRITE or ALL");
+      return;
+    }
+  } else if (args.size() > 4) {
+    rb.Error(absl::StrCat("ERR unknown subcommand or wrong number of arguments for '",
+                          AV(args[1]), "'. Try CLIENT HELP."));
+    return;
+  }
+  const int64_t end = conn.reactor().now_ms() + ms;
+  AllReactors(
+      conn,
+      [end, all](Reactor& r) {
+        r.Pause(end, all);
+        return std::string();
+      },
+      [](std::vector<std::string>&, ReplyBuilder& rb) { rb.Ok(); });
+}
+
+void ClientUnpause(CmdArgs, Connection& conn, ReplyBuilder& rb) {
+  AllReactors(
+      conn,
+      [](Reactor& r) {
+        r.Unpause();
+        return std::string();
+      },
+      [](std::vector<std::string>&, ReplyBuilder& rb) { rb.Ok(); });
+}
 
 void ClientHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
   static const char* kLines[] = {
@@ -474,6 +548,13 @@ void ClientHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
       "LIST [options ...]", "    Return information about client connections.",
       "SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
       "SETNAME <name>", "    Assign the name <name> to the current connection.",
+      "PAUSE <timeout> [WRITE|ALL]",
+      "    Suspend all, or just write, clients for <timeout> milliseconds.",
+      "UNPAUSE", "    Stop the current client pause, resuming traffic.",
+      "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
+      "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
+      "NO-TOUCH (ON|OFF)",
+      "    Will not touch LRU/LFU stats when this mode is on.",
       "HELP", "    Print this help."};
   rb.ArrayHeader(std::size(kLines));
   for (const char* l : kLines) rb.SimpleString(l);
@@ -485,7 +566,9 @@ void Client(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       {"getname", 2, ClientGetName}, {"setinfo", 4, ClientSetInfo},
       {"list", -2, ClientList},      {"kill", -3, ClientKill},
       {"info", 2, ClientInfo},       {"help", 2, ClientHelp},
-      {"no-evict", 3, ClientOk},     {"no-touch", 3, ClientOk},
+      {"no-evict", 3, ClientOnOff},  {"no-touch", 3, ClientOnOff},
+      {"reply", 3, ClientReply},     {"pause", -3, ClientPause},
+      {"unpause", 2, ClientUnpause},
   };
   RunSub("client", kSubs, std::size(kSubs), args, conn, rb);
 }
@@ -659,6 +742,7 @@ void ConfigSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
         for (auto& [k, v] : changes) r.mutable_config().Set(k, v);
         // A new maxmemory holds from the reply on, as in Redis.
         MemoryLimit::Refresh(r.config().maxmemory);
+        r.ApplyConfig();
         return std::string();
       },
       [](std::vector<std::string>&, ReplyBuilder& rb) { rb.Ok(); });
@@ -668,9 +752,12 @@ void ConfigResetStat(CmdArgs, Connection& conn, ReplyBuilder& rb) {
   AllReactors(
       conn,
       [](Reactor& r) {
-        size_t n = r.stats().commands.size();
+        // In place: the command running now (this one, on its own reactor) holds a reference
+        // into `commands`, charged when it ends.
+        std::vector<CommandStats> commands = std::move(r.stats().commands);
+        for (CommandStats& c : commands) c = CommandStats();
         r.stats() = ReactorStats();
-        r.stats().commands.resize(n);
+        r.stats().commands = std::move(commands);
         return std::string();
       },
       [](std::vector<std::string>&, ReplyBuilder& rb) { rb.Ok(); });
@@ -768,7 +855,8 @@ void RegisterServerCommands(CommandTable* t) {
   t->Add(Conn("reset", 1, kConnFlags | kNoAuth | kNoQueue, Reset, {"@fast", "@connection"}));
   t->Add(Subs(Conn("client", -2, kLoading | kStale | kNoScript, Client, {"@slow", "@connection"}),
               {{"id", 2}, {"setname", 3}, {"getname", 2}, {"setinfo", 4}, {"list", -2},
-               {"kill", -3}, {"info", 2}, {"help", 2}, {"no-evict", 3}, {"no-touch", 3}}));
+               {"kill", -3}, {"info", 2}, {"help", 2}, {"no-evict", 3}, {"no-touch", 3},
+               {"reply", 3}, {"pause", -3}, {"unpause", 2}}));
   t->Add(Subs(Conn("command", -1, kLoading | kStale, Command, {"@slow", "@connection"}),
               {{"count", 2}, {"info", -2}, {"docs", -2}, {"list", -2}, {"help", 2}}));
   t->Add(Conn("info", -1, kLoading | kStale, Info, {"@slow", "@dangerous"}));

@@ -235,10 +235,32 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
       const CommandStats& c = snap.stats.commands[i];
       if (c.calls == 0 && c.rejected_calls == 0 && c.failed_calls == 0) continue;
       char per[32];
-      snprintf(per, sizeof(per), "%.2f", c.calls ? static_cast<double>(c.usec) / c.calls : 0.0);
-      absl::StrAppend(&out, "cmdstat_", all[i].name, ":calls=", c.calls, ",usec=", c.usec,
+      const uint64_t usec = TickClock::ToUsec(c.ticks);
+      snprintf(per, sizeof(per), "%.2f",
+               c.calls ? static_cast<double>(c.ticks) / TickClock::TicksPerUsec() / c.calls : 0.0);
+      absl::StrAppend(&out, "cmdstat_", all[i].name, ":calls=", c.calls, ",usec=", usec,
                       ",usec_per_call=", per, ",rejected_calls=", c.rejected_calls,
                       ",failed_calls=", c.failed_calls, "\r\n");
+    }
+  }
+  if (Wants(sections, "latencystats", false) && config.latency_tracking) {
+    // Per command, the percentiles latency-tracking-info-percentiles asks for, in microseconds
+    // (each the upper bound of its histogram bucket, within 6.25%).
+    section("Latencystats");
+    const auto& all = CommandTable::Get().All();
+    for (size_t i = 0; i < all.size() && i < snap.stats.commands.size(); i++) {
+      const LatencyHistogram& h = snap.stats.commands[i].latency;
+      if (h.total() == 0) continue;
+      absl::StrAppend(&out, "latency_percentiles_usec_", all[i].name, ":");
+      bool first = true;
+      for (double p : config.latency_tracking_info_percentiles) {
+        char buf[64];
+        snprintf(buf, sizeof(buf), "%sp%g=%.3f", first ? "" : ",", p,
+                 static_cast<double>(h.Percentile(p)) / TickClock::TicksPerUsec());
+        out += buf;
+        first = false;
+      }
+      out += "\r\n";
     }
   }
   if (Wants(sections, "keyspace", true)) {

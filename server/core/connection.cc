@@ -103,7 +103,9 @@ struct RemoteCommand {
       r->locks().Park(std::move(names), owner, std::move(*this));
       return;
     }
-    r->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+    CommandStats& cs = r->stats().commands[CommandTable::Get().IndexOf(spec)];
+    cs.calls++;
+    r->StartTiming();
     std::string reply;
     protocol::ReplyBuilder rb(&reply, resp);
     ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
@@ -116,6 +118,7 @@ struct RemoteCommand {
       if (!pending->cancelled()) {
         ctx.block = &pending;
         spec->shard_handler(a, ctx);
+        r->ChargeCall(cs, r->Lap());  // not logged as slow: its client is not here
       }
       if (pending) {
         pending->Finish(std::move(reply), nullptr);
@@ -125,10 +128,18 @@ struct RemoteCommand {
       return;
     }
     spec->shard_handler(a, ctx);
+    // A slow call's entry goes home with the reply, where its client's address and name are.
+    std::unique_ptr<SlowlogEntry> slow;
+    if (r->ChargeCall(cs, r->Lap())) [[unlikely]] {
+      if (auto e = r->NoteSlowCall(spec, a, r->last_lap_ticks())) {
+        slow = std::make_unique<SlowlogEntry>(std::move(*e));
+      }
+    }
     Connection* c = conn;
     uint64_t s = seq;
     const bool local = r->id() == origin;
-    r->Send(origin, [c, s, local, reply = std::move(reply)]() mutable {
+    r->Send(origin, [c, s, local, reply = std::move(reply), slow = std::move(slow)]() mutable {
+      if (slow) [[unlikely]] Reactor::Current()->AddSlow(std::move(*slow), c);
       // Held for a journal batch of that shard that could not be written: an error, not OK.
       if (const std::string* e = Reactor::FailedReplyError()) reply = FailHeldReplies(reply, *e);
       if (local) c->inflight_local_--;
@@ -211,6 +222,7 @@ void Connection::OnRead(const char* data, size_t n) {
 void Connection::ProcessInput() {
   if (processing_) return;
   processing_ = true;
+  reactor_->StartTiming();
   while (!closing_ && !close_after_reply_ && !paused_ && in_start_ < in_.size() &&
          !ThrottledByOutputLimit()) {
     size_t consumed = 0;
@@ -334,7 +346,8 @@ void Connection::CompleteSlot(uint64_t seq, std::string data) {
       front.data = FailHeldReplies(front.data, errors::AofWriteError(j->error() ? j->error() : EIO));
       front.hold = 0;
     }
-    out_.append(front.data);
+    if (front.discard) front.hold = 0;  // CLIENT REPLY OFF/SKIP
+    if (!front.discard) out_.append(front.data);
     if (front.hold && front.hold > j->durable_batch()) {
       // Held until its batch is written, as FlushConnections holds output of this turn (marks
       // out of batch order only hold longer).
@@ -351,6 +364,10 @@ void Connection::CompleteSlot(uint64_t seq, std::string data) {
 }
 
 void Connection::Dispatch(CmdArgs args) {
+  if ((reply_off_ || skip_next_) && !quiet_) [[unlikely]] {
+    DispatchQuietly(args);
+    return;
+  }
   last_interaction_ms_ = reactor_->now_ms();
   // A pipeline mostly repeats one command: try the previous one before the table.
   const CommandSpec* spec = lookup_cache_;
@@ -442,11 +459,20 @@ void Connection::Dispatch(CmdArgs args) {
     }
   }
   if (pubsub_ && PubSubFilter(spec, args)) return;  // pub/sub: subscribed-mode rules
-  if (in_multi_ && !(spec->flags & kNoQueue)) {
-    Queue(spec, args);
+  if (reactor_->pause_end_ms() != 0 && PauseHolds(spec)) [[unlikely]] {
+    PauseHold(spec, args);  // before MULTI's queue, as Redis: a queued write waits too
     return;
   }
-  Execute(spec, args);
+  if (in_multi_ && !(spec->flags & kNoQueue)) {
+    Queue(spec, args);
+  } else {
+    Execute(spec, args);
+  }
+  // MONITOR sees what ran (after it ran: SELECT shows its new database), but not admin commands
+  // (CONFIG, SLOWLOG, DEBUG, ...), as Redis. The arguments still point into the input buffer.
+  if (reactor_->feed_monitors() && !(spec->flags & kAdmin)) [[unlikely]] {
+    reactor_->FeedMonitors(*this, args);
+  }
 }
 
 std::string_view Connection::last_command() const {
@@ -539,16 +565,18 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
       // To the owner, or behind a lock (or earlier work) here.
       if (blocking) {
         ForwardBlocking(spec, args, shard);
-      } else if (key_order) {
-        Forward(spec, args, shard);
+      } else if (key_order || quiet_) {
+        Forward(spec, args, shard);  // quiet: a slot of its own, whose reply is dropped
       } else {
         RelayAdd(spec, args, shard);  // sent when the input read so far has been gathered
       }
       return;
     }
-    reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+    CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
+    cs.calls++;
     if (blocking) {
       RunBlockingHere(spec, args);
+      reactor_->EndCall(cs, spec, args, this);
       return;
     }
     bool slotted = !pending_.empty();
@@ -563,10 +591,12 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
     ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
                  reactor_->now_ms(), reactor_->config(), rb_};
     spec->shard_handler(args, ctx);
+    reactor_->EndCall(cs, spec, args, this);
     if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
     return;
   }
-  reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+  CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
+  cs.calls++;
   bool slotted = !pending_.empty();
   uint64_t seq = 0;
   if (slotted) {
@@ -577,29 +607,129 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   }
   rb_.set_resp(resp_);
   RunConnHandler(spec, args, rb_);
+  reactor_->EndCall(cs, spec, args, this);
   if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
 }
 
 void Connection::Defer(const CommandSpec* spec, CmdArgs args) {
   deferred_spec_ = spec;
   deferred_args_ = std::make_unique<OwnedArgs>(args);
+  deferred_quiet_ = quiet_;
   paused_ = true;
 }
 
 void Connection::OnForwardDone() {
-  if (--inflight_ == kMaxInflightUnderOutputLimit - 1 && !deferred_spec_ && !paused_ && !closing_ &&
-      in_start_ < in_.size()) {
+  if (--inflight_ == kMaxInflightUnderOutputLimit - 1 && !deferred_spec_ && !paused_ &&
+      !closing_ && in_start_ < in_.size()) {
     ProcessInput();  // input left unread while too much was out (ThrottledByOutputLimit)
   }
-  if (inflight_ > 0 || !deferred_spec_) return;
+  if (inflight_ > 0 || !deferred_spec_ || pause_held_) return;
+  RunDeferred();
+}
+
+void Connection::RunDeferred() {
   const CommandSpec* spec = deferred_spec_;
   std::unique_ptr<OwnedArgs> owned = std::move(deferred_args_);
   deferred_spec_ = nullptr;
   paused_ = false;
   std::vector<std::string_view> views = owned->Views();
-  Execute(spec, CmdArgs(views.data(), views.size()));
+  reactor_->StartTiming();
+  // A command held by CLIENT PAUSE inside MULTI is queued now.
+  auto run = [&] {
+    CmdArgs a(views.data(), views.size());
+    if (reactor_->pause_end_ms() != 0 && PauseHolds(spec)) {
+      PauseHold(spec, a);  // deferred for other reasons, runnable now, but a pause began
+    } else if (in_multi_ && !(spec->flags & kNoQueue)) {
+      Queue(spec, a);
+    } else {
+      Execute(spec, a);
+    }
+  };
+  if (deferred_quiet_) {
+    deferred_quiet_ = false;
+    RunQuietly(run);
+  } else {
+    run();
+  }
   if (!paused_ && !closing_) ProcessInput();
   SendRelay();  // the deferred command may have started one (ProcessInput sends its own)
+}
+
+void Connection::PauseHold(const CommandSpec* spec, CmdArgs args) {
+  // CLIENT PAUSE: held, with the input after it, until the pause ends (Reactor::Unpause).
+  if (relay_) SendRelay();
+  Defer(spec, args);
+  pause_held_ = true;
+  reactor_->AddPauseWaiter(id_);
+}
+
+void Connection::set_monitor(bool on) {
+  if (monitor_ == on) return;
+  monitor_ = on;
+  reactor_->SetMonitor(this, on);
+}
+
+void Connection::WriteMonitorLine(std::string_view line) {
+  if (closing_ || close_after_reply_) return;
+  if (pending_.empty()) {
+    out_.append(line);
+    AfterOutput();
+  } else {
+    uint64_t seq = ReserveSlot();  // behind replies still being computed elsewhere
+    CompleteSlot(seq, std::string(line));
+  }
+}
+
+void Connection::EndPause() {
+  if (!pause_held_) return;
+  pause_held_ = false;
+  if (inflight_ > 0 || !deferred_spec_ || closing_) return;  // OnForwardDone runs it
+  RunDeferred();
+}
+
+bool Connection::PauseHolds(const CommandSpec* spec) const {
+  if (reactor_->pause_all()) return true;
+  if (spec->flags & kWrite) return true;
+  // Commands that may write or replicate without the write flag, as Redis's may-replicate.
+  static constexpr std::string_view kMayReplicate[] = {"eval", "evalsha", "fcall", "publish",
+                                                       "spublish", "pfcount"};
+  for (std::string_view n : kMayReplicate) {
+    if (spec->name == n) return true;
+  }
+  if (spec->name == "exec" && in_multi_) {
+    for (const QueuedCommand& q : queued_) {
+      if (q.spec->flags & kWrite) return true;
+    }
+  }
+  return false;
+}
+
+template <typename F>
+void Connection::RunQuietly(F&& fn) {
+  SendRelay();  // an open relay's one slot holds earlier commands' replies
+  const bool direct = pending_.empty();
+  const size_t out_mark = out_.size();
+  const uint64_t first_seq = pending_base_ + pending_.size();
+  const bool was_quiet = quiet_;
+  quiet_ = true;
+  reply_on_now_ = false;
+  fn();
+  quiet_ = was_quiet;
+  SendRelay();
+  if (reply_on_now_) return;  // CLIENT REPLY ON: its OK goes out
+  if (direct && out_.size() > out_mark) {
+    out_.resize(out_mark);
+    for (auto& mark : hold_marks_) mark.first = std::min(mark.first, out_mark);
+  }
+  for (uint64_t seq = std::max(first_seq, pending_base_); seq < pending_base_ + pending_.size();
+       seq++) {
+    pending_[seq - pending_base_].discard = true;
+  }
+}
+
+void Connection::DispatchQuietly(CmdArgs args) {
+  skip_next_ = false;  // SKIP covers this one command
+  RunQuietly([&] { Dispatch(args); });
 }
 
 void Connection::RunConnHandler(const CommandSpec* spec, CmdArgs args,

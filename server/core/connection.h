@@ -160,6 +160,26 @@ class Connection {
   // commands wait until the returned reply is finished, from any of `shards` (ascending). A
   // close sends a cancel to each of them (LockWaiters::Cancel).
   std::unique_ptr<BlockedReply> BlockAcross(std::vector<int> shards);
+  // --- CLIENT REPLY / PAUSE / NO-EVICT / NO-TOUCH ---
+  // CLIENT REPLY OFF: no reply to any command until CLIENT REPLY ON (which answers OK).
+  // CLIENT REPLY SKIP: none to the next command. The CLIENT REPLY call itself sets these and
+  // writes no reply for OFF and SKIP.
+  void ReplyOff() { reply_off_ = true; }
+  void ReplyOn() {
+    reply_off_ = skip_next_ = false;
+    reply_on_now_ = true;
+  }
+  void ReplySkipNext() { skip_next_ = true; }
+  bool reply_off() const { return reply_off_; }
+  bool no_evict = false;  // CLIENT NO-EVICT (no eviction here: kept for CLIENT LIST)
+  bool no_touch = false;  // CLIENT NO-TOUCH: its reads leave keys' access time alone
+  // CLIENT PAUSE ended on this reactor: a command held by it runs now.
+  void EndPause();
+  // MONITOR: this connection gets a line for every command any client runs, until RESET or
+  // it closes.
+  bool monitor() const { return monitor_; }
+  void set_monitor(bool on);
+  void WriteMonitorLine(std::string_view line);
 
   // --- MULTI / EXEC / WATCH (connection_exec.cc) ---
   bool in_multi() const { return in_multi_; }
@@ -260,6 +280,16 @@ class Connection {
   // Holds a command (and the input after it) until the commands in flight are done.
   void Defer(const CommandSpec* spec, CmdArgs args);
   void OnForwardDone();
+  // Runs the deferred command (nothing in flight any more), then the input after it.
+  void RunDeferred();
+  // CLIENT PAUSE holds this call (a write in WRITE mode, anything in ALL mode).
+  bool PauseHolds(const CommandSpec* spec) const;
+  void PauseHold(const CommandSpec* spec, CmdArgs args);
+  // CLIENT REPLY OFF/SKIP: dispatches a command whose replies are then dropped.
+  void DispatchQuietly(CmdArgs args);
+  // Runs fn; every reply it produced (now or later, in slots) is dropped.
+  template <typename F>
+  void RunQuietly(F&& fn);
   // The shard owning every key of the call; -1 without keys, kSpansShards when they span shards.
   int KeyShard(const CommandSpec* spec, CmdArgs args) const;
   void RunConnHandler(const CommandSpec* spec, CmdArgs args, protocol::ReplyBuilder& rb);
@@ -290,6 +320,7 @@ class Connection {
   struct Slot {
     std::string data;
     bool done = false;
+    bool discard = false;  // CLIENT REPLY OFF/SKIP: never sent
     // The journal batch its reply must wait for (appendfsync's rule, Journal::HoldBatch),
     // taken when it completed: a slot may reach out_ turns later, behind earlier slots.
     uint64_t hold = 0;
@@ -323,6 +354,16 @@ class Connection {
   bool close_after_reply_ = false;
   bool processing_ = false;
   bool paused_ = false;  // an EXEC, a fan-out, a deferred or a blocking command holds back input
+  // CLIENT REPLY: replies dropped until ON; the next command's reply dropped; dispatching one
+  // whose replies are dropped; the deferred command's replies are to be dropped; CLIENT REPLY
+  // ON ran (its OK is sent).
+  bool reply_off_ = false;
+  bool skip_next_ = false;
+  bool quiet_ = false;
+  bool deferred_quiet_ = false;
+  bool reply_on_now_ = false;
+  bool pause_held_ = false;  // the deferred command waits for CLIENT PAUSE to end
+  bool monitor_ = false;
   // Forwarded commands (or relays) not yet answered. --pipeline-order sent: all to
   // inflight_shard_ (kRelayShard for a relay). --pipeline-order key: to any shards,
   // inflight_local_ of them to this reactor's own.

@@ -131,6 +131,7 @@ void Connection::OnClose() {
   Unwatch();
   queued_.clear();
   PubSubTeardown();
+  set_monitor(false);
 }
 
 void Connection::Exec(protocol::ReplyBuilder& rb) {
@@ -230,13 +231,16 @@ void Connection::ExecNext() {
         continue;
       }
       if (shard != kSpansShards) {
-        reactor_->stats().commands[CommandTable::Get().IndexOf(q.spec)].calls++;
+        CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(q.spec)];
+        cs.calls++;
         if (shard == reactor_->id()) {
           protocol::ReplyBuilder rb(&st.replies, st.resp);
           ShardCtx ctx{reactor_->shard(), reactor_->shard().db(q.db), q.db, reactor_->now_ms(),
                        reactor_->config(), rb};
           uint64_t prev = st.tx->EnterJournal(*reactor_);
+          reactor_->StartTiming();
           q.spec->shard_handler(a, ctx);
+          reactor_->EndCall(cs, q.spec, a, this);
           st.tx->LeaveJournal(*reactor_, prev);
           continue;
         }

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "server/base/error_strings.h"
 #include "server/base/log.h"
 #include "server/cmdtable/peer_policy.h"
+#include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/cmdtable/memory_limit.h"
@@ -92,6 +94,108 @@ std::string AddrToString(const sockaddr_storage& ss) {
 Reactor::Reactor(Server* server, int id, const Config& config)
     : server_(server), id_(id), config_(config), shard_(id, config.databases) {
   stats_.commands.resize(CommandTable::Get().All().size());
+  ApplyConfig();
+}
+
+void Reactor::ApplyConfig() {
+  const int64_t us = config_.slowlog_log_slower_than;
+  slow_ticks_ = us < 0 ? UINT64_MAX : TickClock::FromUsec(static_cast<uint64_t>(us));
+  const int64_t ms = config_.latency_monitor_threshold;
+  monitor_ticks_ = ms <= 0 ? UINT64_MAX : TickClock::FromUsec(static_cast<uint64_t>(ms) * 1000);
+  watch_ticks_ = std::min(slow_ticks_, monitor_ticks_);
+  slowlog_.Trim(static_cast<size_t>(config_.slowlog_max_len));
+}
+
+std::optional<SlowlogEntry> Reactor::NoteSlowCall(const CommandSpec* spec, CmdArgs args,
+                                                  uint64_t ticks) {
+  const uint64_t usec = TickClock::ToUsec(ticks);
+  if (ticks >= monitor_ticks_) {
+    latency_events_[(spec->flags & kFast) ? "fast-command" : "command"].Add(now_ms_ / 1000,
+                                                                           usec / 1000);
+  }
+  if (ticks < slow_ticks_) return std::nullopt;
+  SlowlogEntry e;
+  e.id = server_->NextSlowlogId();
+  e.unix_sec = now_ms_ / 1000;
+  e.usec = usec;
+  e.args = SlowlogArgs(args.data(), args.size());
+  return e;
+}
+
+void Reactor::Pause(int64_t end_ms, bool all) {
+  if (pause_end_ms_ == 0) pause_all_ = false;
+  pause_all_ = pause_all_ || all;
+  pause_end_ms_ = std::max(pause_end_ms_, end_ms);
+  AddTimer(end_ms, [this] {
+    if (pause_end_ms_ != 0 && now_ms_ >= pause_end_ms_) Unpause();
+  });
+}
+
+void Reactor::Unpause() {
+  pause_end_ms_ = 0;
+  pause_all_ = false;
+  std::vector<uint64_t> waiters = std::move(pause_waiters_);
+  pause_waiters_.clear();
+  for (uint64_t id : waiters) {
+    auto it = conns_.find(id);
+    if (it != conns_.end()) it->second->EndPause();
+  }
+}
+
+void Reactor::SlowCall(const CommandSpec* spec, CmdArgs args, const Connection* conn) {
+  if (auto e = NoteSlowCall(spec, args, last_lap_)) AddSlow(std::move(*e), conn);
+}
+
+void Reactor::FeedMonitors(const Connection& from, CmdArgs args) {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const int64_t us = static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+  auto line = std::make_shared<const std::string>(
+      MonitorLine(us, from.db_index(), from.peer(), args.data(), args.size()));
+  for (int i = 0; i < server_->num_shards(); i++) {
+    Send(i, [line] {
+      Reactor* r = Reactor::Current();
+      for (uint64_t id : r->monitors_) {
+        auto it = r->conns_.find(id);
+        if (it != r->conns_.end()) it->second->WriteMonitorLine(*line);
+      }
+    });
+  }
+}
+
+void Reactor::SetMonitor(Connection* c, bool on) {
+  auto it = std::find(monitors_.begin(), monitors_.end(), c->id());
+  if (on == (it != monitors_.end())) return;
+  if (on) {
+    monitors_.push_back(c->id());
+    server_->monitors().fetch_add(1, std::memory_order_relaxed);
+  } else {
+    monitors_.erase(it);
+    server_->monitors().fetch_sub(1, std::memory_order_relaxed);
+  }
+  // Each reactor reads the count when the message arrives: the last message it gets sees the
+  // latest count.
+  for (int i = 0; i < server_->num_shards(); i++) {
+    Send(i, [] {
+      Reactor* r = Reactor::Current();
+      r->feed_monitors_ = r->server_->monitors().load(std::memory_order_relaxed) > 0;
+    });
+  }
+}
+
+void Reactor::AddSlow(SlowlogEntry e, const Connection* conn) {
+  if (!e.args.empty()) {
+    const std::string& name = e.args[0];
+    if (EqualsIgnoreCase(name, "auth") || EqualsIgnoreCase(name, "hello") ||
+        EqualsIgnoreCase(name, "exec")) {
+      return;
+    }
+  }
+  if (conn) {
+    e.peer = conn->peer();
+    e.name = conn->name();
+  }
+  slowlog_.Add(std::move(e), static_cast<size_t>(config_.slowlog_max_len));
 }
 
 Reactor::~Reactor() {
@@ -794,7 +898,7 @@ void Reactor::Tick() {
   // A small step, repeated while at least an eighth of what it visits has expired, within the
   // time budget. Each tick delays whatever arrives meanwhile: with nothing to expire it costs a
   // few microseconds (a 1,024-bucket step cost about 30 us, 0.3% of the time at hz 100).
-  for (;;) {
+  for (;active_expire_;) {  // DEBUG SET-ACTIVE-EXPIRE 0 turns it off
     size_t n = shard_.ActiveExpire(now_ms_, kExpireStep);
     removed += n;
     if (n < kExpireStep / 8 || MonotonicUs() - start > kExpireBudgetUs) break;

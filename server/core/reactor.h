@@ -18,8 +18,9 @@
 
 #include "server/base/config.h"
 #include "server/base/fd_limit.h"
-#include "server/base/stats.h"
+#include "server/observe/stats.h"
 #include "server/base/task_queue.h"
+#include "server/cmdtable/command.h"
 #include "server/core/journal.h"
 #include "server/core/pubsub.h"
 #include "server/txn/lock_table.h"
@@ -67,6 +68,69 @@ class Reactor {
   LockWaiters& lock_waiters() { return lock_waiters_; }  // LOCK.ACQUIRE ... WAIT
   PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
   const char* ring_mode() const { return ring_mode_; }
+
+  // --- timing commands (INFO commandstats/latencystats, SLOWLOG; server/observe/introspect.h) ---
+  // One clock read per command: StartTiming() where a run of commands begins (a read of a
+  // connection's input, a relay's hop, a forwarded command), then EndCall() after each command,
+  // which charges it the ticks since the previous mark and marks again. Back-to-back commands
+  // thus share their reads; a command's time includes its parsing and dispatch.
+  void StartTiming() { lap_start_ = TickClock::Now(); }
+  // Ticks since the last mark; marks now.
+  uint64_t Lap() {
+    uint64_t now = TickClock::Now();
+    last_lap_ = now - lap_start_;
+    lap_start_ = now;
+    return last_lap_;
+  }
+  // Charges a call's ticks to its command; true when it is slow enough for the slow log or the
+  // latency monitor (then call NoteSlowCall). Recorded even with latency-tracking no (INFO then
+  // shows nothing): a flag test here would cost as much as the histogram's increment.
+  bool ChargeCall(CommandStats& cs, uint64_t ticks) {
+    cs.ticks += ticks;
+    cs.latency.Record(ticks);
+    return ticks >= watch_ticks_;
+  }
+  // Lap + ChargeCall + NoteSlowCall, for a call whose client is on this reactor. Inline: it runs
+  // for every command.
+  [[gnu::always_inline]] void EndCall(CommandStats& cs, const CommandSpec* spec, CmdArgs args,
+                                      const Connection* conn) {
+    if (ChargeCall(cs, Lap())) [[unlikely]] SlowCall(spec, args, conn);
+  }
+  uint64_t last_lap_ticks() const { return last_lap_; }
+  // A call that ChargeCall flagged: feeds the latency monitor, and returns the slow log entry
+  // (its id taken now, without client address and name) when it is slow enough for that.
+  std::optional<SlowlogEntry> NoteSlowCall(const CommandSpec* spec, CmdArgs args, uint64_t ticks);
+  // Keeps it in this reactor's slow log, with conn's address and name when conn is set. Calls
+  // that Redis never logs (AUTH, HELLO, EXEC) are dropped.
+  void AddSlow(SlowlogEntry e, const Connection* conn);
+  // NoteSlowCall + AddSlow for the call that just ended (EndCall's cold half).
+  [[gnu::noinline]] void SlowCall(const CommandSpec* spec, CmdArgs args, const Connection* conn);
+  SlowLog& slowlog() { return slowlog_; }
+  LatencyEvents& latency_events() { return latency_events_; }
+  // --- CLIENT PAUSE: set on every reactor by the CLIENT PAUSE call ---
+  // When the pause ends (unix ms; 0: no pause), and whether it holds every command or writes.
+  int64_t pause_end_ms() const { return pause_end_ms_; }
+  bool pause_all() const { return pause_all_; }
+  // Starts (or extends) a pause until end_ms.
+  void Pause(int64_t end_ms, bool all);
+  // Ends it: the connections it held run their commands.
+  void Unpause();
+  void AddPauseWaiter(uint64_t conn_id) { pause_waiters_.push_back(conn_id); }
+
+  // --- MONITOR ---
+  // Whether any client of any reactor is a MONITOR: commands dispatched here are then fed to
+  // every reactor's monitors (FeedMonitors).
+  bool feed_monitors() const { return feed_monitors_; }
+  void FeedMonitors(const Connection& from, CmdArgs args);
+  // Connection c (of this reactor) becomes, or stops being, a monitor; every reactor is told.
+  void SetMonitor(Connection* c, bool on);
+
+  // DEBUG SET-ACTIVE-EXPIRE: whether Tick removes expired keys (lazy expiry always runs).
+  void set_active_expire(bool on) { active_expire_ = on; }
+
+  // After CONFIG SET: recomputes what is derived from the config (the slow log's threshold in
+  // ticks, its length).
+  void ApplyConfig();
 
   // Reactor thread: runs fn on reactor `target`. Messages to the same target keep their order;
   // they are sent in one batch at the end of this loop turn. target may be this reactor.
@@ -147,6 +211,19 @@ class Reactor {
   Config config_;
   shard::Shard shard_;
   ReactorStats stats_;
+  uint64_t lap_start_ = 0;
+  uint64_t last_lap_ = 0;
+  uint64_t slow_ticks_ = UINT64_MAX;     // slowlog-log-slower-than in ticks (UINT64_MAX: off)
+  uint64_t monitor_ticks_ = UINT64_MAX;  // latency-monitor-threshold in ticks (UINT64_MAX: off)
+  uint64_t watch_ticks_ = UINT64_MAX;    // the smaller of the two
+  SlowLog slowlog_;
+  LatencyEvents latency_events_;
+  int64_t pause_end_ms_ = 0;
+  bool pause_all_ = false;
+  std::vector<uint64_t> pause_waiters_;  // connections held by CLIENT PAUSE
+  bool active_expire_ = true;
+  bool feed_monitors_ = false;           // Server::monitors() > 0, as last heard
+  std::vector<uint64_t> monitors_;       // this reactor's MONITOR connections
   LockTable locks_;
   WatchTable watches_{&shard_};
   // Clients waiting for this shard's lock keys. A handover after a Db change runs as a task on

@@ -38,6 +38,7 @@ struct Relay {
   size_t next_arg = 0;   // its first argument in `lens`
   size_t next_byte = 0;  // its first byte in `bytes`
   std::string replies;   // the replies of the commands run so far, in order
+  std::vector<SlowlogEntry> slow;  // slow calls, logged at home with the client's address
   size_t segment = 0;    // where the replies written by the shard that sent it here begin
   bool resumed = false;  // `next` waited in the LockTable and may now run
   // client-output-buffer-limit's hard limit for the client (0: none): once the replies reach
@@ -92,6 +93,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->lens.clear();
   r->cmds.clear();
   r->replies.clear();
+  r->slow.clear();
   r->next = r->next_arg = r->next_byte = r->segment = 0;
   r->resumed = false;
   r->max_replies = 0;
@@ -106,6 +108,7 @@ void Home(std::unique_ptr<Relay> r) {
                        FailHeldReplies(std::string_view(r->replies).substr(r->segment), *e));
   }
   Connection* c = r->conn;
+  for (SlowlogEntry& e : r->slow) [[unlikely]] Reactor::Current()->AddSlow(std::move(e), c);
   uint64_t seq = r->seq;
   std::string replies = std::move(r->replies);
   Recycle(std::move(r));
@@ -122,6 +125,7 @@ void RunRelay(std::unique_ptr<Relay> r) {
                        FailHeldReplies(std::string_view(r->replies).substr(r->segment), *e));
   }
   r->segment = r->replies.size();
+  re->StartTiming();
   thread_local std::vector<std::string_view> views;
   while (r->next < r->cmds.size()) {
     const Relay::Cmd& cmd = r->cmds[r->next];
@@ -147,10 +151,16 @@ void RunRelay(std::unique_ptr<Relay> r) {
       return;
     }
     r->resumed = false;
-    re->stats().commands[CommandTable::Get().IndexOf(cmd.spec)].calls++;
+    CommandStats& cs = re->stats().commands[CommandTable::Get().IndexOf(cmd.spec)];
+    cs.calls++;
     protocol::ReplyBuilder rb(&r->replies, r->resp);
     ShardCtx ctx{re->shard(), re->shard().db(r->db), r->db, re->now_ms(), re->config(), rb};
     cmd.spec->shard_handler(a, ctx);
+    if (re->ChargeCall(cs, re->Lap())) [[unlikely]] {
+      if (auto e = re->NoteSlowCall(cmd.spec, a, re->last_lap_ticks())) {
+        r->slow.push_back(std::move(*e));
+      }
+    }
     r->next++;
     r->next_arg += cmd.argc;
     r->next_byte = off;

@@ -29,6 +29,7 @@ Server::Server(const Config& config) : config_(config) {
   static const char kHex[] = "0123456789abcdef";
   for (int i = 0; i < 40; i++) run_id_ += kHex[rd() % 16];
   CommandTable::Get();  // built before any reactor runs
+  TickClock::TicksPerUsec();  // measured once, here, not on a reactor
 }
 
 Server::~Server() = default;

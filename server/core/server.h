@@ -56,6 +56,10 @@ class Server {
 
   uint64_t NextClientId() { return next_client_id_.fetch_add(1, std::memory_order_relaxed); }
   std::atomic<int64_t>& connected_clients() { return connected_clients_; }
+  // Any thread: the id of a new SLOWLOG entry (increasing across all reactors' slow logs).
+  // MONITOR clients on all reactors (Reactor::SetMonitor keeps each reactor's copy of "any").
+  std::atomic<int>& monitors() { return monitors_; }
+  uint64_t NextSlowlogId() { return next_slowlog_id_.fetch_add(1, std::memory_order_relaxed); }
   int64_t start_time_ms() const { return start_time_ms_; }
   const std::string& run_id() const { return run_id_; }
   // --restart-delay, counted from when Start() began serving.
@@ -70,6 +74,8 @@ class Server {
   bool single_shard_ = false;
   std::atomic<uint64_t> next_client_id_{1};
   std::atomic<int64_t> connected_clients_{0};
+  std::atomic<uint64_t> next_slowlog_id_{0};
+  std::atomic<int> monitors_{0};
   int64_t start_time_ms_ = 0;
   std::string run_id_;
   RestartDelay restart_delay_;

@@ -5,13 +5,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "server/observe/introspect.h"
+
 namespace deadbolt::server {
 
 struct CommandStats {
   uint64_t calls = 0;
-  uint64_t usec = 0;
+  uint64_t ticks = 0;  // time spent running it (TickClock); INFO shows microseconds
   uint64_t rejected_calls = 0;
   uint64_t failed_calls = 0;
+  LatencyHistogram latency;  // each call's duration (latency-tracking yes)
 };
 
 // Owned by one reactor thread. Read by others only as a copy made on that thread.
@@ -84,7 +87,8 @@ struct ReactorStats {
     if (commands.size() < o.commands.size()) commands.resize(o.commands.size());
     for (size_t i = 0; i < o.commands.size(); i++) {
       commands[i].calls += o.commands[i].calls;
-      commands[i].usec += o.commands[i].usec;
+      commands[i].ticks += o.commands[i].ticks;
+      commands[i].latency.Merge(o.commands[i].latency);
       commands[i].rejected_calls += o.commands[i].rejected_calls;
       commands[i].failed_calls += o.commands[i].failed_calls;
     }
