@@ -289,7 +289,10 @@ bool Connection::OverOutputLimit() {
   const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
   const OutputBufferLimit& limit = subscribed() ? limits.pubsub : limits.normal;
   if (limit.hard == 0 && limit.soft == 0) return false;
-  return output_limit_.Over(limit, unsent_output(), reactor_->now_ms());
+  // Replies done but waiting in their slots behind one still out on another shard count too.
+  size_t unsent = unsent_output();
+  for (const Slot& s : pending_) unsent += s.data.size();
+  return output_limit_.Over(limit, unsent, reactor_->now_ms());
 }
 
 bool Connection::ThrottledByOutputLimit() const {

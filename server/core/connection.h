@@ -123,7 +123,7 @@ class Connection {
   // With a normal output limit set, a connection reads no further commands while this many are
   // out on other shards (each a relay or a forwarded command): their replies, not counted until
   // they come back, could otherwise pass the limit many times over before it is checked.
-  static constexpr int kMaxInflightUnderOutputLimit = 16;
+  static constexpr int kMaxInflightUnderOutputLimit = 8;
   bool ThrottledByOutputLimit() const;
 
   // Runs per_shard on each shard in `shards` (inline for this reactor's shard, as a message to the

@@ -123,8 +123,8 @@ class OutputLimitTest(harness.ServerTestCase):
         self.assertLess(peak[0] - base, LIMIT_MB + 100, "RSS grew %.0f MB" % (peak[0] - base))
         self.assertEqual(self.c.cmd("PING"), b"+PONG\r\n")
         if pings:
-            print("\n  PING while a reader filled its buffer: %d pings, max %.1f ms"
-                  % (len(pings), 1000 * max(pings)), file=sys.stderr)
+            print("\n  PING while a reader filled its buffer: %d pings, max %.1f ms; RSS grew "
+                  "%.0f MB" % (len(pings), 1000 * max(pings), peak[0] - base), file=sys.stderr)
         if not harness.AGAINST_REDIS:
             info = bytes(harness.decode(self.c.cmd("INFO", "stats"))).decode()
             self.assertIn("client_output_buffer_limit_disconnections:1", info.replace("\r", ""))
