@@ -39,6 +39,13 @@ def rss_mb(pid):
     return 0.0
 
 
+def allocator(c):
+    for line in bytes(harness.decode(c.cmd("INFO", "memory"))).decode().splitlines():
+        if line.startswith("mem_allocator:"):
+            return line.split(":", 1)[1]
+    return ""
+
+
 def setting(c):
     return harness.decode(c.cmd("CONFIG", "GET", "client-output-buffer-limit"))[1]
 
@@ -119,8 +126,11 @@ class OutputLimitTest(harness.ServerTestCase):
         finally:
             stop.set()
             t.join()
-        # Memory stayed near the limit: far from the 1 GB asked for.
-        self.assertLess(peak[0] - base, LIMIT_MB + 100, "RSS grew %.0f MB" % (peak[0] - base))
+        # Memory stayed near the limit: far from the 1 GB asked for. Checked with the allocators
+        # servers run with (deadbolt's mimalloc, Redis's jemalloc); a sanitizer build's malloc
+        # keeps freed memory in quarantine, so there only correctness is checked.
+        if allocator(self.c).startswith(("mimalloc", "jemalloc")):
+            self.assertLess(peak[0] - base, LIMIT_MB + 100, "RSS grew %.0f MB" % (peak[0] - base))
         self.assertEqual(self.c.cmd("PING"), b"+PONG\r\n")
         if pings:
             print("\n  PING while a reader filled its buffer: %d pings, max %.1f ms; RSS grew "
