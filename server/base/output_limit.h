@@ -38,6 +38,8 @@ class OutputLimitState {
  public:
   // Whether a client with `unsent` bytes of replies must now be closed under `limit`.
   bool Over(const OutputBufferLimit& limit, size_t unsent, int64_t now_ms);
+  // The client's unread replies are under every limit (checked without Over).
+  void Clear() { soft_since_ms_ = 0; }
 
  private:
   int64_t soft_since_ms_ = 0;  // 0: not over the soft limit

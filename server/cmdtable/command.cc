@@ -1,6 +1,7 @@
 #include "server/cmdtable/command.h"
 
 #include <cstdint>
+#include <string_view>
 
 namespace deadbolt::server {
 
@@ -24,8 +25,14 @@ CommandTable::CommandTable() {
   RegisterDebugCommands(this);
   // Redis marks denyoom every command that may grow memory, which includes every command that
   // can create a key: each of them may create one (--restart-delay refuses them).
+  static constexpr std::string_view kCheapSlow[] = {"set",    "setex",  "psetex",  "getset", "del",
+                                                    "unlink", "getdel", "delifeq", "delex"};
   for (CommandSpec& s : all_) {
     if (s.flags & kDenyOom) s.flags |= kMayCreate;
+    if (s.flags & kFast) s.flags |= kTimedInRuns;
+    for (std::string_view name : kCheapSlow) {
+      if (s.name == name) s.flags |= kTimedInRuns;
+    }
   }
   Index();
 }

@@ -53,7 +53,7 @@ enum CommandFlag : uint32_t {
   kReadOnly = 1 << 1,
   kFast = 1 << 2,
   kAdmin = 1 << 3,
-  kNoAuth = 1 << 4,     // allowed before AUTH
+  kNoAuth = 1 << 4,  // allowed before AUTH
   kLoading = 1 << 5,
   kStale = 1 << 6,
   kNoScript = 1 << 7,
@@ -68,6 +68,10 @@ enum CommandFlag : uint32_t {
   // and EVAL/EVALSHA (per script: CommandSpec::may_create). Refused while --restart-delay runs
   // (server/cmdtable/restart_delay.h). deadbolt's own: COMMAND does not list it.
   kMayCreate = 1 << 14,
+  // Cheap enough to be timed in runs (server/core/reactor.h, StartTiming): every fast command,
+  // and the lock path's commands that Redis calls slow (SET in any form, DEL, UNLINK, GETDEL,
+  // DELIFEQ, DELEX). The table adds it. deadbolt's own: COMMAND does not list it.
+  kTimedInRuns = 1 << 15,
 };
 
 // For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and

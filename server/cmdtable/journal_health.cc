@@ -24,8 +24,7 @@ void JournalHealth::SetHealthy(int shard) {
   }
 }
 
-int JournalHealth::Error() const {
-  if (failing_.load(std::memory_order_relaxed) == 0) return 0;
+int JournalHealth::FailingError() const {
   for (int i = 0; i < num_shards_; i++) {
     if (int e = errs_[i].load(std::memory_order_acquire)) return e;
   }

@@ -21,10 +21,7 @@ class ScriptBusy {
   static constexpr int kMaxShards = 1024;
   enum class Kill : uint8_t { kNotBusy, kUnkillable, kKilled };
 
-  static ScriptBusy& Get() {
-    static ScriptBusy* const busy = new ScriptBusy();
-    return *busy;
-  }
+  static ScriptBusy& Get() { return instance_; }
   // One relaxed load: whether any shard is busy (checked before every command).
   bool any() const { return busy_shards_.load(std::memory_order_relaxed) > 0; }
   bool busy(int shard) const {
@@ -76,9 +73,13 @@ class ScriptBusy {
     std::atomic<bool> kill{false};
     std::atomic<bool> wrote{false};
   };
-  ScriptBusy() = default;
+  constexpr ScriptBusy() = default;
+  // Constant-initialized (no guard to test on each Get, no start-up order to get wrong).
+  static constinit ScriptBusy instance_;
   std::atomic<int> busy_shards_{0};
   Slot slots_[kMaxShards];
 };
+
+inline constinit ScriptBusy ScriptBusy::instance_;
 
 }  // namespace deadbolt::server

@@ -257,6 +257,7 @@ void Connection::ProcessInput() {
       break;
     }
   }
+  reactor_->EndTiming(this);
   SendRelay();  // the commands gathered from this input go in one relay
   if (in_start_ == in_.size()) {
     in_.clear();
@@ -285,14 +286,12 @@ void Connection::CloseUnauthenticated() {
   Kill();
 }
 
-bool Connection::OverOutputLimit() {
+bool Connection::OverOutputLimitSlow() {
   const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
   const OutputBufferLimit& limit = subscribed() ? limits.pubsub : limits.normal;
   if (limit.hard == 0 && limit.soft == 0) return false;
   // Replies done but waiting in their slots behind one still out on another shard count too.
-  size_t unsent = unsent_output();
-  for (const Slot& s : pending_) unsent += s.data.size();
-  return output_limit_.Over(limit, unsent, reactor_->now_ms());
+  return output_limit_.Over(limit, unsent_output() + done_slot_bytes_, reactor_->now_ms());
 }
 
 bool Connection::ThrottledByOutputLimit() const {
@@ -340,10 +339,12 @@ void Connection::CompleteSlot(uint64_t seq, std::string data) {
   Slot& s = pending_[seq - pending_base_];
   if (&s.data != &data) s.data = std::move(data);
   s.done = true;
+  done_slot_bytes_ += s.data.size();
   Journal* j = reactor_->journal();
   if (j) s.hold = j->TurnBatch();  // what ran this turn is in this turn's batch
   while (!pending_.empty() && pending_.front().done) {
     Slot& front = pending_.front();
+    done_slot_bytes_ -= front.data.size();
     if (j && front.hold && front.hold > j->durable_batch() && front.hold <= j->failed_batch()) {
       // Its batch could not be written while it waited behind earlier slots: an error, not OK.
       front.data = FailHeldReplies(front.data, errors::AofWriteError(j->error() ? j->error() : EIO));
@@ -388,6 +389,7 @@ void Connection::Dispatch(CmdArgs args) {
     ReplyError(errors::UnknownCommand(args[0], args.data() + 1, args.size() - 1));
     return;
   }
+  reactor_->BeginCall(spec);  // a command that is not fast is timed alone
   CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
   if (!spec->ArityOk(args.size())) {
     cs.rejected_calls++;
@@ -654,6 +656,7 @@ void Connection::RunDeferred() {
   } else {
     run();
   }
+  reactor_->EndTiming(this);
   if (!paused_ && !closing_) ProcessInput();
   SendRelay();  // the deferred command may have started one (ProcessInput sends its own)
 }

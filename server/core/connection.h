@@ -118,7 +118,18 @@ class Connection {
   void Kill();
   // client-output-buffer-limit: whether this client's unread replies are over its class's
   // limit (pubsub while subscribed, else normal), and closing it, logged, when they are.
-  bool OverOutputLimit();
+  // Inline and nearly free below kOutputLimitFloor, as it runs after every command.
+  bool OverOutputLimit() {
+    if (unsent_output() + done_slot_bytes_ < kOutputLimitFloor) [[likely]] {
+      output_limit_.Clear();
+      return false;
+    }
+    return OverOutputLimitSlow();
+  }
+  // Redis counts only the replies that overflow a client's 16 KiB reply buffer (its
+  // getClientOutputBufferMemoryUsage leaves the buffer out): under this many bytes of unread
+  // replies no limit applies.
+  static constexpr size_t kOutputLimitFloor = 16 * 1024;
   void CloseForOutputLimit();
   // With a normal output limit set, a connection reads no further commands while this many are
   // out on other shards (each a relay or a forwarded command): their replies, not counted until
@@ -326,6 +337,7 @@ class Connection {
     uint64_t hold = 0;
   };
   std::deque<Slot> pending_;
+  size_t done_slot_bytes_ = 0;  // the replies of done slots in pending_ (not yet in out_)
   // appendfsync always: (end offset in out_, journal batch) — out_'s bytes up to the offset
   // leave once the batch is on disk. Empty when nothing is held.
   std::deque<std::pair<size_t, uint64_t>> hold_marks_;
@@ -344,6 +356,7 @@ class Connection {
   int64_t created_ms_ = 0;
   int64_t last_interaction_ms_ = 0;
   OutputLimitState output_limit_;
+  bool OverOutputLimitSlow();
 
   int refs_ = 0;
   bool recv_armed_ = false;

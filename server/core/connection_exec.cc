@@ -240,7 +240,7 @@ void Connection::ExecNext() {
           uint64_t prev = st.tx->EnterJournal(*reactor_);
           reactor_->StartTiming();
           q.spec->shard_handler(a, ctx);
-          reactor_->EndCall(cs, q.spec, a, this);
+          reactor_->EndCallAlone(cs, q.spec, a, this);
           st.tx->LeaveJournal(*reactor_, prev);
           continue;
         }

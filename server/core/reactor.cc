@@ -103,6 +103,8 @@ void Reactor::ApplyConfig() {
   const int64_t ms = config_.latency_monitor_threshold;
   monitor_ticks_ = ms <= 0 ? UINT64_MAX : TickClock::FromUsec(static_cast<uint64_t>(ms) * 1000);
   watch_ticks_ = std::min(slow_ticks_, monitor_ticks_);
+  if (run_n_) lap_start_ = CloseRun(nullptr);  // timed under the old thresholds
+  runs_ok_ = watch_ticks_ >= TickClock::FromUsec(kRunMinWatchUsec);
   slowlog_.Trim(static_cast<size_t>(config_.slowlog_max_len));
 }
 
@@ -140,6 +142,24 @@ void Reactor::Unpause() {
     auto it = conns_.find(id);
     if (it != conns_.end()) it->second->EndPause();
   }
+}
+
+uint64_t Reactor::CloseRun(const Connection* conn) {
+  const uint64_t now = TickClock::Now();
+  const uint64_t total = now - lap_start_;
+  const int n = run_n_;
+  run_n_ = 0;
+  const uint64_t each = total / static_cast<uint64_t>(n);
+  for (int i = 0; i < n; i++) ChargeCall(*run_[i], each);
+  if (total >= watch_ticks_) [[unlikely]] {
+    // Which of its calls was slow is not known: one entry for the run, named after its last.
+    std::vector<std::string> args = RunSlowlogArgs(run_spec_->name, n);
+    std::vector<std::string_view> views(args.begin(), args.end());
+    if (auto e = NoteSlowCall(run_spec_, CmdArgs(views.data(), views.size()), total)) {
+      AddSlow(std::move(*e), conn);
+    }
+  }
+  return now;
 }
 
 void Reactor::SlowCall(const CommandSpec* spec, CmdArgs args, const Connection* conn) {
@@ -937,6 +957,7 @@ void Reactor::Turn() {
   FlushOutboxes();
   FlushConnections();
 
+  EndTiming(nullptr);  // (every run of commands closes where it ends; this is a safety net)
   bool block = local_tasks_.empty() && yielded_.empty() && !inbox_.MaybeNonEmpty();
   if (block && messages_this_turn_ && config_.spin_us > 0) block = !Spin();
   messages_this_turn_ = false;

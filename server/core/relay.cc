@@ -130,6 +130,7 @@ void RunRelay(std::unique_ptr<Relay> r) {
   while (r->next < r->cmds.size()) {
     const Relay::Cmd& cmd = r->cmds[r->next];
     if (cmd.shard != me) {
+      re->EndTiming(nullptr);
       re->Send(cmd.shard, Carry(std::move(r)));
       return;
     }
@@ -147,6 +148,7 @@ void RunRelay(std::unique_ptr<Relay> r) {
       std::vector<std::string> names = LockNames(cmd.spec, a, r->db);
       uint64_t owner = r->client_id;
       r->resumed = true;
+      re->EndTiming(nullptr);
       locks.Park(std::move(names), owner, Carry(std::move(r)));
       return;
     }
@@ -155,8 +157,9 @@ void RunRelay(std::unique_ptr<Relay> r) {
     cs.calls++;
     protocol::ReplyBuilder rb(&r->replies, r->resp);
     ShardCtx ctx{re->shard(), re->shard().db(r->db), r->db, re->now_ms(), re->config(), rb};
+    re->BeginCall(cmd.spec);
     cmd.spec->shard_handler(a, ctx);
-    if (re->ChargeCall(cs, re->Lap())) [[unlikely]] {
+    if (!re->JoinRun(cs, cmd.spec) && re->ChargeCall(cs, re->Lap())) [[unlikely]] {
       if (auto e = re->NoteSlowCall(cmd.spec, a, re->last_lap_ticks())) {
         r->slow.push_back(std::move(*e));
       }
@@ -166,6 +169,7 @@ void RunRelay(std::unique_ptr<Relay> r) {
     r->next_byte = off;
     if (r->max_replies && r->replies.size() >= r->max_replies) break;  // a client not reading
   }
+  re->EndTiming(nullptr);
   if (r->origin == me) {
     Home(std::move(r));
   } else {

@@ -163,6 +163,10 @@ std::string MonitorLine(int64_t unix_us, int db, std::string_view peer,
   return out;
 }
 
+std::vector<std::string> RunSlowlogArgs(std::string_view name, int n) {
+  return {std::string(name), "(a run of " + std::to_string(n) + " fast calls, timed together)"};
+}
+
 std::vector<std::string> SlowlogArgs(const std::string_view* args, size_t argc) {
   constexpr size_t kMaxArgc = 32, kMaxString = 128;
   size_t n = std::min(argc, kMaxArgc);

@@ -109,6 +109,9 @@ struct SlowlogEntry {
 
 // Builds an entry's arguments as Redis's slowlogCreateEntry does.
 std::vector<std::string> SlowlogArgs(const std::string_view* args, size_t argc);
+// The arguments shown for a run of n fast calls timed together (server/core/reactor.h), the
+// last of them a `name`: {name, "(a run of n fast calls, timed together)"}.
+std::vector<std::string> RunSlowlogArgs(std::string_view name, int n);
 
 // A reactor's slow log: the newest first, at most max_len entries (slowlog-max-len). Owned by
 // that reactor; SLOWLOG GET merges every reactor's by id.

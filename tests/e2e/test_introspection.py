@@ -141,6 +141,21 @@ class SlowlogTest(harness.ServerTestCase):
         self.assertEqual(len(harness.decode(c.cmd("SLOWLOG", "GET", "3"))), 3)
         self.assertGreaterEqual(harness.decode(c.cmd("SLOWLOG", "LEN")), 22)
 
+    def test_a_slow_call_among_cheap_ones_is_logged_alone(self):
+        # At the default threshold deadbolt times a pipeline's cheap calls (SET, GET) in runs,
+        # sharing a run's time; a call that is not cheap closes the run and is timed alone, so
+        # a slow script between SETs is the one entry, with its own arguments.
+        c = self.c
+        self.assertEqual(c.cmd("SLOWLOG", "RESET"), OK)
+        busy = "local i = 0 while i < 20000000 do i = i + 1 end return 1"
+        replies = c.pipeline([("SET", "alone:%d" % i, "v") for i in range(10)] +
+                             [("EVAL", busy, "0")] +
+                             [("GET", "alone:%d" % i) for i in range(10)])
+        self.assertEqual(replies[10], integer(1))
+        got = self.entries(c)
+        self.assertEqual([e[3] for e in got], [[b"EVAL", busy.encode(), b"0"]])
+        self.assertGreaterEqual(got[0][2], 10000)
+
     def test_max_len_and_off(self):
         c = self.c
         self.assertEqual(c.cmd("CONFIG", "SET", "slowlog-log-slower-than", "0"), OK)
