@@ -1,4 +1,4 @@
-// DEBUG, for test suites: SLEEP, SET-ACTIVE-EXPIRE, OBJECT, PROTOCOL. Refused unless
+// DEBUG, for test suites: SLEEP, SET-ACTIVE-EXPIRE, OBJECT, PROTOCOL, RELOAD. Refused unless
 // enable-debug-command allows it (no: never; local: from a loopback client; yes: always), with
 // Redis 7's error text.
 
@@ -14,6 +14,8 @@
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 #include "shard/db.h"
+#include "shard/journal_format/journal_format.h"
+#include "shard/shard.h"
 
 namespace deadbolt::server {
 namespace {
@@ -31,6 +33,47 @@ bool IsLocal(const std::string& peer) {
 }
 
 void Raw(ReplyBuilder& rb, std::string_view bytes) { rb.out()->append(bytes); }
+
+// DEBUG RELOAD on one shard, as Redis's save-and-load: every key goes through the journal's
+// encoding (what a rewrite writes) and is put back from the bytes read (what a restart
+// replays), so a value the encoding would not keep exactly changes now, under the test's
+// eyes. Returns false when the bytes do not read back whole.
+bool ReloadShard(ShardCtx& ctx) {
+  shard::Shard& sh = ctx.shard;
+  std::string buf;
+  shard::JournalWriter w(&buf);
+  size_t keys = 0;
+  for (int d = 0; d < sh.num_dbs(); d++) {
+    shard::Db& db = sh.db(d);
+    w.BeginFrame();
+    if (uint64_t t = db.last_fencing_token()) w.Token(static_cast<uint32_t>(d), t);
+    w.EndFrame();
+    std::vector<std::string> names;  // all first: putting keys back must not disturb the scan
+    uint64_t cursor = 0;
+    do {
+      shard::ScanResult r = db.Scan(cursor, "*", 1024, shard::ValueType::kNone, ctx.now_ms);
+      for (std::string& k : r.keys) names.push_back(std::move(k));
+      cursor = r.cursor;
+    } while (cursor != 0);
+    for (size_t i = 0; i < names.size(); i += 1024) {
+      w.BeginFrame();
+      for (size_t j = i; j < names.size() && j < i + 1024; j++) {
+        if (auto snap = db.Snapshot(names[j], ctx.now_ms)) {
+          w.Put(static_cast<uint32_t>(d), names[j], *snap);
+          keys++;
+        }
+      }
+      w.EndFrame();
+    }
+  }
+  size_t put = 0;
+  shard::JournalScan scan = shard::ScanJournal(buf, [&](const shard::JournalRecord& r) {
+    if (r.kind == shard::RecordKind::kPut) put++;
+    shard::ApplyJournalRecord(r, sh, ctx.now_ms);
+    return true;
+  });
+  return scan.status == shard::JournalScan::Status::kOk && put == keys;
+}
 
 // DEBUG PROTOCOL <type>: one reply of each RESP3 type (and its RESP2 form), as Redis sends.
 void Protocol(std::string_view type, ReplyBuilder& rb) {
@@ -121,6 +164,24 @@ void Debug(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
                                        " encoding:", (*info)->encoding, " serializedlength:",
                                        (*info)->bytes, " lru:0 lru_seconds_idle:0"));
         });
+  } else if (EqualsIgnoreCase(sub, "reload")) {
+    // DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: the options are Redis's RDB file's; here every
+    // shard's keys make the round trip through the journal's encoding (ReloadShard).
+    int n = conn.reactor().server().num_shards();
+    std::vector<int> all(n);
+    for (int i = 0; i < n; i++) all[i] = i;
+    auto failed = std::make_shared<std::vector<char>>(n, 0);
+    conn.FanOut(
+        all, [failed](ShardCtx& ctx) { (*failed)[ctx.shard.index()] = !ReloadShard(ctx); },
+        [failed](ReplyBuilder& rb) {
+          for (char f : *failed) {
+            if (f) {
+              rb.Error("ERR Error trying to load the RDB dump, check server logs.");
+              return;
+            }
+          }
+          rb.Ok();
+        });
   } else if (EqualsIgnoreCase(sub, "protocol") && args.size() == 3) {
     Protocol(args[2], rb);
   } else if (EqualsIgnoreCase(sub, "help") && args.size() == 2) {
@@ -132,6 +193,8 @@ void Debug(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
         "    Reply with a test value of the specified type. <type> can be: string,",
         "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
         "    true, false.",
+        "RELOAD [option ...]",
+        "    Save the keys and load them back (here: through the journal's encoding).",
         "SET-ACTIVE-EXPIRE <0|1>",
         "    Setting it to 0 disables expiring keys in background when they are not",
         "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
