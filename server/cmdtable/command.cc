@@ -30,11 +30,22 @@ CommandTable::CommandTable() {
   for (CommandSpec& s : all_) {
     if (s.flags & kDenyOom) s.flags |= kMayCreate;
     if (s.flags & kFast) s.flags |= kTimedInRuns;
+    if (!s.subcommands.empty()) s.flags |= kContainer;
     for (std::string_view name : kCheapSlow) {
       if (s.name == name) s.flags |= kTimedInRuns;
     }
   }
   Index();
+  for (CommandSpec& s : all_) {
+    s.stats_slot = static_cast<uint32_t>(stats_specs_.size());
+    stats_specs_.push_back(&s);
+  }
+  for (CommandSpec& s : all_) {
+    for (CommandSpec& sub : s.subcommands) {
+      sub.stats_slot = static_cast<uint32_t>(stats_specs_.size());
+      stats_specs_.push_back(&sub);
+    }
+  }
 }
 
 namespace {

@@ -72,6 +72,9 @@ enum CommandFlag : uint32_t {
   // and the lock path's commands that Redis calls slow (SET in any form, DEL, UNLINK, GETDEL,
   // DELIFEQ, DELEX). The table adds it. deadbolt's own: COMMAND does not list it.
   kTimedInRuns = 1 << 15,
+  // Has subcommands (CLIENT, CONFIG, ...), whose calls INFO commandstats counts apart
+  // ("cmdstat_client|list"), as Redis 7. The table adds it; COMMAND does not list it.
+  kContainer = 1 << 16,
 };
 
 // For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and
@@ -106,7 +109,10 @@ struct CommandSpec {
   // A kMayCreate command may have this; without it every call may create a key.
   MayCreateFn may_create = nullptr;
   std::vector<std::string> acl_categories;  // "@string", "@keyspace", ...
-  std::vector<CommandSpec> subcommands;      // for COMMAND INFO/DOCS
+  std::vector<CommandSpec> subcommands;     // for COMMAND INFO/DOCS and commandstats
+  // Where its calls are counted in ReactorStats::commands (CommandTable::StatsSlot); set by the
+  // table, for subcommands too.
+  uint32_t stats_slot = 0;
 
   bool has_keys() const { return first_key > 0 || key_range != nullptr; }
   bool ArityOk(size_t argc) const {
@@ -156,8 +162,18 @@ class CommandTable {
     }
     return true;
   }
-  // Index of a command in All(), for per-command statistics.
+  // Index of a command in All().
   size_t IndexOf(const CommandSpec* spec) const { return spec - all_.data(); }
+  // Where a call is counted in ReactorStats::commands: its subcommand's slot for a container
+  // command called with a known subcommand, else its command's.
+  static uint32_t StatsSlot(const CommandSpec* spec, CmdArgs args) {
+    if (!(spec->flags & kContainer) || args.size() < 2) [[likely]]
+      return spec->stats_slot;
+    const CommandSpec* sub = FindSubcommand(*spec, args[1]);
+    return sub ? sub->stats_slot : spec->stats_slot;
+  }
+  // Every command and subcommand, by stats slot (INFO commandstats and latencystats).
+  const std::vector<const CommandSpec*>& StatsSpecs() const { return stats_specs_; }
   const std::vector<CommandSpec>& All() const { return all_; }
 
   void Add(CommandSpec spec) { all_.push_back(std::move(spec)); }
@@ -166,6 +182,7 @@ class CommandTable {
   CommandTable();
   void Index();
   std::vector<CommandSpec> all_;
+  std::vector<const CommandSpec*> stats_specs_;
   // Open addressing over the names of all_ (linear probing, at most a quarter full).
   struct NameSlot {
     uint32_t hash = 0;

@@ -84,7 +84,7 @@ void WrongPassword(Connection& conn, std::string_view command) {
   ReactorStats& stats = r.stats();
   stats.acl_access_denied_auth++;
   if (const CommandSpec* spec = CommandTable::Get().Find(command)) {
-    stats.commands[CommandTable::Get().IndexOf(spec)].failed_calls++;
+    stats.commands[spec->stats_slot].failed_calls++;
   }
   static thread_local LogRateLimiter limiter(60 * 1000, 10);
   uint64_t left_out = 0;

@@ -230,7 +230,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
   }
   if (want_cmdstats) {
     section("Commandstats");
-    const auto& all = CommandTable::Get().All();
+    const auto& all = CommandTable::Get().StatsSpecs();  // subcommands apart, as Redis 7
     for (size_t i = 0; i < all.size() && i < snap.stats.commands.size(); i++) {
       const CommandStats& c = snap.stats.commands[i];
       if (c.calls == 0 && c.rejected_calls == 0 && c.failed_calls == 0) continue;
@@ -238,7 +238,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
       const uint64_t usec = TickClock::ToUsec(c.ticks);
       snprintf(per, sizeof(per), "%.2f",
                c.calls ? static_cast<double>(c.ticks) / TickClock::TicksPerUsec() / c.calls : 0.0);
-      absl::StrAppend(&out, "cmdstat_", all[i].name, ":calls=", c.calls, ",usec=", usec,
+      absl::StrAppend(&out, "cmdstat_", all[i]->name, ":calls=", c.calls, ",usec=", usec,
                       ",usec_per_call=", per, ",rejected_calls=", c.rejected_calls,
                       ",failed_calls=", c.failed_calls, "\r\n");
     }
@@ -247,11 +247,11 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
     // Per command, the percentiles latency-tracking-info-percentiles asks for, in microseconds
     // (each the upper bound of its histogram bucket, within 6.25%).
     section("Latencystats");
-    const auto& all = CommandTable::Get().All();
+    const auto& all = CommandTable::Get().StatsSpecs();
     for (size_t i = 0; i < all.size() && i < snap.stats.commands.size(); i++) {
       const LatencyHistogram& h = snap.stats.commands[i].latency;
       if (h.total() == 0) continue;
-      absl::StrAppend(&out, "latency_percentiles_usec_", all[i].name, ":");
+      absl::StrAppend(&out, "latency_percentiles_usec_", all[i]->name, ":");
       bool first = true;
       for (double p : config.latency_tracking_info_percentiles) {
         char buf[64];

@@ -103,7 +103,7 @@ struct RemoteCommand {
       r->locks().Park(std::move(names), owner, std::move(*this));
       return;
     }
-    CommandStats& cs = r->stats().commands[CommandTable::Get().IndexOf(spec)];
+    CommandStats& cs = r->stats().commands[spec->stats_slot];
     cs.calls++;
     r->StartTiming();
     std::string reply;
@@ -390,7 +390,7 @@ void Connection::Dispatch(CmdArgs args) {
     return;
   }
   reactor_->BeginCall(spec);  // a command that is not fast is timed alone
-  CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
+  CommandStats& cs = reactor_->stats().commands[CommandTable::StatsSlot(spec, args)];
   if (!spec->ArityOk(args.size())) {
     cs.rejected_calls++;
     if (in_multi_ && spec->name == "exec") {
@@ -524,7 +524,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   if (ScriptBusy::Get().any() && NeedsBusyShard(spec, args, shard)) {
     // A Lua script has run past busy-reply-threshold on a shard this command needs: BUSY, as
     // Redis answers while a script runs (server/cmdtable/script_busy.h).
-    reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].rejected_calls++;
+    reactor_->stats().commands[CommandTable::StatsSlot(spec, args)].rejected_calls++;
     ReplyError(errors::kBusyScript);
     return;
   }
@@ -577,7 +577,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
       }
       return;
     }
-    CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
+    CommandStats& cs = reactor_->stats().commands[CommandTable::StatsSlot(spec, args)];
     cs.calls++;
     if (blocking) {
       RunBlockingHere(spec, args);
@@ -600,7 +600,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
     if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
     return;
   }
-  CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(spec)];
+  CommandStats& cs = reactor_->stats().commands[CommandTable::StatsSlot(spec, args)];
   cs.calls++;
   bool slotted = !pending_.empty();
   uint64_t seq = 0;

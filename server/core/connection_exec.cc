@@ -231,7 +231,7 @@ void Connection::ExecNext() {
         continue;
       }
       if (shard != kSpansShards) {
-        CommandStats& cs = reactor_->stats().commands[CommandTable::Get().IndexOf(q.spec)];
+        CommandStats& cs = reactor_->stats().commands[CommandTable::StatsSlot(q.spec, a)];
         cs.calls++;
         if (shard == reactor_->id()) {
           protocol::ReplyBuilder rb(&st.replies, st.resp);
@@ -266,7 +266,7 @@ void Connection::ExecNext() {
       }
     }
     // A connection or multi-shard command: runs here; it may fan out under EXEC's locks.
-    reactor_->stats().commands[CommandTable::Get().IndexOf(q.spec)].calls++;
+    reactor_->stats().commands[CommandTable::StatsSlot(q.spec, a)].calls++;
     db_index_ = q.db;
     st.async = false;
     st.resumed = false;

@@ -238,7 +238,7 @@ bool Connection::PubSubFilter(const CommandSpec* spec, CmdArgs args) {
   if (spec == kPing) {
     // In RESP2 subscribed mode PING answers [pong, message] (an empty message by default).
     reactor_->stats().commands_processed++;
-    reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].calls++;
+    reactor_->stats().commands[CommandTable::StatsSlot(spec, args)].calls++;
     std::string* target = ReplyTarget();
     protocol::ReplyBuilder rb(target, 2);
     rb.ArrayHeader(2);
@@ -259,7 +259,7 @@ bool Connection::PubSubFilter(const CommandSpec* spec, CmdArgs args) {
     if (!sub || !sub->ArityOk(args.size())) return false;
     name = std::move(full);
   }
-  reactor_->stats().commands[CommandTable::Get().IndexOf(spec)].rejected_calls++;
+  reactor_->stats().commands[CommandTable::StatsSlot(spec, args)].rejected_calls++;
   ReplyError(errors::PubSubNotAllowed(name));
   return true;
 }

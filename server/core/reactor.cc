@@ -93,7 +93,7 @@ std::string AddrToString(const sockaddr_storage& ss) {
 
 Reactor::Reactor(Server* server, int id, const Config& config)
     : server_(server), id_(id), config_(config), shard_(id, config.databases) {
-  stats_.commands.resize(CommandTable::Get().All().size());
+  stats_.commands.resize(CommandTable::Get().StatsSpecs().size());
   ApplyConfig();
 }
 

@@ -153,7 +153,7 @@ void RunRelay(std::unique_ptr<Relay> r) {
       return;
     }
     r->resumed = false;
-    CommandStats& cs = re->stats().commands[CommandTable::Get().IndexOf(cmd.spec)];
+    CommandStats& cs = re->stats().commands[cmd.spec->stats_slot];
     cs.calls++;
     protocol::ReplyBuilder rb(&r->replies, r->resp);
     ShardCtx ctx{re->shard(), re->shard().db(r->db), r->db, re->now_ms(), re->config(), rb};

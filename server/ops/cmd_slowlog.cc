@@ -236,13 +236,12 @@ void LatencyReset(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 // LATENCY HISTOGRAM [command ...]: per command (subcommands by their "parent|sub" name), its
 // calls and a cumulative distribution over power-of-two microsecond buckets, as Redis replies.
 void LatencyHistogramCmd(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
-  const auto& table = CommandTable::Get().All();
+  const auto& table = CommandTable::Get().StatsSpecs();
   std::vector<size_t> wanted;
   for (size_t i = 2; i < args.size(); i++) {
     std::string name = AsciiLower(args[i]);
     for (size_t c = 0; c < table.size(); c++) {
-      if (table[c].name == name &&
-          std::find(wanted.begin(), wanted.end(), c) == wanted.end()) {
+      if (table[c]->name == name && std::find(wanted.begin(), wanted.end(), c) == wanted.end()) {
         wanted.push_back(c);
       }
     }
@@ -251,7 +250,7 @@ void LatencyHistogramCmd(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   OnAllReactors<std::vector<CommandStats>>(
       conn, [](Reactor& r) { return r.stats().commands; },
       [wanted, all](std::vector<std::vector<CommandStats>>& parts, ReplyBuilder& rb) {
-        const auto& table = CommandTable::Get().All();
+        const auto& table = CommandTable::Get().StatsSpecs();
         std::vector<LatencyHistogram> merged(table.size());
         for (auto& p : parts) {
           for (size_t c = 0; c < p.size() && c < merged.size(); c++) merged[c].Merge(p[c].latency);
@@ -269,7 +268,7 @@ void LatencyHistogramCmd(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
         const double per_usec = TickClock::TicksPerUsec();
         rb.MapHeader(show.size());
         for (size_t c : show) {
-          rb.Bulk(table[c].name);
+          rb.Bulk(table[c]->name);
           rb.MapHeader(2);
           rb.Bulk("calls");
           rb.Integer(static_cast<int64_t>(merged[c].total()));

@@ -38,6 +38,24 @@ class CommandStatsTest(harness.ServerTestCase):
         self.assertGreater(usec, 0)
         self.assertAlmostEqual(per, usec / calls, delta=0.01 + usec / calls * 0.01)
 
+    def test_subcommands_are_counted_apart(self):
+        # Redis 7 counts a container command's calls by subcommand: cmdstat_client|getname.
+        c = self.c
+        self.assertEqual(c.cmd("CONFIG", "RESETSTAT"), OK)
+        c.cmd("CLIENT", "SETNAME", "sub")
+        c.cmd("CLIENT", "GETNAME")
+        c.cmd("CLIENT", "GETNAME")
+        c.cmd("CONFIG", "GET", "maxmemory")
+        stats = info_section(c, "commandstats")
+        self.assertTrue(stats["cmdstat_client|getname"].startswith("calls=2,"), stats)
+        self.assertTrue(stats["cmdstat_client|setname"].startswith("calls=1,"), stats)
+        self.assertTrue(stats["cmdstat_config|get"].startswith("calls=1,"), stats)
+        self.assertNotIn("cmdstat_client", stats)
+        self.assertIn("latency_percentiles_usec_client|getname", info_section(c, "latencystats"))
+        hist = harness.decode(c.cmd("LATENCY", "HISTOGRAM", "client|getname"))
+        self.assertEqual(hist[0], b"client|getname")
+        self.assertEqual(hist[1][:2], [b"calls", 2])
+
     def test_latencystats(self):
         c = self.c
         self.assertEqual(c.cmd("CONFIG", "RESETSTAT"), OK)
