@@ -35,30 +35,6 @@ using protocol::ReplyBuilder;
 
 bool Eq(std::string_view a, std::string_view b) { return EqualsIgnoreCase(a, b); }
 
-// A subcommand of a container command (CLIENT, COMMAND, CONFIG) with its own arity, as Redis 7
-// checks it: "ERR wrong number of arguments for 'client|setname' command".
-struct Sub {
-  const char* name;
-  int arity;
-  void (*fn)(CmdArgs, Connection&, ReplyBuilder&);
-};
-
-void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Connection& conn,
-            ReplyBuilder& rb) {
-  for (size_t i = 0; i < n; i++) {
-    if (!Eq(args[1], subs[i].name)) continue;
-    int a = subs[i].arity;
-    size_t argc = args.size();
-    if (a >= 0 ? argc != static_cast<size_t>(a) : argc < static_cast<size_t>(-a)) {
-      rb.Error(errors::WrongArity(absl::StrCat(container, "|", AsciiLower(args[1]))));
-      return;
-    }
-    subs[i].fn(args, conn, rb);
-    return;
-  }
-  rb.Error(errors::UnknownSubcommand(args[1], AsciiUpper(container)));
-}
-
 void Ping(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   if (args.size() > 2) {
     rb.Error(errors::WrongArity("ping"));

@@ -1,5 +1,7 @@
 #include "server/commands/cmd_util.h"
 
+#include <absl/strings/str_cat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -8,6 +10,7 @@
 #include <cstring>
 
 #include "server/base/error_strings.h"
+#include "server/base/str_util.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
@@ -135,6 +138,22 @@ ShardedKeys::ShardedKeys(CmdArgs args, size_t first, size_t step, const Server& 
   for (int s = 0; s < static_cast<int>(on_.size()); s++) {
     if (!on_[s].empty()) shards_.push_back(s);
   }
+}
+
+void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Connection& conn,
+            protocol::ReplyBuilder& rb) {
+  for (size_t i = 0; i < n; i++) {
+    if (!EqualsIgnoreCase(args[1], subs[i].name)) continue;
+    int a = subs[i].arity;
+    size_t argc = args.size();
+    if (a >= 0 ? argc != static_cast<size_t>(a) : argc < static_cast<size_t>(-a)) {
+      rb.Error(errors::WrongArity(absl::StrCat(container, "|", AsciiLower(args[1]))));
+      return;
+    }
+    subs[i].fn(args, conn, rb);
+    return;
+  }
+  rb.Error(errors::UnknownSubcommand(args[1], AsciiUpper(container)));
 }
 
 }  // namespace deadbolt::server

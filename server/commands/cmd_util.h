@@ -94,6 +94,20 @@ void ReplyScanCursor(protocol::ReplyBuilder& rb, uint64_t cursor);
 // first mismatch is nor how long the secret is shows in the time AUTH takes.
 bool ConstantTimeEquals(std::string_view given, std::string_view secret);
 
+// --- container commands (CLIENT, CONFIG, SLOWLOG, ...) ---
+
+// A subcommand with its own arity, as Redis 7 checks it: "ERR wrong number of arguments for
+// 'client|setname' command".
+struct Sub {
+  const char* name;
+  int arity;
+  void (*fn)(CmdArgs, Connection&, protocol::ReplyBuilder&);
+};
+// Runs the subcommand args[1] of `container` from subs[0..n), or replies Redis's arity or
+// unknown-subcommand error.
+void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Connection& conn,
+            protocol::ReplyBuilder& rb);
+
 // --- commands whose keys span shards ---
 
 // The ShardCtx of the connection's own shard, for work on keys this reactor owns.

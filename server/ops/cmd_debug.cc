@@ -10,6 +10,7 @@
 
 #include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
+#include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
@@ -143,11 +144,9 @@ void Debug(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     rb.Ok();
   } else if (EqualsIgnoreCase(sub, "set-active-expire") && args.size() == 3) {
     const bool on = std::atoi(std::string(args[2]).c_str()) != 0;
-    int n = conn.reactor().server().num_shards();
-    std::vector<int> all(n);
-    for (int i = 0; i < n; i++) all[i] = i;
     conn.FanOut(
-        all, [on](ShardCtx&) { Reactor::Current()->set_active_expire(on); },
+        AllShards(conn.reactor().server()),
+        [on](ShardCtx&) { Reactor::Current()->set_active_expire(on); },
         [](ReplyBuilder& rb) { rb.Ok(); });
   } else if (EqualsIgnoreCase(sub, "object") && args.size() == 3) {
     auto info = std::make_shared<std::optional<shard::Db::ObjectInfo>>();
@@ -167,10 +166,8 @@ void Debug(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   } else if (EqualsIgnoreCase(sub, "reload")) {
     // DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: the options are Redis's RDB file's; here every
     // shard's keys make the round trip through the journal's encoding (ReloadShard).
-    int n = conn.reactor().server().num_shards();
-    std::vector<int> all(n);
-    for (int i = 0; i < n; i++) all[i] = i;
-    auto failed = std::make_shared<std::vector<char>>(n, 0);
+    const std::vector<int>& all = AllShards(conn.reactor().server());
+    auto failed = std::make_shared<std::vector<char>>(all.size(), 0);
     conn.FanOut(
         all, [failed](ShardCtx& ctx) { (*failed)[ctx.shard.index()] = !ReloadShard(ctx); },
         [failed](ReplyBuilder& rb) {

@@ -125,28 +125,6 @@ void SlowlogHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
                  "    Prints this help."});
 }
 
-struct Sub {
-  const char* name;
-  int arity;
-  void (*fn)(CmdArgs, Connection&, ReplyBuilder&);
-};
-
-void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Connection& conn,
-            ReplyBuilder& rb) {
-  for (size_t i = 0; i < n; i++) {
-    if (!EqualsIgnoreCase(args[1], subs[i].name)) continue;
-    int a = subs[i].arity;
-    size_t argc = args.size();
-    if (a >= 0 ? argc != static_cast<size_t>(a) : argc < static_cast<size_t>(-a)) {
-      rb.Error(errors::WrongArity(absl::StrCat(container, "|", AsciiLower(args[1]))));
-      return;
-    }
-    subs[i].fn(args, conn, rb);
-    return;
-  }
-  rb.Error(errors::UnknownSubcommand(args[1], AsciiUpper(container)));
-}
-
 void Slowlog(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   static const Sub kSubs[] = {
       {"get", -2, SlowlogGet},
