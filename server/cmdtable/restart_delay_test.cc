@@ -221,11 +221,10 @@ TEST(RestartDelayTest, EvalIsJudgedByItsScriptText) {
 // Which commands may create a key: the whole table, so a new command has to be placed.
 TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
   const std::set<std::string> may_create = {
-      "set",      "setnx",        "setex",  "psetex",  "getset",       "mset",   "msetnx",
-      "append",   "setrange",     "incr",   "decr",    "incrby",       "decrby", "incrbyfloat",
-      "hset",     "hmset",        "hsetnx", "hincrby", "hincrbyfloat", "copy",   "rename",
-      "renamenx", "lock.acquire", "eval",   "evalsha",
-      "zadd",     "zincrby",      "zrangestore", "zunionstore", "zinterstore",
+      "set", "setnx", "setex", "psetex", "getset", "mset", "msetnx", "append", "setrange", "incr",
+      "decr", "incrby", "decrby", "incrbyfloat", "hset", "hmset", "hsetnx", "hincrby",
+      "hincrbyfloat", "copy", "rename", "renamenx", "lock.acquire", "eval", "evalsha", "fcall",
+      "zadd", "zincrby", "zrangestore", "zunionstore", "zinterstore",
       // Lists and sets (issue 13): every denyoom one (LSET and LINSERT, as Redis marks them,
       // though they never create), and SMOVE, which creates its destination.
       "lpush", "rpush", "lpushx", "rpushx", "lset", "linsert", "lmove", "rpoplpush", "sadd",

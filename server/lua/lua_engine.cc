@@ -367,7 +367,8 @@ void LuaEngine::Open() {
   lua_settop(L, 0);
 }
 
-bool LuaEngine::Compile(std::string_view sha, std::string_view body, std::string* error) {
+bool LuaEngine::Compile(std::string_view sha, std::string_view body, std::string* error,
+                        bool function) {
   if (generation_ != LuaScriptCache::generation()) Reset();
   lua_State* L = L_;
   lua_getfield(L, LUA_REGISTRYINDEX, kScriptsKey);
@@ -378,8 +379,11 @@ bool LuaEngine::Compile(std::string_view sha, std::string_view body, std::string
     return true;
   }
   lua_pop(L, 1);
-  if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script") != 0) {
-    *error = "ERR Error compiling script (new function): " + ErrorValueText(L, -1);
+  if (luaL_loadbuffer(L, body.data(), body.size(), function ? "@user_function" : "@user_script") !=
+      0) {
+    *error = (function ? "ERR Error compiling function: "
+                       : "ERR Error compiling script (new function): ") +
+             ErrorValueText(L, -1);
     lua_settop(L, 0);
     return false;
   }
@@ -414,12 +418,12 @@ LuaOutcome LuaEngine::Run(const LuaCall& call, ShardCtx& ctx) {
       body = body_copy;
     }
     std::string error;
-    if (!Compile(call.sha, body, &error)) {
+    if (!Compile(call.sha, body, &error, call.function)) {
       ctx.rb.Error(error);
       outcome.failed = true;
       return outcome;
     }
-    if (!call.by_sha) LuaScriptCache::Store(call.sha, call.body);
+    if (!call.by_sha && !call.function) LuaScriptCache::Store(call.sha, call.body);
     return Run(call, ctx);  // now compiled
   }
   lua_replace(L, 2);  // 1: handler, 2: the script
@@ -469,7 +473,7 @@ LuaOutcome LuaEngine::Run(const LuaCall& call, ShardCtx& ctx) {
       lua_getfield(L, -2, "line");
       if (lua_isstring(L, -2) && lua_isnumber(L, -1)) {
         msg.append(" script: ");
-        msg.append(call.sha);
+        msg.append(call.function ? call.function_name : call.sha);
         msg.append(", on ");
         msg.append(lua_tostring(L, -2));
         msg.push_back(':');

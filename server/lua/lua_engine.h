@@ -56,6 +56,10 @@ struct LuaCall {
   // Set when the keys were copied into a private database (a script across shards): writes
   // do not make the script unkillable there, since they are thrown away when it is killed.
   bool scratch = false;
+  // A Redis function (FCALL, server/lua/lua_functions.h): its errors name the function and
+  // @user_function, as Redis's do, instead of the SHA1 and @user_script.
+  bool function = false;
+  std::string_view function_name;
 };
 
 // What a run did, for the caller.
@@ -76,7 +80,8 @@ class LuaEngine {
 
   // Compiles `body` (named `sha`) into this thread's cache if it is not there yet. False with
   // Redis's "ERR Error compiling script (new function): ..." in *error.
-  bool Compile(std::string_view sha, std::string_view body, std::string* error);
+  bool Compile(std::string_view sha, std::string_view body, std::string* error,
+               bool function = false);
   // Runs a script; its reply, or its error, goes to ctx.rb (in the client's protocol).
   // EVALSHA of a script nobody loaded replies NOSCRIPT.
   LuaOutcome Run(const LuaCall& call, ShardCtx& ctx);

@@ -1,5 +1,5 @@
-// Script commands: EVAL EVALSHA EVAL_RO EVALSHA_RO, SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP, and
-// FUNCTION FLUSH|LIST.
+// Script commands: EVAL EVALSHA EVAL_RO EVALSHA_RO, SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP,
+// FUNCTION LOAD|LIST|DELETE|FLUSH|KILL|STATS|HELP and FCALL FCALL_RO.
 //
 // A script is known by the SHA1 of its exact text. The catalogue of lock scripts
 // (server/scripts/script_catalog.h) comes first: a script it knows runs natively, as C++ with
@@ -19,22 +19,24 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
-#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "protocol/resp_parser.h"
 #include "server/base/error_strings.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
+#include "server/cmdtable/script_busy.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
-#include "server/cmdtable/script_busy.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 #include "server/lua/lua_engine.h"
+#include "server/lua/lua_functions.h"
 #include "server/scripts/script_catalog.h"
 #include "shard/shard.h"
 
@@ -48,6 +50,8 @@ struct LuaTarget {
   std::array<char, 40> sha{};
   std::string_view body;
   bool by_sha = false;  // EVALSHA: the text is in LuaScriptCache, if anywhere
+  // FCALL: the function (its script is `body`), kept alive for the call.
+  std::shared_ptr<const LuaFunction> function;
   std::string_view sha_view() const { return std::string_view(sha.data(), sha.size()); }
 };
 
@@ -143,6 +147,7 @@ void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_
   struct State {
     std::string sha, body;
     bool by_sha = false;
+    std::shared_ptr<const LuaFunction> function;
     std::vector<std::string> keys, argv;
     std::vector<std::string_view> key_views, argv_views;
     std::vector<int> owner;
@@ -156,6 +161,7 @@ void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_
   st->sha.assign(lua.sha_view());
   st->body.assign(lua.body);
   st->by_sha = lua.by_sha;
+  st->function = lua.function;
   for (auto k : call.keys) st->keys.emplace_back(k);
   for (auto a : call.argv) st->argv.emplace_back(a);
   for (const auto& k : st->keys) st->key_views.emplace_back(k);
@@ -196,6 +202,10 @@ void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_
     lc.read_only = read_only;
     lc.shard = ctx.shard.index();
     lc.scratch = true;
+    if (st->function) {
+      lc.function = true;
+      lc.function_name = st->function->name;
+    }
     const LuaOutcome o = LuaEngine::ForThisThread().Run(lc, sctx);
     st->write_back = o.wrote && !o.killed;
     if (!st->write_back) return;
@@ -362,21 +372,269 @@ void Script(CmdArgs args, Connection&, ReplyBuilder& rb) {
   rb.Error(errors::UnknownSubcommand(sub, "SCRIPT"));
 }
 
-// FUNCTION FLUSH and FUNCTION LIST: deadbolt keeps no function libraries, so there is nothing
-// to flush and the list is empty.
-void Function(CmdArgs args, Connection&, ReplyBuilder& rb) {
-  const std::string_view sub = args[1];
-  if (EqualsIgnoreCase(sub, "flush")) {
-    if (!FlushOptionOk(args)) {
-      rb.Error(errors::kFunctionFlushOption);
+// --- FUNCTION and FCALL (server/lua/lua_functions.h) ---
+
+// The text of a RESP error reply without its '-' and CRLF.
+std::string_view ErrorText(std::string_view reply) {
+  if (!reply.empty() && reply[0] == '-') reply.remove_prefix(1);
+  while (!reply.empty() && (reply.back() == '\n' || reply.back() == '\r')) reply.remove_suffix(1);
+  return reply;
+}
+
+// FUNCTION LOAD [REPLACE] <code>: runs the library once, in a scratch database, to learn what
+// it registers; its functions then run by FCALL on any reactor.
+void FunctionLoad(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  bool replace = false;
+  for (size_t i = 2; i + 1 < args.size(); i++) {
+    if (!OptionIs(args[i], "replace")) {
+      rb.Error("ERR Unknown option given: " + std::string(args[i]));
       return;
     }
-    rb.Ok();
-  } else if (EqualsIgnoreCase(sub, "list")) {
-    rb.ArrayHeader(0);
-  } else {
-    rb.Error(errors::UnknownSubcommand(sub, "FUNCTION"));
+    replace = true;
   }
+  const std::string_view code = args.back();
+  LibraryMetadata md;
+  if (auto e = ParseLibraryMetadata(code, &md)) {
+    rb.Error(*e);
+    return;
+  }
+  {
+    // The library alone first, so that a syntax error names its own lines, as Redis's does.
+    const auto body_hex = Sha1Hex(Sha1(md.body));
+    std::string error;
+    if (!LuaEngine::ForThisThread().Compile(std::string_view(body_hex.data(), body_hex.size()),
+                                            md.body, &error, /*function=*/true)) {
+      rb.Error(error);
+      return;
+    }
+  }
+  const std::string probe = FunctionLoadScript(md.body);
+  const auto hex = Sha1Hex(Sha1(probe));
+  shard::Shard scratch(conn.reactor().id(), 1);
+  std::string out;
+  ReplyBuilder orb(&out, 2);
+  ShardCtx sctx{scratch, scratch.db(0), 0, conn.reactor().now_ms(), conn.reactor().config(), orb};
+  LuaCall lc;
+  lc.sha = std::string_view(hex.data(), hex.size());
+  lc.body = probe;
+  lc.scratch = true;
+  lc.function = true;
+  lc.function_name = md.name;
+  if (LuaEngine::ForThisThread().Run(lc, sctx).failed) {
+    std::string_view e = ErrorText(out);
+    if (e.rfind("ERR Error compiling function: ", 0) == 0) {
+      rb.Error(e);
+      return;
+    }
+    if (size_t at = e.rfind(" script: "); at != std::string_view::npos) e = e.substr(0, at);
+    rb.Error("ERR Error registering functions: " + std::string(e));
+    return;
+  }
+  // Four bulks per function: name, flags, whether it has a description, the description.
+  protocol::RespParser parser;
+  std::vector<std::string_view> got;
+  size_t used = 0;
+  if (parser.Parse(out, &used, &got) != protocol::ParseStatus::kOk || got.size() % 4 != 0) {
+    rb.Error("ERR Error registering functions: unexpected result");
+    return;
+  }
+  if (got.empty()) {
+    rb.Error("ERR No functions registered");
+    return;
+  }
+  LuaLibrary lib;
+  lib.name = md.name;
+  lib.code = std::string(code);
+  for (size_t i = 0; i < got.size(); i += 4) {
+    auto f = std::make_shared<LuaFunction>();
+    f->name = std::string(got[i]);
+    int64_t flags = 0;
+    StringToInt64(got[i + 1], &flags);
+    f->flags = static_cast<uint32_t>(flags);
+    f->has_description = got[i + 2] == "1";
+    f->description = std::string(got[i + 3]);
+    f->library = md.name;
+    f->script = FunctionCallScript(md.body, f->name);
+    const auto h = Sha1Hex(Sha1(f->script));
+    f->sha.assign(h.data(), h.size());
+    lib.functions.push_back(std::move(f));
+  }
+  if (auto e = LuaFunctions::Get().Add(std::move(lib), replace)) {
+    rb.Error(*e);
+    return;
+  }
+  rb.Bulk(md.name);
+}
+
+// FUNCTION LIST [LIBRARYNAME <pattern>] [WITHCODE], as Redis 7.0 replies it.
+void FunctionList(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  bool with_code = false;
+  std::string_view pattern;
+  for (size_t i = 2; i < args.size(); i++) {
+    if (OptionIs(args[i], "withcode")) {
+      with_code = true;
+    } else if (OptionIs(args[i], "libraryname") && i + 1 < args.size()) {
+      pattern = args[++i];
+    } else {
+      rb.Error("ERR Unknown argument " + std::string(args[i]));
+      return;
+    }
+  }
+  const auto libs = LuaFunctions::Get().List(pattern);
+  rb.ArrayHeader(libs.size());
+  for (const auto& lib : libs) {
+    rb.MapHeader(with_code ? 4 : 3);
+    rb.Bulk("library_name");
+    rb.Bulk(lib->name);
+    rb.Bulk("engine");
+    rb.Bulk("LUA");
+    rb.Bulk("functions");
+    rb.ArrayHeader(lib->functions.size());
+    for (const auto& f : lib->functions) {
+      rb.MapHeader(3);
+      rb.Bulk("name");
+      rb.Bulk(f->name);
+      rb.Bulk("description");
+      if (f->has_description) {
+        rb.Bulk(f->description);
+      } else {
+        rb.Null();
+      }
+      rb.Bulk("flags");
+      const auto names = FunctionFlagNames(f->flags);
+      rb.SetHeader(names.size());
+      for (std::string_view n : names) rb.Bulk(n);
+    }
+    if (with_code) {
+      rb.Bulk("library_code");
+      rb.Bulk(lib->code);
+    }
+  }
+}
+
+void FunctionDelete(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  if (!LuaFunctions::Get().Delete(args[2])) {
+    rb.Error("ERR Library not found");
+    return;
+  }
+  rb.Ok();
+}
+
+void FunctionFlush(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  if (!FlushOptionOk(args)) {
+    rb.Error(errors::kFunctionFlushOption);
+    return;
+  }
+  LuaFunctions::Get().Flush();
+  rb.Ok();
+}
+
+void FunctionKill(CmdArgs, Connection&, ReplyBuilder& rb) { ScriptKill(rb); }
+
+// FUNCTION STATS: which function runs is not tracked across reactors (nil), then the engines.
+void FunctionStats(CmdArgs, Connection&, ReplyBuilder& rb) {
+  rb.MapHeader(2);
+  rb.Bulk("running_script");
+  rb.Null();
+  rb.Bulk("engines");
+  rb.MapHeader(1);
+  rb.Bulk("LUA");
+  rb.MapHeader(2);
+  rb.Bulk("libraries_count");
+  rb.Integer(static_cast<int64_t>(LuaFunctions::Get().List("").size()));
+  rb.Bulk("functions_count");
+  rb.Integer(static_cast<int64_t>(LuaFunctions::Get().num_functions()));
+}
+
+void FunctionHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
+  static const char* kLines[] = {
+      "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+      "LOAD [REPLACE] <FUNCTION CODE>",
+      "    Create a new library with the given library name and code.",
+      "DELETE <LIBRARY NAME>",
+      "    Delete the given library.",
+      "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+      "    Return general information on all the libraries.",
+      "STATS",
+      "    Return the available engines and how many libraries and functions each has.",
+      "KILL",
+      "    Kill the current running function.",
+      "FLUSH [ASYNC|SYNC]",
+      "    Delete all the libraries.",
+      "HELP",
+      "    Prints this help."};
+  rb.ArrayHeader(std::size(kLines));
+  for (const char* l : kLines) rb.SimpleString(l);
+}
+
+void Function(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  static const Sub kSubs[] = {
+      {"load", -3, FunctionLoad},   {"list", -2, FunctionList}, {"delete", 3, FunctionDelete},
+      {"flush", -2, FunctionFlush}, {"kill", 2, FunctionKill},  {"stats", 2, FunctionStats},
+      {"help", 2, FunctionHelp},
+  };
+  RunSub("function", kSubs, std::size(kSubs), args, conn, rb);
+}
+
+// FCALL / FCALL_RO <function> <numkeys> key... arg...: the function, then numkeys, checked as
+// Redis 7.0 does; false after replying the error.
+template <bool kReadOnly>
+bool ParseFcall(CmdArgs args, ReplyBuilder& rb, ScriptCall* call, LuaTarget* lua) {
+  lua->function = LuaFunctions::Get().Find(args[1]);
+  if (!lua->function) {
+    rb.Error("ERR Function not found");
+    return false;
+  }
+  int64_t n;
+  if (!StringToInt64(args[2], &n)) {
+    rb.Error("ERR Bad number of keys provided");
+    return false;
+  }
+  if (n > static_cast<int64_t>(args.size()) - 3) {
+    rb.Error(errors::kNumKeysTooBig);
+    return false;
+  }
+  if (n < 0) {
+    rb.Error(errors::kNumKeysNegative);
+    return false;
+  }
+  if (kReadOnly && !(lua->function->flags & kFnNoWrites)) {
+    rb.Error("ERR Can not execute a script with write flag using *_ro command.");
+    return false;
+  }
+  std::copy(lua->function->sha.begin(), lua->function->sha.end(), lua->sha.begin());
+  lua->body = lua->function->script;
+  call->keys = args.subspan(3, static_cast<size_t>(n));
+  call->argv = args.subspan(3 + static_cast<size_t>(n));
+  call->read_only = kReadOnly || (lua->function->flags & kFnNoWrites);
+  return true;
+}
+
+template <bool kReadOnly>
+void FcallOnShard(CmdArgs args, ShardCtx& ctx) {
+  ScriptCall call;
+  LuaTarget lua;
+  if (!ParseFcall<kReadOnly>(args, ctx.rb, &call, &lua)) return;
+  CountRun(false);
+  LuaCall lc;
+  lc.sha = lua.sha_view();
+  lc.body = lua.body;
+  lc.keys = call.keys;
+  lc.argv = call.argv;
+  lc.read_only = call.read_only;
+  lc.shard = ctx.shard.index();
+  lc.function = true;
+  lc.function_name = lua.function->name;
+  LuaEngine::ForThisThread().Run(lc, ctx);
+}
+
+template <bool kReadOnly>
+void FcallAcrossShards(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  ScriptCall call;
+  LuaTarget lua;
+  if (!ParseFcall<kReadOnly>(args, rb, &call, &lua)) return;
+  CountRun(false);
+  RunLuaAcrossShards(call, lua, call.read_only, conn, rb);
 }
 
 CommandSpec EvalSpec(std::string name, uint32_t flags, ShardHandler on_shard, ConnHandler across,
@@ -437,9 +695,17 @@ void RegisterScriptCommands(CommandTable* t) {
   function.first_key = function.last_key = function.key_step = 0;
   function.conn_handler = Function;
   function.acl_categories = {"@slow"};
+  function.subcommands.push_back(ScriptSub("delete", 3, kWrite | kNoScript));
   function.subcommands.push_back(ScriptSub("flush", -2, kWrite | kNoScript));
+  function.subcommands.push_back(ScriptSub("help", 2, kLoading | kStale));
+  function.subcommands.push_back(ScriptSub("kill", 2, kNoScript));
   function.subcommands.push_back(ScriptSub("list", -2, kNoScript));
+  function.subcommands.push_back(ScriptSub("load", -3, kWrite | kDenyOom | kNoScript));
+  function.subcommands.push_back(ScriptSub("stats", 2, kNoScript));
   t->Add(std::move(function));
+  // FCALL may create a key (any function may); FCALL_RO runs only no-writes functions.
+  t->Add(EvalSpec("fcall", kWrite | kMayCreate, FcallOnShard<false>, FcallAcrossShards<false>));
+  t->Add(EvalSpec("fcall_ro", kReadOnly, FcallOnShard<true>, FcallAcrossShards<true>));
 }
 
 }  // namespace deadbolt::server
