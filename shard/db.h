@@ -87,7 +87,8 @@ struct ZRangeSpec {
 };
 
 // Members with their scores, as views into the sorted set (valid until the next mutating call).
-using ZMembers = std::vector<std::pair<std::string_view, double>>;
+// Copies: a packed set rebuilds a UUID member's text as it reads it (shard/types/packed_growth.h).
+using ZMembers = std::vector<std::pair<std::string, double>>;
 // The same, owned (members that have left the set: ZPOPMIN, a store's input).
 using ZOwnedMembers = std::vector<std::pair<std::string, double>>;
 
@@ -418,11 +419,12 @@ class Db {
   OpResult<std::vector<std::string>> ListPop(std::string_view key, ListEnd end, size_t count,
                                              int64_t now_ms);
   OpResult<int64_t> ListLen(std::string_view key, int64_t now_ms);
-  // LRANGE with Redis's index rules (negative from the end, clamped).
-  OpResult<std::vector<std::string_view>> ListRange(std::string_view key, int64_t start,
+  // LRANGE with Redis's index rules (negative from the end, clamped). Copies: a packed list
+  // rebuilds a UUID element's text as it reads it (shard/types/packed_growth.h).
+  OpResult<std::vector<std::string>> ListRange(std::string_view key, int64_t start,
                                                     int64_t stop, int64_t now_ms);
   // LINDEX: kKeyNotFound for a missing key or an index out of range.
-  OpResult<std::string_view> ListIndex(std::string_view key, int64_t index, int64_t now_ms);
+  OpResult<std::string> ListIndex(std::string_view key, int64_t index, int64_t now_ms);
   // LSET: kNoSuchKey for a missing key, kOutOfRange for an index out of range.
   OpStatus ListSet(std::string_view key, int64_t index, std::string_view value, int64_t now_ms);
   // LREM: the number removed.
