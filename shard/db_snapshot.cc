@@ -90,7 +90,8 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
     impl_->view_members.clear();
     z.ForEach([&](std::string_view m, double) {
       out->fields.emplace_back(
-          KeepForView(m), std::string_view(reinterpret_cast<const char*>(&out->zscores[i++]), sizeof(double)));
+          KeepForView(m),
+          std::string_view(reinterpret_cast<const char*>(&out->zscores[i++]), sizeof(double)));
       return true;
     });
   } else if (e->kind() == Entry::Kind::kHash) {

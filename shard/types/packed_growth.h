@@ -84,7 +84,8 @@ class PackedItem {
   }
   // True if the item at p holds exactly the encoding `enc` (of `enc_size` bytes).
   static bool Equals(const char* p, const char* enc, size_t enc_size) {
-    return p[0] == enc[0] && SizeAt(p) == enc_size && std::memcmp(p + 1, enc + 1, enc_size - 1) == 0;
+    return p[0] == enc[0] && SizeAt(p) == enc_size &&
+           std::memcmp(p + 1, enc + 1, enc_size - 1) == 0;
   }
   // Appends v's encoding to buf (growing it as ReserveExact does).
   static void Append(std::string* buf, std::string_view v) {

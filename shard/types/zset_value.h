@@ -145,7 +145,9 @@ class ZSetValue {
   std::string_view PackedMember(size_t p, char* scratch) const {
     return PackedItem::Decode(data() + p, scratch);
   }
-  double PackedScore(size_t p) const { return ReadScore(data() + p + PackedItem::SizeAt(data() + p)); }
+  double PackedScore(size_t p) const {
+    return ReadScore(data() + p + PackedItem::SizeAt(data() + p));
+  }
   size_t PackedNext(size_t p) const { return p + PackedItem::SizeAt(data() + p) + 8; }
   std::optional<size_t> PackedFind(std::string_view member) const;
 
