@@ -308,7 +308,9 @@ class Db {
   // the key exists. A snapshot whose TTL has passed restores nothing (and returns true).
   std::optional<KeySnapshot> Snapshot(std::string_view key, int64_t now_ms);
   // The same without copies, in one lookup (the journal, at the end of every turn): false when
-  // the key is missing (or has expired; it is then removed).
+  // the key is missing (or has expired; it is then removed). The views are valid until the next
+  // mutating call or the next View (an intset's members and packed UUIDs are rebuilt as text
+  // into the Db's own storage, which the next View reuses).
   bool View(std::string_view key, int64_t now_ms, KeyView* out);
   // With `with_lock_record`, a string snapshot's lock_token/lock_holds (when lock_token != 0)
   // become the key's LockAcquire record again, and the fencing counter moves past the token.
