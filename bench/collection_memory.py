@@ -3,7 +3,8 @@
 throughput of a semaphore's acquire path (ZREMRANGEBYSCORE then ZADD on one key).
 
 Memory, as compare.py measures memory per lock key: a fresh server (--threads 1 for deadbolt,
-pinned like compare.py's servers); RSS (/proc/<pid>/statm) and INFO used_memory read empty; N keys
+pinned like compare.py's servers), warmed with 24 MB of requests that store nothing (see warm());
+RSS (/proc/<pid>/statm) and INFO used_memory read empty; N keys
 loaded, each a 10-member value, pipelined 1,000 keys at a time; RSS and used_memory read again;
 (loaded - empty) / keys. The values, as lock clients keep them:
   zset      `sem:<n>`, as redis-semaphore's: members 36-character UUIDs, scores ms timestamps;
@@ -61,9 +62,27 @@ def load(port, kind, keys, members):
     c.close()
 
 
+def warm(port, megabytes=24):
+    """Streams `megabytes` of requests that store nothing (EXISTS of a 4 KB key name, pipelined
+    500 at a time) through a fresh server, so that the empty reading is of a server that has
+    already received data: deadbolt reads into a ring of 512 16-KB io_uring buffers per reactor
+    (server/core/reactor.cc), 8 MiB that a load touches as it streams in whatever it stores, and
+    that would otherwise count against the keys (~80 B per key at 100,000 keys)."""
+    c = Resp(port, timeout=120)
+    name = "w" * 4096
+    batch = 500
+    for _ in range(megabytes * 1024 * 1024 // (4096 * batch)):
+        c.sock.sendall(Resp.encode("EXISTS", name) * batch)
+        for _ in range(batch):
+            if c.read() != 0:
+                raise RuntimeError("warm-up EXISTS found a key")
+    c.close()
+
+
 def measure_memory(cfg, kind, value_kind, keys, members):
     with Server(kind, cfg) as s:
         c = Resp(s.port)
+        warm(s.port)
         time.sleep(0.3)
         rss0 = proc_rss(s.pid)
         used0 = int(c.info("memory")["used_memory"])

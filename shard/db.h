@@ -87,7 +87,8 @@ struct ZRangeSpec {
 };
 
 // Members with their scores, as views into the sorted set (valid until the next mutating call).
-using ZMembers = std::vector<std::pair<std::string_view, double>>;
+// Copies: a packed set rebuilds a UUID member's text as it reads it (shard/types/packed_growth.h).
+using ZMembers = std::vector<std::pair<std::string, double>>;
 // The same, owned (members that have left the set: ZPOPMIN, a store's input).
 using ZOwnedMembers = std::vector<std::pair<std::string, double>>;
 
@@ -307,7 +308,9 @@ class Db {
   // the key exists. A snapshot whose TTL has passed restores nothing (and returns true).
   std::optional<KeySnapshot> Snapshot(std::string_view key, int64_t now_ms);
   // The same without copies, in one lookup (the journal, at the end of every turn): false when
-  // the key is missing (or has expired; it is then removed).
+  // the key is missing (or has expired; it is then removed). The views are valid until the next
+  // mutating call or the next View (an intset's members and packed UUIDs are rebuilt as text
+  // into the Db's own storage, which the next View reuses).
   bool View(std::string_view key, int64_t now_ms, KeyView* out);
   // With `with_lock_record`, a string snapshot's lock_token/lock_holds (when lock_token != 0)
   // become the key's LockAcquire record again, and the fencing counter moves past the token.
@@ -418,11 +421,12 @@ class Db {
   OpResult<std::vector<std::string>> ListPop(std::string_view key, ListEnd end, size_t count,
                                              int64_t now_ms);
   OpResult<int64_t> ListLen(std::string_view key, int64_t now_ms);
-  // LRANGE with Redis's index rules (negative from the end, clamped).
-  OpResult<std::vector<std::string_view>> ListRange(std::string_view key, int64_t start,
+  // LRANGE with Redis's index rules (negative from the end, clamped). Copies: a packed list
+  // rebuilds a UUID element's text as it reads it (shard/types/packed_growth.h).
+  OpResult<std::vector<std::string>> ListRange(std::string_view key, int64_t start,
                                                     int64_t stop, int64_t now_ms);
   // LINDEX: kKeyNotFound for a missing key or an index out of range.
-  OpResult<std::string_view> ListIndex(std::string_view key, int64_t index, int64_t now_ms);
+  OpResult<std::string> ListIndex(std::string_view key, int64_t index, int64_t now_ms);
   // LSET: kNoSuchKey for a missing key, kOutOfRange for an index out of range.
   OpStatus ListSet(std::string_view key, int64_t index, std::string_view value, int64_t now_ms);
   // LREM: the number removed.

@@ -37,7 +37,7 @@ struct Db::Impl {
   size_t expires = 0;          // entries that have a TTL
   uint64_t expire_cursor = 0;  // where ActiveExpire continues
   uint64_t rng = 0x2545f4914f6cdd1dULL;
-  std::deque<std::string> view_members;  // backs View's members of an intset (formatted)
+  std::deque<std::string> view_members;  // backs View's formatted intset members and UUIDs
   std::string scratch;  // backs views of values whose entry is gone (GETEX with a past time)
 
   // The single hook point for keyspace changes. Called while the key's entry still exists

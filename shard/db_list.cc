@@ -97,11 +97,11 @@ OpResult<int64_t> Db::ListLen(std::string_view key, int64_t now_ms) {
   return static_cast<int64_t>(ListOf(e)->size());
 }
 
-OpResult<std::vector<std::string_view>> Db::ListRange(std::string_view key, int64_t start,
-                                                      int64_t stop, int64_t now_ms) {
+OpResult<std::vector<std::string>> Db::ListRange(std::string_view key, int64_t start,
+                                                 int64_t stop, int64_t now_ms) {
   uint64_t hash;
   Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
-  std::vector<std::string_view> out;
+  std::vector<std::string> out;
   if (!pos) return out;
   const Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kList) return OpStatus::kWrongType;
@@ -109,11 +109,11 @@ OpResult<std::vector<std::string_view>> Db::ListRange(std::string_view key, int6
   if (!NormalizeRange(static_cast<int64_t>(list->size()), &start, &stop)) return out;
   out.reserve(static_cast<size_t>(stop - start + 1));
   list->ForRange(static_cast<size_t>(start), static_cast<size_t>(stop) + 1,
-                 [&](std::string_view v) { out.push_back(v); });
+                 [&](std::string_view v) { out.emplace_back(v); });
   return out;
 }
 
-OpResult<std::string_view> Db::ListIndex(std::string_view key, int64_t index, int64_t now_ms) {
+OpResult<std::string> Db::ListIndex(std::string_view key, int64_t index, int64_t now_ms) {
   uint64_t hash;
   Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
   if (!pos) return OpStatus::kKeyNotFound;

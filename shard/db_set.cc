@@ -1,6 +1,7 @@
 // Db: the set commands (SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP SRANDMEMBER SSCAN and
 // the store of SINTERSTORE/SUNIONSTORE/SDIFFSTORE), with Redis 7's t_set.c semantics. The value
-// is a SetValue (set_value.h), changed in place; the key's TTL covers the whole set. The set
+// is a SetValue (set_value.h): a change that moves it to another block stores the new one in the
+// key's Entry (Entry::set_object); the key's TTL covers the whole set. The set
 // algebra itself (SINTER ...) is computed by the commands from SetMembers of each key, as the
 // keys may live on several shards.
 
@@ -18,6 +19,33 @@ namespace deadbolt::shard {
 
 namespace {
 
+// Adds or removes m in the set `e` holds, keeping the Entry's pointer on the block to keep.
+bool AddTo(Entry* e, std::string_view m) {
+  bool added;
+  e->set_object(SetValue::Add(SetOf(e), m, &added));
+  return added;
+}
+bool RemoveFrom(Entry* e, std::string_view m) {
+  bool removed;
+  e->set_object(SetValue::Remove(SetOf(e), m, &removed));
+  return removed;
+}
+
+// A new set of `members`.
+SetValue* NewSet(auto members) {
+  SetValue* set = SetValue::Create();
+  try {
+    for (std::string_view m : members) {
+      bool added;
+      set = SetValue::Add(set, m, &added);
+    }
+  } catch (...) {
+    delete set;
+    throw;
+  }
+  return set;
+}
+
 uint64_t NextRandom(uint64_t* state) {  // splitmix64
   uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -33,17 +61,15 @@ OpResult<int64_t> Db::SetAdd(std::string_view key, std::span<const std::string_v
   Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
   if (!pos) {
     if (members.empty()) return int64_t{0};
-    auto set = std::make_unique<SetValue>();
-    for (std::string_view m : members) set->Add(m);
+    SetValue* set = NewSet(members);
     const auto n = static_cast<int64_t>(set->size());
-    impl_->Add(MakeSetEntry(key, set.release(), Entry::kNoExpire), hash);
+    impl_->Add(MakeSetEntry(key, set, Entry::kNoExpire), hash);
     return n;
   }
-  const Entry* e = pos.entry();
+  Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
-  SetValue* set = SetOf(e);
   int64_t added = 0;
-  for (std::string_view m : members) added += set->Add(m) ? 1 : 0;
+  for (std::string_view m : members) added += AddTo(e, m) ? 1 : 0;
   if (added > 0) impl_->Modified(pos);
   return added;
 }
@@ -53,16 +79,15 @@ OpResult<int64_t> Db::SetRem(std::string_view key, std::span<const std::string_v
   uint64_t hash;
   Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
   if (!pos) return int64_t{0};
-  const Entry* e = pos.entry();
+  Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
-  SetValue* set = SetOf(e);
   int64_t removed = 0;
   for (std::string_view m : members) {
-    removed += set->Remove(m) ? 1 : 0;
-    if (set->size() == 0) break;
+    removed += RemoveFrom(e, m) ? 1 : 0;
+    if (SetOf(e)->size() == 0) break;
   }
   if (removed == 0) return removed;
-  if (set->size() == 0) {
+  if (SetOf(e)->size() == 0) {
     impl_->Remove(pos, Impl::Change::kDeleted);
     impl_->dict.MaybeShrink();
   } else {
@@ -120,19 +145,18 @@ OpResult<std::vector<std::string>> Db::SetPop(std::string_view key, size_t count
   Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
   std::vector<std::string> out;
   if (!pos) return OpStatus::kKeyNotFound;
-  const Entry* e = pos.entry();
+  Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
-  SetValue* set = SetOf(e);
   if (count == 0) return out;
-  if (count >= set->size()) {
-    set->ForEach([&](std::string_view m) { out.emplace_back(m); });
+  if (count >= SetOf(e)->size()) {
+    SetOf(e)->ForEach([&](std::string_view m) { out.emplace_back(m); });
     impl_->Remove(pos, Impl::Change::kDeleted);
     impl_->dict.MaybeShrink();
     return out;
   }
   while (out.size() < count) {
-    out.push_back(set->Random(&impl_->rng));
-    set->Remove(out.back());
+    out.push_back(SetOf(e)->Random(&impl_->rng));
+    RemoveFrom(e, out.back());
   }
   impl_->Modified(pos);
   return out;
@@ -191,10 +215,9 @@ int64_t Db::SetStore(std::string_view key, std::span<const std::string> members,
     }
     return 0;
   }
-  auto set = std::make_unique<SetValue>();
-  for (const std::string& m : members) set->Add(m);
+  SetValue* set = NewSet(members);
   const auto n = static_cast<int64_t>(set->size());
-  Entry* e = MakeSetEntry(key, set.release(), Entry::kNoExpire);
+  Entry* e = MakeSetEntry(key, set, Entry::kNoExpire);
   if (pos) {
     impl_->Overwrite(pos, e);
   } else {

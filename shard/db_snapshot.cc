@@ -7,6 +7,7 @@
 #include "shard/types/hash_value.h"
 #include "shard/types/zset_value.h"
 #include "shard/types/list_value.h"
+#include "shard/types/packed_growth.h"
 #include "shard/types/set_value.h"
 
 namespace deadbolt::shard {
@@ -66,6 +67,12 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
   out->members.clear();
   out->lock_token = 0;
   out->lock_holds = 0;
+  // A packed value rebuilds a UUID's text in a scratch buffer that the next member reuses: such
+  // views are kept as copies in impl_->view_members (a deque: its strings never move).
+  auto KeepForView = [&](std::string_view m) -> std::string_view {
+    if (m.size() != PackedItem::kUuidTextLen) return m;
+    return impl_->view_members.emplace_back(m);
+  };
   if (e->kind() == Entry::Kind::kZSet) {
     // The score bytes point into zscores: filled first, so that it does not move. Little
     // endian, as ZScoreBytes (the machines deadbolt runs on are).
@@ -80,9 +87,11 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
     });
     out->fields.reserve(z.size());
     size_t i = 0;
+    impl_->view_members.clear();
     z.ForEach([&](std::string_view m, double) {
       out->fields.emplace_back(
-          m, std::string_view(reinterpret_cast<const char*>(&out->zscores[i++]), sizeof(double)));
+          KeepForView(m),
+          std::string_view(reinterpret_cast<const char*>(&out->zscores[i++]), sizeof(double)));
       return true;
     });
   } else if (e->kind() == Entry::Kind::kHash) {
@@ -93,10 +102,12 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
   } else if (e->kind() == Entry::Kind::kList) {
     out->type = ValueType::kList;
     out->str = {};
-    ListOf(e)->ForEach([&](std::string_view v) { out->members.push_back(v); });
+    impl_->view_members.clear();
+    ListOf(e)->ForEach([&](std::string_view v) { out->members.push_back(KeepForView(v)); });
   } else if (e->kind() == Entry::Kind::kSet) {
     // A set's members are views into its table or packed bytes, except an intset's, which are
-    // formatted: those are kept in impl_->view_members (valid as the other views are).
+    // formatted, and packed UUIDs: those are kept in impl_->view_members (valid as the other
+    // views are).
     out->type = ValueType::kSet;
     out->str = {};
     const SetValue* set = SetOf(e);
@@ -105,7 +116,8 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
       set->ForEach([&](std::string_view m) { impl_->view_members.emplace_back(m); });
       for (const std::string& m : impl_->view_members) out->members.push_back(m);
     } else {
-      set->ForEach([&](std::string_view m) { out->members.push_back(m); });
+      impl_->view_members.clear();
+      set->ForEach([&](std::string_view m) { out->members.push_back(KeepForView(m)); });
     }
   } else {
     out->type = ValueType::kString;

@@ -110,7 +110,8 @@ void LRange(CmdArgs args, ShardCtx& ctx) {
     ReplyStatus(ctx.rb, r.status());
     return;
   }
-  ctx.rb.BulkArray(r->data(), r->size());
+  ctx.rb.ArrayHeader(r->size());
+  for (const std::string& v : *r) ctx.rb.Bulk(v);
 }
 
 // The reply for an index argument that is not an integer, which Redis reads only after the key:

@@ -126,6 +126,9 @@ class Entry {
   ZSetValue* zset() const { return static_cast<ZSetValue*>(LoadPtr()); }
   // Any object kind (not a string): the value object it owns, for shard/types/ to cast.
   void* object() const { return LoadPtr(); }
+  // Any object kind: the value object that replaces the one it held (which is then the
+  // caller's; a set that moved to a bigger block, shard/types/set_value.h).
+  void set_object(void* p) { StorePtr(p); }
 
   // Bytes of this block as requested from the allocator (without value objects).
   size_t block_size() const { return value_offset() + value_area_len(); }

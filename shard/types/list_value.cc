@@ -14,7 +14,7 @@ size_t ListValue::AllocatedBytes() const {
 
 size_t ListValue::Offset(size_t i) const {
   size_t off = 0;
-  for (size_t k = 0; k < i; ++k) off += 1 + static_cast<unsigned char>(packed_[off]);
+  for (size_t k = 0; k < i; ++k) off += PackedSizeAt(off);
   return off;
 }
 
@@ -39,7 +39,7 @@ void ListValue::ShrinkCheck() {
   size_t bytes = 0;
   for (const std::string& s : *big_) {
     if (s.size() > kMaxPackedLen) return;
-    bytes += 1 + s.size();
+    bytes += PackedItem::EncodedSize(s);
   }
   std::string buf;
   buf.reserve(bytes);
@@ -51,11 +51,10 @@ void ListValue::ShrinkCheck() {
 void ListValue::PushFront(std::string_view v) {
   GrowthCheck(v);
   if (packed()) {
-    std::string head;
-    head.push_back(static_cast<char>(v.size()));
-    head.append(v);
-    ReserveExact(&packed_, head.size());
-    packed_.insert(0, head);
+    char head[PackedItem::kMaxEncoded];
+    const size_t n = PackedItem::Encode(v, head);
+    ReserveExact(&packed_, n);
+    packed_.insert(0, head, n);
   } else {
     big_->emplace_front(v);
   }
@@ -75,8 +74,9 @@ void ListValue::PushBack(std::string_view v) {
 std::string ListValue::PopFront() {
   std::string out;
   if (packed()) {
-    out = std::string(PackedAt(0));
-    packed_.erase(0, 1 + out.size());
+    char scratch[PackedItem::kUuidTextLen];
+    out = std::string(PackedAt(0, scratch));
+    packed_.erase(0, PackedSizeAt(0));
   } else {
     out = std::move(big_->front());
     big_->pop_front();
@@ -90,7 +90,8 @@ std::string ListValue::PopBack() {
   std::string out;
   if (packed()) {
     const size_t off = Offset(count_ - 1);
-    out = std::string(PackedAt(off));
+    char scratch[PackedItem::kUuidTextLen];
+    out = std::string(PackedAt(off, scratch));
     packed_.resize(off);
   } else {
     out = std::move(big_->back());
@@ -101,9 +102,10 @@ std::string ListValue::PopBack() {
   return out;
 }
 
-std::string_view ListValue::At(size_t i) const {
+std::string ListValue::At(size_t i) const {
   if (!packed()) return (*big_)[i];
-  return PackedAt(Offset(i));
+  char scratch[PackedItem::kUuidTextLen];
+  return std::string(PackedAt(Offset(i), scratch));
 }
 
 void ListValue::Set(size_t i, std::string_view v) {
@@ -113,21 +115,18 @@ void ListValue::Set(size_t i, std::string_view v) {
     return;
   }
   const size_t off = Offset(i);
-  const size_t old_len = static_cast<unsigned char>(packed_[off]);
-  std::string item;
-  item.push_back(static_cast<char>(v.size()));
-  item.append(v);
-  packed_.replace(off, 1 + old_len, item);
+  char item[PackedItem::kMaxEncoded];
+  const size_t n = PackedItem::Encode(v, item);
+  packed_.replace(off, PackedSizeAt(off), item, n);
 }
 
 void ListValue::Insert(size_t i, std::string_view v) {
   GrowthCheck(v);
   if (packed()) {
-    std::string item;
-    item.push_back(static_cast<char>(v.size()));
-    item.append(v);
-    ReserveExact(&packed_, item.size());
-    packed_.insert(Offset(i), item);
+    char item[PackedItem::kMaxEncoded];
+    const size_t n = PackedItem::Encode(v, item);
+    ReserveExact(&packed_, n);
+    packed_.insert(Offset(i), item, n);
   } else {
     big_->emplace(big_->begin() + static_cast<std::ptrdiff_t>(i), v);
   }
@@ -184,7 +183,7 @@ void ListValue::Trim(size_t start, size_t stop) {
   if (packed()) {
     const size_t b = Offset(start);
     size_t e = b;
-    for (size_t k = start; k < stop; ++k) e += 1 + static_cast<unsigned char>(packed_[e]);
+    for (size_t k = start; k < stop; ++k) e += PackedSizeAt(e);
     packed_ = packed_.substr(b, e - b);
   } else {
     big_->erase(big_->begin() + static_cast<std::ptrdiff_t>(stop), big_->end());

@@ -18,8 +18,9 @@ namespace deadbolt::shard {
 // Two forms, switched by size with the limits of Redis 7.2's small lists (a listpack of at most
 // 128 entries of at most 64 bytes, the defaults hash-max-listpack-* use too):
 //
-//  * packed: the elements back to back in one buffer, each [u8 len][bytes]: 1 byte of overhead
-//    per element. A fair lock's queue (a handful of ~40-byte thread ids) is one small block.
+//  * packed: the elements back to back in one buffer, each a PackedItem
+//    (shard/types/packed_growth.h): [u8 len][bytes], 1 byte of overhead per element, and a
+//    36-character UUID in 16 bytes. A fair lock's queue (a handful of UUIDs) is one small block.
 //    Pushes at the tail append; pushes and pops at the head move at most 8 KiB; lookups by index
 //    walk the lengths (at most 128 steps).
 //  * large: a std::deque<std::string>. Why not a quicklist (a chain of packed nodes)? A deque
@@ -51,8 +52,8 @@ class ListValue {
   // Both need size() > 0.
   std::string PopFront();
   std::string PopBack();
-  // The element at index i (< size()). The view is valid until the next mutation.
-  std::string_view At(size_t i) const;
+  // A copy of the element at index i (< size()).
+  std::string At(size_t i) const;
   // Replaces the element at index i (< size()).
   void Set(size_t i, std::string_view v);
   // Inserts v before index i (<= size(); size() appends).
@@ -63,7 +64,8 @@ class ListValue {
   // Keeps the elements [start, stop) (start <= stop <= size()) and drops the rest.
   void Trim(size_t start, size_t stop);
 
-  // Calls fn(element) for the elements [start, stop), in order.
+  // Calls fn(element) for the elements [start, stop), in order. The view is valid during the
+  // call only (a packed UUID is rebuilt in a scratch buffer).
   template <typename Fn>
   void ForRange(size_t start, size_t stop, Fn&& fn) const;
   template <typename Fn>
@@ -74,14 +76,11 @@ class ListValue {
  private:
   // Packed form: the offset of element i's length byte (i <= count_: count_ gives the end).
   size_t Offset(size_t i) const;
-  std::string_view PackedAt(size_t off) const {
-    return {packed_.data() + off + 1, static_cast<unsigned char>(packed_[off])};
+  std::string_view PackedAt(size_t off, char* scratch) const {
+    return PackedItem::Decode(packed_.data() + off, scratch);
   }
-  static void Append(std::string* buf, std::string_view v) {
-    ReserveExact(buf, 1 + v.size());
-    buf->push_back(static_cast<char>(v.size()));
-    buf->append(v);
-  }
+  size_t PackedSizeAt(size_t off) const { return PackedItem::SizeAt(packed_.data() + off); }
+  static void Append(std::string* buf, std::string_view v) { PackedItem::Append(buf, v); }
   // After a growth: switch to the large form if v does not fit or there are too many elements.
   void GrowthCheck(std::string_view v);
   // After a shrink: switch back to the packed form if it is time to.
@@ -89,7 +88,7 @@ class ListValue {
   void ToLarge();
 
   uint32_t count_ = 0;
-  std::string packed_;                            // packed form: [u8 len][bytes]...
+  std::string packed_;                            // packed form: PackedItems
   std::unique_ptr<std::deque<std::string>> big_;  // large form
 };
 
@@ -99,11 +98,11 @@ void ListValue::ForRange(size_t start, size_t stop, Fn&& fn) const {
     for (size_t i = start; i < stop; ++i) fn(std::string_view((*big_)[i]));
     return;
   }
+  char scratch[PackedItem::kUuidTextLen];
   size_t off = Offset(start);
   for (size_t i = start; i < stop; ++i) {
-    std::string_view v = PackedAt(off);
-    fn(v);
-    off += 1 + v.size();
+    fn(PackedAt(off, scratch));
+    off += PackedSizeAt(off);
   }
 }
 

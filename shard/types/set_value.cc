@@ -1,6 +1,9 @@
 #include "shard/types/set_value.h"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <utility>
 
 #include "shard/types/packed_growth.h"
@@ -17,15 +20,28 @@ uint64_t NextRandom(uint64_t* state) {  // splitmix64, as the keyspace's Dict us
   return z ^ (z >> 31);
 }
 
-void AppendPacked(std::string* buf, std::string_view v) {
-  ReserveExact(buf, 1 + v.size());
-  buf->push_back(static_cast<char>(v.size()));
-  buf->append(v);
-}
-
 }  // namespace
 
-SetValue::~SetValue() = default;
+SetValue* SetValue::Create() { return Allocate(Form::kInts, 2, 0); }
+
+SetValue* SetValue::Allocate(Form form, uint8_t width, size_t used) {
+  void* block = ::operator new(sizeof(SetValue) + Room(used));
+  return new (block) SetValue(form, width);
+}
+
+SetValue::~SetValue() {
+  if (form_ == Form::kTable) delete table();
+}
+
+SetValue* SetValue::Resize(SetValue* s, size_t used) {
+  if (Room(used) == Room(s->used())) return s;
+  SetValue* n = Allocate(s->form_, s->width_, used);
+  n->used_ = s->used_;
+  n->count_ = s->count_;
+  std::memcpy(n->data(), s->data(), std::min(used, s->used()));
+  delete s;
+  return n;
+}
 
 std::optional<int64_t> SetValue::CanonicalInt(std::string_view s) {
   if (s.empty() || s.size() > 20) return std::nullopt;
@@ -54,19 +70,17 @@ std::optional<int64_t> SetValue::CanonicalInt(std::string_view s) {
 }
 
 size_t SetValue::AllocatedBytes() const {
-  size_t bytes = sizeof(SetValue) + blob_.capacity();
-  if (table_) {
-    bytes += sizeof(Dict) + table_->bucket_bytes();
-    table_->ForEach([&](const Entry* e) {
-      bytes += e->block_size();
-      return true;
-    });
-  }
+  if (form_ != Form::kTable) return sizeof(SetValue) + Room(used());
+  size_t bytes = sizeof(SetValue) + sizeof(Dict*) + sizeof(Dict) + table()->bucket_bytes();
+  table()->ForEach([&](const Entry* e) {
+    bytes += e->block_size();
+    return true;
+  });
   return bytes;
 }
 
 int64_t SetValue::IntAt(size_t i) const {
-  const char* p = blob_.data() + i * width_;
+  const char* p = data() + i * width_;
   switch (width_) {
     case 2: {
       int16_t v;
@@ -87,7 +101,7 @@ int64_t SetValue::IntAt(size_t i) const {
 }
 
 void SetValue::IntSetAt(size_t i, int64_t v) {
-  char* p = blob_.data() + i * width_;
+  char* p = data() + i * width_;
   if (width_ == 2) {
     const auto n = static_cast<int16_t>(v);
     std::memcpy(p, &n, 2);
@@ -112,52 +126,54 @@ size_t SetValue::IntLowerBound(int64_t v) const {
   return lo;
 }
 
-void SetValue::IntInsert(int64_t v) {
+SetValue* SetValue::IntInsert(SetValue* s, int64_t v) {
   const int w = WidthOf(v);
-  if (w > width_) {  // widen every slot (from the end, so nothing is overwritten before read)
-    const uint8_t old = width_;
-    blob_.resize(size_t{count_} * w);
-    for (size_t i = count_; i-- > 0;) {
-      width_ = old;
-      const int64_t x = IntAt(i);
-      width_ = static_cast<uint8_t>(w);
-      IntSetAt(i, x);
-    }
-    width_ = static_cast<uint8_t>(w);
+  if (w > s->width_) {  // every slot rewritten wider, into a new block
+    SetValue* n = Allocate(Form::kInts, static_cast<uint8_t>(w), (size_t{s->count_} + 1) * w);
+    n->count_ = s->count_;
+    for (size_t i = 0; i < s->count_; ++i) n->IntSetAt(i, s->IntAt(i));
+    delete s;
+    s = n;
+  } else {
+    s = Resize(s, (size_t{s->count_} + 1) * s->width_);
   }
-  const size_t at = IntLowerBound(v);
-  ReserveExact(&blob_, width_);
-  blob_.insert(at * width_, width_, '\0');
-  IntSetAt(at, v);
-  ++count_;
+  const size_t at = s->IntLowerBound(v);
+  char* d = s->data();
+  std::memmove(d + (at + 1) * s->width_, d + at * s->width_, (s->count_ - at) * s->width_);
+  s->IntSetAt(at, v);
+  ++s->count_;
+  return s;
 }
 
 std::optional<size_t> SetValue::PackedFind(std::string_view m) const {
-  for (size_t off = 0; off < blob_.size();) {
-    const size_t len = static_cast<unsigned char>(blob_[off]);
-    if (len == m.size() && (len == 0 || std::memcmp(blob_.data() + off + 1, m.data(), len) == 0)) {
-      return off;
-    }
-    off += 1 + len;
+  if (m.size() > kMaxPackedLen) return std::nullopt;
+  char enc[PackedItem::kMaxEncoded];
+  const size_t n = PackedItem::Encode(m, enc);
+  for (size_t off = 0; off < used_; off += PackedItem::SizeAt(data() + off)) {
+    if (PackedItem::Equals(data() + off, enc, n)) return off;
   }
   return std::nullopt;
 }
 
-void SetValue::ToPacked() {
-  std::string buf;
-  ForEach([&](std::string_view m) { AppendPacked(&buf, m); });
-  blob_ = std::move(buf);
-  form_ = Form::kPacked;
+SetValue* SetValue::ToPacked(const SetValue* s, size_t extra) {
+  size_t bytes = 0;
+  s->ForEach([&](std::string_view m) { bytes += PackedItem::EncodedSize(m); });
+  SetValue* n = Allocate(Form::kPacked, 0, bytes + extra);
+  s->ForEach([&](std::string_view m) { n->used_ += PackedItem::Encode(m, n->data() + n->used_); });
+  n->count_ = s->count_;
+  return n;
 }
 
-void SetValue::ToTable() {
+SetValue* SetValue::ToTable(const SetValue* s) {
   auto t = std::make_unique<Dict>(&DestroyEntry);
-  ForEach([&](std::string_view m) {
+  s->ForEach([&](std::string_view m) {
     t->Insert(Entry::MakeString(m, {}, Entry::kNoExpire), Dict::Hash(m));
   });
-  table_ = std::move(t);
-  std::string().swap(blob_);
-  form_ = Form::kTable;
+  SetValue* n = Allocate(Form::kTable, 0, sizeof(Dict*));
+  Dict* raw = t.release();
+  std::memcpy(n->data(), &raw, sizeof raw);
+  n->count_ = s->count_;
+  return n;
 }
 
 bool SetValue::Contains(std::string_view m) const {
@@ -171,76 +187,98 @@ bool SetValue::Contains(std::string_view m) const {
     case Form::kPacked:
       return PackedFind(m).has_value();
     case Form::kTable:
-      return table_->Find(m, Dict::Hash(m)) != nullptr;
+      return table()->Find(m, Dict::Hash(m)) != nullptr;
   }
   return false;
 }
 
-bool SetValue::Add(std::string_view m) {
-  if (form_ == Form::kInts) {
+SetValue* SetValue::Add(SetValue* s, std::string_view m, bool* added) {
+  *added = !s->Contains(m);
+  if (!*added) return s;
+  if (s->form_ == Form::kInts) {
     std::optional<int64_t> v = CanonicalInt(m);
-    if (v) {
-      const size_t at = IntLowerBound(*v);
-      if (at < count_ && IntAt(at) == *v) return false;
-      if (count_ < kMaxIntsetEntries) {
-        IntInsert(*v);
-        return true;
-      }
-      ToTable();
-    } else if (count_ < kMaxPackedEntries && m.size() <= kMaxPackedLen) {
-      ToPacked();  // integers print in at most 20 bytes: they all fit
-    } else {
-      ToTable();
-    }
+    if (v && s->count_ < kMaxIntsetEntries) return IntInsert(s, *v);
   }
-  if (form_ == Form::kPacked) {
-    if (PackedFind(m)) return false;
-    if (count_ < kMaxPackedEntries && m.size() <= kMaxPackedLen) {
-      AppendPacked(&blob_, m);
-      ++count_;
-      return true;
-    }
-    ToTable();
+  const bool fits = m.size() <= kMaxPackedLen && s->count_ < kMaxPackedEntries;
+  if (s->form_ == Form::kInts && !CanonicalInt(m) && fits) {
+    // Integers print in at most 20 bytes: they all fit.
+    char enc[PackedItem::kMaxEncoded];
+    const size_t n = PackedItem::Encode(m, enc);
+    SetValue* p = ToPacked(s, n);
+    std::memcpy(p->data() + p->used_, enc, n);
+    p->used_ = static_cast<uint16_t>(p->used_ + n);
+    ++p->count_;
+    delete s;
+    return p;
   }
-  const uint64_t h = Dict::Hash(m);
-  if (table_->FindLink(m, h)) return false;
-  table_->Insert(Entry::MakeString(m, {}, Entry::kNoExpire), h);
-  ++count_;
-  return true;
+  if (s->form_ == Form::kPacked && fits) {
+    char enc[PackedItem::kMaxEncoded];
+    const size_t n = PackedItem::Encode(m, enc);
+    s = Resize(s, s->used_ + n);
+    std::memcpy(s->data() + s->used_, enc, n);
+    s->used_ = static_cast<uint16_t>(s->used_ + n);
+    ++s->count_;
+    return s;
+  }
+  SetValue* t = s;
+  if (s->form_ != Form::kTable) t = ToTable(s);
+  try {
+    t->table()->Insert(Entry::MakeString(m, {}, Entry::kNoExpire), Dict::Hash(m));
+  } catch (...) {
+    if (t != s) delete t;
+    throw;
+  }
+  ++t->count_;
+  if (t != s) delete s;
+  return t;
 }
 
-bool SetValue::Remove(std::string_view m) {
-  switch (form_) {
+SetValue* SetValue::Remove(SetValue* s, std::string_view m, bool* removed) {
+  *removed = false;
+  switch (s->form_) {
     case Form::kInts: {
       std::optional<int64_t> v = CanonicalInt(m);
-      if (!v) return false;
-      const size_t at = IntLowerBound(*v);
-      if (at >= count_ || IntAt(at) != *v) return false;
-      blob_.erase(at * width_, width_);
-      --count_;
-      return true;
+      if (!v) return s;
+      const size_t at = s->IntLowerBound(*v);
+      if (at >= s->count_ || s->IntAt(at) != *v) return s;
+      char* d = s->data();
+      std::memmove(d + at * s->width_, d + (at + 1) * s->width_,
+                   (s->count_ - at - 1) * s->width_);
+      *removed = true;
+      const size_t keep = (size_t{s->count_} - 1) * s->width_;
+      s = Resize(s, keep);
+      --s->count_;
+      return s;
     }
     case Form::kPacked: {
-      std::optional<size_t> off = PackedFind(m);
-      if (!off) return false;
-      blob_.erase(*off, 1 + m.size());
-      --count_;
-      return true;
+      std::optional<size_t> off = s->PackedFind(m);
+      if (!off) return s;
+      const size_t n = PackedItem::SizeAt(s->data() + *off);
+      char* d = s->data();
+      std::memmove(d + *off, d + *off + n, s->used_ - *off - n);
+      *removed = true;
+      const size_t keep = s->used_ - n;
+      s = Resize(s, keep);
+      s->used_ = static_cast<uint16_t>(keep);
+      --s->count_;
+      return s;
     }
     case Form::kTable: {
-      Dict::Pos pos = table_->FindLink(m, Dict::Hash(m));
-      if (!pos) return false;
-      DestroyEntry(table_->Unlink(pos));
-      --count_;
-      table_->MaybeShrink();
-      return true;
+      Dict* t = s->table();
+      Dict::Pos pos = t->FindLink(m, Dict::Hash(m));
+      if (!pos) return s;
+      DestroyEntry(t->Unlink(pos));
+      *removed = true;
+      --s->count_;
+      t->MaybeShrink();
+      return s;
     }
   }
-  return false;
+  return s;
 }
 
 std::string SetValue::Random(uint64_t* rng) const {
-  if (form_ == Form::kTable) return std::string(table_->Random(rng)->key());
+  if (form_ == Form::kTable) return std::string(table()->Random(rng)->key());
   size_t pick = NextRandom(rng) % count_;
   std::string out;
   ForEach([&](std::string_view m) {

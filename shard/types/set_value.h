@@ -4,13 +4,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "shard/table/dict.h"
 #include "shard/table/entry.h"
+#include "shard/types/packed_growth.h"
 
 namespace deadbolt::shard {
 
@@ -20,13 +21,23 @@ namespace deadbolt::shard {
 //
 //  * ints (Redis's intset): every member is an integer in canonical form (as Redis's string2ll:
 //    no '+', no leading zeros, fits int64) and there are at most kMaxIntsetEntries of them.
-//    Sorted, in one buffer of fixed-width little-endian slots of 2, 4 or 8 bytes: the width of
-//    the widest member (adding a wider one rewrites the buffer wider). Lookups are binary
-//    searches; members come out in ascending order, as Redis's.
+//    Sorted, in fixed-width little-endian slots of 2, 4 or 8 bytes: the width of the widest
+//    member (adding a wider one rewrites them wider). Lookups are binary searches; members come
+//    out in ascending order, as Redis's.
 //  * packed (Redis 7.2's listpack set): at most kMaxPackedEntries members of at most
-//    kMaxPackedLen bytes each, [u8 len][bytes] back to back in insertion order; lookups scan.
+//    kMaxPackedLen bytes each, back to back in insertion order as PackedItems
+//    (shard/types/packed_growth.h: [u8 len][bytes], a UUID in 16 bytes); lookups scan.
 //  * table: a Dict of Entry blocks (the member as the key, an empty value): the keyspace's own
 //    chained table with incremental rehash, Redis's SCAN cursor and a fair random pick.
+//
+// One allocation, as Redis's intset: this 8-byte header, then the slots or the packed items
+// (the table form: a pointer to its Dict). The block is the header plus what it holds rounded
+// up to 8 bytes, no more: a 10-member intset of 4-byte slots is one 48-byte block, where a
+// header object with a std::string beside it took 48 + 64 bytes (bench/RESULTS.md, "Memory per
+// small collection"). So a change that needs more room, or frees 8 bytes, moves the set to a
+// new block: Add and Remove return the block to keep (and free the old one); the Entry's
+// pointer is updated by the caller (shard/db_set.cc). At these sizes the copy costs about what
+// the insert's memmove or the packed scan does.
 //
 // A set only ever moves towards the table form (ints -> packed when a non-integer arrives and
 // everything fits, ints or packed -> table when a limit is passed), never back, as in Redis.
@@ -38,10 +49,12 @@ class SetValue {
 
   enum class Form : uint8_t { kInts, kPacked, kTable };
 
-  SetValue() = default;
+  // An empty set (an intset); free it with delete.
+  static SetValue* Create();
   ~SetValue();
   SetValue(const SetValue&) = delete;
   SetValue& operator=(const SetValue&) = delete;
+  static void operator delete(void* p) { ::operator delete(p); }
 
   // The canonical integer `s` spells, as Redis's string2ll (what an intset may hold).
   static std::optional<int64_t> CanonicalInt(std::string_view s);
@@ -52,10 +65,12 @@ class SetValue {
   size_t AllocatedBytes() const;
 
   bool Contains(std::string_view m) const;
-  // True if m was not there.
-  bool Add(std::string_view m);
-  // True if m was there.
-  bool Remove(std::string_view m);
+  // Adds m; *added tells whether it was not there. Returns the set to keep: `s`, or a new block
+  // that replaces it (`s` is freed then). If it throws, `s` is as it was.
+  [[nodiscard]] static SetValue* Add(SetValue* s, std::string_view m, bool* added);
+  // Removes m; *removed tells whether it was there. Returns the set to keep, as Add (a block
+  // that cannot shrink is a bad_alloc, as anywhere else).
+  [[nodiscard]] static SetValue* Remove(SetValue* s, std::string_view m, bool* removed);
   // A member picked at random (size() > 0); `rng` is a splitmix64 state.
   std::string Random(uint64_t* rng) const;
 
@@ -71,26 +86,50 @@ class SetValue {
   uint64_t Scan(uint64_t cursor, size_t count, Fn&& fn) const;
 
  private:
+  SetValue(Form form, uint8_t width) : form_(form), width_(width) {}
+
+  // Bytes of data() in a block that holds `used` bytes: rounded up so the block is a multiple
+  // of 8.
+  static size_t Room(size_t used) { return ((sizeof(SetValue) + used + 7) & ~size_t{7}) -
+                                           sizeof(SetValue); }
+  static SetValue* Allocate(Form form, uint8_t width, size_t used);
+  // `s` (ints or packed) with room for `used` bytes: itself when its block already has exactly
+  // that room, else a copy of its header and first min(used, size) bytes in a new block (`s`
+  // freed).
+  static SetValue* Resize(SetValue* s, size_t used);
+  size_t used() const { return form_ == Form::kInts ? size_t{count_} * width_ : used_; }
+  char* data() { return reinterpret_cast<char*>(this + 1); }
+  const char* data() const { return reinterpret_cast<const char*>(this + 1); }
+  Dict* table() const {
+    Dict* t;
+    std::memcpy(&t, data(), sizeof t);
+    return t;
+  }
+
   int64_t IntAt(size_t i) const;
   void IntSetAt(size_t i, int64_t v);
   // Index of the first member >= v.
   size_t IntLowerBound(int64_t v) const;
-  void IntInsert(int64_t v);
+  static SetValue* IntInsert(SetValue* s, int64_t v);
   std::optional<size_t> PackedFind(std::string_view m) const;
-  void ToPacked();
-  void ToTable();
+  // New blocks holding s's members (s is left as it is): packed with `extra` bytes of room more,
+  // or a table.
+  static SetValue* ToPacked(const SetValue* s, size_t extra);
+  static SetValue* ToTable(const SetValue* s);
   static int WidthOf(int64_t v) {
     if (v >= INT16_MIN && v <= INT16_MAX) return 2;
     if (v >= INT32_MIN && v <= INT32_MAX) return 4;
     return 8;
   }
 
-  Form form_ = Form::kInts;
-  uint8_t width_ = 2;    // ints: bytes per member
+  Form form_;
+  uint8_t width_;      // ints: bytes per member
+  uint16_t used_ = 0;  // packed: bytes of items (at most 128 * 65)
   uint32_t count_ = 0;
-  std::string blob_;     // ints: count_ slots of width_ bytes; packed: [u8 len][bytes]...
-  std::unique_ptr<Dict> table_;  // table form
+  // Followed by the slots (ints), the items (packed) or a Dict* (table).
 };
+
+static_assert(sizeof(SetValue) == 8, "the header Room() counts");
 
 template <typename Fn>
 void SetValue::ForEach(Fn&& fn) const {
@@ -112,15 +151,15 @@ void SetValue::ForEach(Fn&& fn) const {
       }
       return;
     }
-    case Form::kPacked:
-      for (size_t off = 0; off < blob_.size();) {
-        const size_t len = static_cast<unsigned char>(blob_[off]);
-        fn(std::string_view(blob_.data() + off + 1, len));
-        off += 1 + len;
+    case Form::kPacked: {
+      char scratch[PackedItem::kUuidTextLen];
+      for (size_t off = 0; off < used_; off += PackedItem::SizeAt(data() + off)) {
+        fn(PackedItem::Decode(data() + off, scratch));
       }
       return;
+    }
     case Form::kTable:
-      table_->ForEach([&](const Entry* e) {
+      table()->ForEach([&](const Entry* e) {
         fn(e->key());
         return true;
       });
@@ -144,7 +183,7 @@ uint64_t SetValue::Scan(uint64_t cursor, size_t count, Fn&& fn) const {
     return false;  // keep it
   };
   do {
-    cursor = table_->Scan(cursor, visit, &visited);
+    cursor = table()->Scan(cursor, visit, &visited);
   } while (cursor != 0 && --steps_left > 0 && seen < count);
   return cursor;
 }

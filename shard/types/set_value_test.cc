@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shard/types/value_kinds.h"
@@ -13,9 +14,33 @@
 namespace deadbolt::shard {
 namespace {
 
-std::vector<std::string> All(const SetValue& s) {
+// Owns the latest block of a series of mutations.
+class Set {
+ public:
+  Set() : s_(SetValue::Create()) {}
+  ~Set() { delete s_; }
+  Set(const Set&) = delete;
+  Set& operator=(const Set&) = delete;
+  bool Add(std::string_view m) {
+    bool added;
+    s_ = SetValue::Add(s_, m, &added);
+    return added;
+  }
+  bool Remove(std::string_view m) {
+    bool removed;
+    s_ = SetValue::Remove(s_, m, &removed);
+    return removed;
+  }
+  const SetValue* operator->() const { return s_; }
+  SetValue* release() { return std::exchange(s_, SetValue::Create()); }
+
+ private:
+  SetValue* s_;
+};
+
+std::vector<std::string> All(const Set& s) {
   std::vector<std::string> out;
-  s.ForEach([&](std::string_view m) { out.emplace_back(m); });
+  s->ForEach([&](std::string_view m) { out.emplace_back(m); });
   return out;
 }
 
@@ -33,75 +58,99 @@ TEST(SetValueTest, CanonicalIntIsRedisString2ll) {
 // Integers stay an intset, sorted, widening 2 -> 4 -> 8 bytes as wider members arrive.
 // Small sets added to one member at a time keep at most 16 bytes of slack in their buffer.
 TEST(SetValueTest, PackedBuffersGrowToWhatTheyHold) {
-  SetValue strings, ints;
+  Set strings, ints;
   for (int i = 0; i < 10; i++) {
     strings.Add(std::string(35, 'u') + static_cast<char>('0' + i));
     ints.Add(std::to_string(1000 + i));
   }
-  ASSERT_EQ(strings.form(), SetValue::Form::kPacked);
-  ASSERT_EQ(ints.form(), SetValue::Form::kInts);
-  EXPECT_LE(strings.AllocatedBytes(), sizeof(SetValue) + 10 * 37 + 16);
-  EXPECT_LE(ints.AllocatedBytes(), sizeof(SetValue) + 10 * 8 + 16);
+  ASSERT_EQ(strings->form(), SetValue::Form::kPacked);
+  ASSERT_EQ(ints->form(), SetValue::Form::kInts);
+  EXPECT_LE(strings->AllocatedBytes(), sizeof(SetValue) + 10 * 37 + 16);
+  EXPECT_LE(ints->AllocatedBytes(), sizeof(SetValue) + 10 * 8 + 16);
+}
+
+// One block, as Redis's intset: the 8-byte header and the slots, rounded up to 8 bytes, at every
+// size from empty to the intset limit and back (a header object beside a std::string buffer
+// took 48 + 64 bytes for 10 members).
+TEST(SetValueTest, IntsetIsOneBlockOfHeaderAndSlots) {
+  Set s;
+  EXPECT_EQ(s->AllocatedBytes(), 8u);
+  for (int i = 0; i < 10; ++i) s.Add(std::to_string(40000 + i));  // 4-byte slots
+  EXPECT_EQ(s->AllocatedBytes(), 48u);
+  auto expect = [&](size_t width) { return 8 + ((s->size() * width + 7) & ~size_t{7}); };
+  for (int i = 10; i < static_cast<int>(SetValue::kMaxIntsetEntries) - 1; ++i) {
+    s.Add(std::to_string(i % 2 == 0 ? i : -40000 - i));
+    ASSERT_EQ(s->AllocatedBytes(), expect(4)) << i;
+  }
+  s.Add("5000000000");  // 8-byte slots
+  s.Remove("5000000000");
+  EXPECT_EQ(s->form(), SetValue::Form::kInts);
+  EXPECT_EQ(s->AllocatedBytes(), expect(8));
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(s.Remove(std::to_string(40000 + i)));
+  while (s->size() > 0) {
+    ASSERT_TRUE(s.Remove(All(s).front()));
+    ASSERT_EQ(s->AllocatedBytes(), expect(8)) << s->size();
+  }
 }
 
 TEST(SetValueTest, IntsetSortedAndWidening) {
-  SetValue s;
+  Set s;
   for (std::string m : {"5", "-3", "100", "5"}) s.Add(m);
-  EXPECT_EQ(s.form(), SetValue::Form::kInts);
+  EXPECT_EQ(s->form(), SetValue::Form::kInts);
   EXPECT_EQ(All(s), (std::vector<std::string>{"-3", "5", "100"}));
   EXPECT_TRUE(s.Add("70000"));
   EXPECT_TRUE(s.Add("-9223372036854775808"));
   EXPECT_EQ(All(s), (std::vector<std::string>{"-9223372036854775808", "-3", "5", "100", "70000"}));
-  EXPECT_TRUE(s.Contains("70000"));
-  EXPECT_FALSE(s.Contains("070000"));
+  EXPECT_TRUE(s->Contains("70000"));
+  EXPECT_FALSE(s->Contains("070000"));
   EXPECT_TRUE(s.Remove("5"));
   EXPECT_FALSE(s.Remove("5"));
-  EXPECT_EQ(s.size(), 4u);
-  EXPECT_EQ(s.form(), SetValue::Form::kInts);
+  EXPECT_EQ(s->size(), 4u);
+  EXPECT_EQ(s->form(), SetValue::Form::kInts);
 }
 
 TEST(SetValueTest, EncodingConversions) {
-  SetValue a;  // ints -> packed on a short non-integer
+  Set a;  // ints -> packed on a short non-integer
   a.Add("1");
   a.Add("2");
   a.Add("x");
-  EXPECT_EQ(a.form(), SetValue::Form::kPacked);
+  EXPECT_EQ(a->form(), SetValue::Form::kPacked);
   EXPECT_EQ(All(a), (std::vector<std::string>{"1", "2", "x"}));
   for (size_t i = 3; i < SetValue::kMaxPackedEntries; ++i) a.Add("m" + std::to_string(i));
-  EXPECT_EQ(a.form(), SetValue::Form::kPacked);
+  EXPECT_EQ(a->form(), SetValue::Form::kPacked);
   a.Add("one-more");
-  EXPECT_EQ(a.form(), SetValue::Form::kTable);
-  EXPECT_EQ(a.size(), SetValue::kMaxPackedEntries + 1);
-  EXPECT_TRUE(a.Contains("x"));
-  EXPECT_TRUE(a.Contains("1"));
+  EXPECT_EQ(a->form(), SetValue::Form::kTable);
+  EXPECT_EQ(a->size(), SetValue::kMaxPackedEntries + 1);
+  EXPECT_TRUE(a->Contains("x"));
+  EXPECT_TRUE(a->Contains("1"));
 
-  SetValue b;  // packed -> table on a long member
+  Set b;  // packed -> table on a long member
   b.Add("x");
   b.Add(std::string(SetValue::kMaxPackedLen + 1, 'l'));
-  EXPECT_EQ(b.form(), SetValue::Form::kTable);
+  EXPECT_EQ(b->form(), SetValue::Form::kTable);
 
-  SetValue c;  // ints -> table past the intset limit
+  Set c;  // ints -> table past the intset limit
   for (size_t i = 0; i < SetValue::kMaxIntsetEntries; ++i) c.Add(std::to_string(i * 7));
-  EXPECT_EQ(c.form(), SetValue::Form::kInts);
+  EXPECT_EQ(c->form(), SetValue::Form::kInts);
   c.Add("-1");
-  EXPECT_EQ(c.form(), SetValue::Form::kTable);
-  EXPECT_EQ(c.size(), SetValue::kMaxIntsetEntries + 1);
-  EXPECT_TRUE(c.Contains("7"));
+  EXPECT_EQ(c->form(), SetValue::Form::kTable);
+  EXPECT_EQ(c->size(), SetValue::kMaxIntsetEntries + 1);
+  EXPECT_TRUE(c->Contains("7"));
 
-  SetValue d;  // a big intset meeting a string goes straight to a table
+  Set d;  // a big intset meeting a string goes straight to a table
   for (size_t i = 0; i < SetValue::kMaxPackedEntries; ++i) d.Add(std::to_string(i));
   d.Add("s");
-  EXPECT_EQ(d.form(), SetValue::Form::kTable);
+  EXPECT_EQ(d->form(), SetValue::Form::kTable);
   // Never back: removing down to one member keeps the table, as Redis.
   for (size_t i = 0; i < SetValue::kMaxPackedEntries; ++i) d.Remove(std::to_string(i));
-  EXPECT_EQ(d.form(), SetValue::Form::kTable);
+  EXPECT_EQ(d->form(), SetValue::Form::kTable);
   EXPECT_EQ(All(d), (std::vector<std::string>{"s"}));
 }
 
 TEST(SetValueTest, MatchesStdSetUnderRandomOperations) {
   std::mt19937 rng(11);
   for (int kind = 0; kind < 3; ++kind) {
-    SetValue s;
+    Set s;
     std::set<std::string> model;
     for (int step = 0; step < 6000; ++step) {
       std::string m = std::to_string(static_cast<int>(rng() % 700) - 100);
@@ -113,12 +162,12 @@ TEST(SetValueTest, MatchesStdSetUnderRandomOperations) {
       } else {
         EXPECT_EQ(s.Remove(m), model.erase(m) == 1);
       }
-      ASSERT_EQ(s.size(), model.size());
+      ASSERT_EQ(s->size(), model.size());
       if (step % 101 == 0) {
         std::vector<std::string> got = All(s);
         std::sort(got.begin(), got.end());
         ASSERT_EQ(got, std::vector<std::string>(model.begin(), model.end()));
-        EXPECT_EQ(s.Contains(m), model.count(m) == 1);
+        EXPECT_EQ(s->Contains(m), model.count(m) == 1);
       }
     }
   }
@@ -126,24 +175,25 @@ TEST(SetValueTest, MatchesStdSetUnderRandomOperations) {
 
 TEST(SetValueTest, RandomAndScanCoverEveryMember) {
   for (size_t n : {size_t{5}, size_t{1000}}) {
-    SetValue s;
+    Set s;
     for (size_t i = 0; i < n; ++i) s.Add("m" + std::to_string(i));
     uint64_t rng = 1;
     std::set<std::string> seen;
-    for (size_t i = 0; i < n * 40; ++i) seen.insert(s.Random(&rng));
+    for (size_t i = 0; i < n * 40; ++i) seen.insert(s->Random(&rng));
     EXPECT_EQ(seen.size(), n);
     std::set<std::string> scanned;
     uint64_t cursor = 0;
     do {
-      cursor = s.Scan(cursor, 10, [&](std::string_view m) { scanned.emplace(m); });
+      cursor = s->Scan(cursor, 10, [&](std::string_view m) { scanned.emplace(m); });
     } while (cursor != 0);
     EXPECT_EQ(scanned.size(), n);
   }
 }
 
 TEST(SetValueTest, EntryOwnsTheSet) {
-  auto* s = new SetValue();
-  for (int i = 0; i < 200; ++i) s->Add("x" + std::to_string(i));
+  Set owned;
+  for (int i = 0; i < 200; ++i) owned.Add("x" + std::to_string(i));
+  SetValue* s = owned.release();
   Entry* e = MakeSetEntry("k", s, 5);
   EXPECT_EQ(TypeOf(e), ValueType::kSet);
   EXPECT_EQ(SetOf(e), s);

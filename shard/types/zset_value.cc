@@ -84,12 +84,11 @@ size_t ZSetValue::AllocatedBytes() const {
 }
 
 std::optional<size_t> ZSetValue::PackedFind(std::string_view member) const {
-  const char* d = data();
+  if (!Packable(member)) return std::nullopt;
+  char enc[PackedItem::kMaxEncoded];
+  const size_t n = PackedItem::Encode(member, enc);
   for (size_t p = 0; p < used_; p = PackedNext(p)) {
-    const size_t len = static_cast<unsigned char>(d[p]);
-    if (len == member.size() && (len == 0 || std::memcmp(d + p + 1, member.data(), len) == 0)) {
-      return p;
-    }
+    if (PackedItem::Equals(data() + p, enc, n)) return p;
   }
   return std::nullopt;
 }
@@ -107,9 +106,12 @@ std::optional<double> ZSetValue::Score(std::string_view member) const {
 
 std::optional<size_t> ZSetValue::Rank(std::string_view member) const {
   if (packed()) {
+    if (!Packable(member)) return std::nullopt;
+    char enc[PackedItem::kMaxEncoded];
+    const size_t n = PackedItem::Encode(member, enc);
     size_t r = 0;
     for (size_t p = 0; p < used_; p = PackedNext(p), ++r) {
-      if (PackedMember(p) == member) return r;
+      if (PackedItem::Equals(data() + p, enc, n)) return r;
     }
     return std::nullopt;
   }
@@ -119,15 +121,16 @@ std::optional<size_t> ZSetValue::Rank(std::string_view member) const {
   return CountWhile([&](std::string_view m, double s) { return Less(s, m, *score, member); });
 }
 
-std::pair<std::string_view, double> ZSetValue::Random(uint64_t* rng) const {
+std::pair<std::string, double> ZSetValue::Random(uint64_t* rng) const {
   if (packed()) {
     size_t k = SplitMix(rng) % count_;
     size_t p = 0;
     while (k-- > 0) p = PackedNext(p);
-    return {PackedMember(p), PackedScore(p)};
+    char scratch[PackedItem::kUuidTextLen];
+    return {std::string(PackedMember(p, scratch)), PackedScore(p)};
   }
   const Entry* e = big()->members.Random(rng);
-  return {e->key(), ReadScore(e->string_value().data())};
+  return {std::string(e->key()), ReadScore(e->string_value().data())};
 }
 
 // --- packed form ---
@@ -151,15 +154,17 @@ ZSetValue* ZSetValue::PackedInsert(ZSetValue* z, std::string_view member, double
     out->count_ = z->count_;
   }
   size_t at = 0;
-  while (at < out->used_ && Less(out->PackedScore(at), out->PackedMember(at), score, member)) {
+  char scratch[PackedItem::kUuidTextLen];
+  while (at < out->used_ &&
+         Less(out->PackedScore(at), out->PackedMember(at, scratch), score, member)) {
     at = out->PackedNext(at);
   }
   char* d = out->data();
-  const size_t len = PackedSize(member);
-  std::memmove(d + at + len, d + at, out->used_ - at);
-  d[at] = static_cast<char>(member.size());
-  if (!member.empty()) std::memcpy(d + at + 1, member.data(), member.size());
-  std::memcpy(d + at + 1 + member.size(), &score, 8);
+  char enc[PackedItem::kMaxEncoded];
+  const size_t n = PackedItem::Encode(member, enc);
+  std::memmove(d + at + n + 8, d + at, out->used_ - at);
+  std::memcpy(d + at, enc, n);
+  std::memcpy(d + at + n, &score, 8);
   out->used_ = static_cast<uint32_t>(need);
   ++out->count_;
   return out;
@@ -183,10 +188,9 @@ ZSetValue* ZSetValue::ToPacked(const ZSetValue* z, size_t capacity) {
   char* d = p->data();
   size_t at = 0;
   z->ForEach([&](std::string_view m, double s) {
-    d[at] = static_cast<char>(m.size());
-    if (!m.empty()) std::memcpy(d + at + 1, m.data(), m.size());
-    std::memcpy(d + at + 1 + m.size(), &s, 8);
-    at += PackedSize(m);
+    const size_t n = PackedItem::Encode(m, d + at);
+    std::memcpy(d + at + n, &s, 8);
+    at += n + 8;
     return true;
   });
   p->used_ = static_cast<uint32_t>(at);

@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "shard/table/dict.h"
 #include "shard/table/entry.h"
+#include "shard/types/packed_growth.h"
 
 namespace deadbolt::shard {
 
@@ -24,7 +26,8 @@ namespace deadbolt::shard {
 // zset-max-listpack-value 64):
 //
 //  * packed: at most kMaxPackedEntries members of at most kMaxPackedLen bytes. One allocation:
-//    this header, then the members in order, each as [u8 len][member bytes][8-byte score]. At
+//    this header, then the members in order, each as a PackedItem (shard/types/packed_growth.h:
+//    [u8 len][member bytes], a UUID in 16 bytes) and its 8-byte score. At
 //    this size a scan of a few cache lines beats any index: lookups, ranks and range bounds walk
 //    the array; an insert or removal is one memmove. A 10-member semaphore is one block.
 //  * skiplist: Redis's choice, kept for the same reasons over a B-tree: rank queries (ZRANK,
@@ -56,7 +59,9 @@ class ZSetValue {
 
   // An empty packed set with room for `bytes` of packed members (see PackedSize).
   static ZSetValue* Create(size_t bytes = 0);
-  static size_t PackedSize(std::string_view member) { return 1 + member.size() + 8; }
+  static size_t PackedSize(std::string_view member) {
+    return PackedItem::EncodedSize(member) + 8;
+  }
   static bool Packable(std::string_view member) { return member.size() <= kMaxPackedLen; }
 
   size_t size() const { return count_; }
@@ -78,7 +83,8 @@ class ZSetValue {
   template <typename Pred>
   size_t CountWhile(Pred&& before) const;
   // fn(member, score) for ranks first..last (inclusive, last < size()), ascending; descending
-  // from last to first when `reverse`. fn returns false to stop.
+  // from last to first when `reverse`. fn returns false to stop. The member's view is valid
+  // during the call only (a packed UUID is rebuilt in a scratch buffer).
   template <typename Fn>
   void Range(size_t first, size_t last, bool reverse, Fn&& fn) const;
   template <typename Fn>
@@ -90,7 +96,7 @@ class ZSetValue {
   template <typename Fn>
   uint64_t Scan(uint64_t cursor, size_t count, Fn&& fn);
   // A member chosen at random (the set must not be empty); rng is a splitmix64 state.
-  std::pair<std::string_view, double> Random(uint64_t* rng) const;
+  std::pair<std::string, double> Random(uint64_t* rng) const;
 
  private:
   static constexpr uint32_t kTableForm = UINT32_MAX;
@@ -134,14 +140,15 @@ class ZSetValue {
     return as < bs || (as == bs && a < b);
   }
 
-  // Packed: the member at byte p, its score, and where the next one starts.
-  std::string_view PackedMember(size_t p) const {
-    return {data() + p + 1, static_cast<unsigned char>(data()[p])};
+  // Packed: the member at byte p (a view of the block or of `scratch`, kUuidTextLen bytes), its
+  // score, and where the next one starts.
+  std::string_view PackedMember(size_t p, char* scratch) const {
+    return PackedItem::Decode(data() + p, scratch);
   }
   double PackedScore(size_t p) const {
-    return ReadScore(data() + p + 1 + static_cast<unsigned char>(data()[p]));
+    return ReadScore(data() + p + PackedItem::SizeAt(data() + p));
   }
-  size_t PackedNext(size_t p) const { return p + 1 + static_cast<unsigned char>(data()[p]) + 8; }
+  size_t PackedNext(size_t p) const { return p + PackedItem::SizeAt(data() + p) + 8; }
   std::optional<size_t> PackedFind(std::string_view member) const;
 
   static ZSetValue* CreateTable();
@@ -170,7 +177,9 @@ template <typename Pred>
 size_t ZSetValue::CountWhile(Pred&& before) const {
   size_t n = 0;
   if (packed()) {
-    for (size_t p = 0; p < used_ && before(PackedMember(p), PackedScore(p)); p = PackedNext(p)) {
+    char scratch[PackedItem::kUuidTextLen];
+    for (size_t p = 0; p < used_ && before(PackedMember(p, scratch), PackedScore(p));
+         p = PackedNext(p)) {
       ++n;
     }
     return n;
@@ -190,16 +199,17 @@ template <typename Fn>
 void ZSetValue::Range(size_t first, size_t last, bool reverse, Fn&& fn) const {
   if (first > last || last >= count_) return;
   if (packed()) {
+    char scratch[PackedItem::kUuidTextLen];
     size_t offsets[kMaxPackedEntries];
     size_t i = 0;
     for (size_t p = 0; p < used_ && i <= last; p = PackedNext(p)) offsets[i++] = p;
     if (!reverse) {
       for (size_t r = first; r <= last; ++r) {
-        if (!fn(PackedMember(offsets[r]), PackedScore(offsets[r]))) return;
+        if (!fn(PackedMember(offsets[r], scratch), PackedScore(offsets[r]))) return;
       }
     } else {
       for (size_t r = last + 1; r-- > first;) {
-        if (!fn(PackedMember(offsets[r]), PackedScore(offsets[r]))) return;
+        if (!fn(PackedMember(offsets[r], scratch), PackedScore(offsets[r]))) return;
       }
     }
     return;

@@ -592,6 +592,11 @@ class JournalZSetTest(JournalCase):
         self.stop()
 
 
+UUID_LOWER = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
+UUID_UPPER = "6F9619FF-8B86-D011-B42D-00C04FC964FF"
+UUID_MIXED = "6f9619ff-8b86-d011-b42d-00C04FC964FF"
+
+
 class JournalListSetTest(JournalCase):
     """Lists and sets (issue 13): every acknowledged change survives SIGKILL with --appendfsync
     always, through replay, a rewrite, and a change of --threads, in order and with TTLs."""
@@ -623,6 +628,12 @@ class JournalListSetTest(JournalCase):
         ok("SUNIONSTORE", "{b}union", "s:ints", "s:str")
         ok("SADD", "s:ttl", "1")
         ok("PEXPIRE", "s:ttl", "90000")
+        # UUIDs, kept packed in 16 bytes when of one case: the same text comes back.
+        ok("RPUSH", "l:uuid", UUID_LOWER, UUID_UPPER, UUID_MIXED, "short")
+        ok("LSET", "l:uuid", "3", UUID_LOWER.replace("7", "8"))
+        ok("SADD", "s:uuid", UUID_LOWER, UUID_UPPER, UUID_MIXED, "1")
+        ok("SREM", "s:uuid", "1")
+        ok("ZADD", "z:uuid", "1", UUID_LOWER, "1", UUID_UPPER, "0", UUID_MIXED)
 
     def verify(self, c):
         def members(*args):
@@ -646,7 +657,13 @@ class JournalListSetTest(JournalCase):
                          sorted([b"-1", b"5", b"70000", b"x", b"y", b"1"]))
         self.assertEqual(c.cmd("TYPE", "s:ttl"), b"+set\r\n")
         self.assertTrue(0 < to_int(c.cmd("PTTL", "s:ttl")) <= 90000)
-        self.assertEqual(c.cmd("DBSIZE"), integer(12))
+        u = [UUID_LOWER.encode(), UUID_UPPER.encode(), UUID_MIXED.encode()]
+        self.assertEqual(decode(c.cmd("LRANGE", "l:uuid", "0", "-1")),
+                         u + [UUID_LOWER.replace("7", "8").encode()])
+        self.assertEqual(members("SMEMBERS", "s:uuid"), sorted(u))
+        self.assertEqual(decode(c.cmd("ZRANGE", "z:uuid", "0", "-1", "WITHSCORES")),
+                         [u[2], b"0", u[1], b"1", u[0], b"1"])
+        self.assertEqual(c.cmd("DBSIZE"), integer(15))
 
     def test_sigkill_rewrite_and_threads_change(self):
         c = self.start(threads=2, fsync="always")

@@ -35,6 +35,14 @@ def bulks(*items):
     return array(*[bulk(i) for i in items])
 
 
+# UUIDs of one case are kept packed in 16 bytes (shard/types/packed_growth.h): each comes back
+# as the same text, and the other case of the same UUID is another value.
+U_LOWER = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+U_UPPER = "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0"
+U_MIXED = "0f1e2d3c-4b5a-6978-8796-A5B4C3D2E1F0"
+U_DIGITS = "01234567-8901-2345-6789-012345678901"
+
+
 class ListTestCase(harness.ServerTestCase):
     def setUp(self):
         super().setUp()
@@ -295,3 +303,24 @@ class KeyspaceTest(ListTestCase):
 if __name__ == "__main__":
     import unittest
     unittest.main()
+
+
+class UuidElementsTest(ListTestCase):
+    def test_uuids_come_back_as_sent(self):
+        self.assertReplies([
+            (("RPUSH", "l", U_LOWER, U_UPPER, U_MIXED, U_DIGITS), integer(4)),
+            (("LPUSH", "l", U_UPPER), integer(5)),
+            (("LRANGE", "l", "0", "-1"), bulks(U_UPPER, U_LOWER, U_UPPER, U_MIXED, U_DIGITS)),
+            (("LINDEX", "l", "1"), bulk(U_LOWER)),
+            (("LINDEX", "l", "-1"), bulk(U_DIGITS)),
+            (("LPOS", "l", U_UPPER, "COUNT", "0"), array(integer(0), integer(2))),
+            (("LPOS", "l", U_LOWER.replace("f0", "f1")), NIL),
+            (("LREM", "l", "1", U_UPPER), integer(1)),
+            (("LSET", "l", "0", U_UPPER), OK),
+            (("LINSERT", "l", "BEFORE", U_MIXED, "x"), integer(5)),
+            (("LRANGE", "l", "0", "-1"), bulks(U_UPPER, U_UPPER, "x", U_MIXED, U_DIGITS)),
+            (("LMOVE", "l", "l2", "LEFT", "RIGHT"), bulk(U_UPPER)),
+            (("RPOP", "l", "2"), bulks(U_DIGITS, U_MIXED)),
+            (("LPOP", "l"), bulk(U_UPPER)),
+            (("LRANGE", "l2", "0", "-1"), bulks(U_UPPER)),
+        ])

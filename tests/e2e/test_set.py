@@ -39,6 +39,14 @@ def rset(*items):
     return b"~%d\r\n" % len(items) + b"".join(bulk(i) for i in items)
 
 
+# UUIDs of one case are kept packed in 16 bytes (shard/types/packed_growth.h): each comes back
+# as the same text, and the other case of the same UUID is another value.
+U_LOWER = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+U_UPPER = "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0"
+U_MIXED = "0f1e2d3c-4b5a-6978-8796-A5B4C3D2E1F0"
+U_DIGITS = "01234567-8901-2345-6789-012345678901"
+
+
 class SetTestCase(harness.ServerTestCase):
     def setUp(self):
         super().setUp()
@@ -282,3 +290,24 @@ class KeyspaceTest(SetTestCase):
 if __name__ == "__main__":
     import unittest
     unittest.main()
+
+
+class UuidMembersTest(SetTestCase):
+    def test_uuids_come_back_as_sent(self):
+        self.assertReplies([
+            (("SADD", "s", U_LOWER, U_UPPER, U_MIXED, U_DIGITS), integer(4)),
+            (("SADD", "s", U_UPPER, U_LOWER), integer(0)),
+            (("SISMEMBER", "s", U_LOWER.replace("f0", "f1")), integer(0)),
+            (("SMISMEMBER", "s", U_LOWER, U_UPPER, U_MIXED, U_DIGITS, "x"),
+             array(*[integer(1)] * 4, integer(0))),
+            (("SREM", "s", U_UPPER), integer(1)),
+            (("SCARD", "s"), integer(3)),
+        ])
+        self.assertEqual(self.members("SMEMBERS", "s"),
+                         {U_LOWER.encode(), U_MIXED.encode(), U_DIGITS.encode()})
+        self.assertEqual(self.members("SRANDMEMBER", "s", "-20") - self.members("SMEMBERS", "s"),
+                         set())
+        self.assertEqual(self.members("SINTER", "s", "s"), self.members("SMEMBERS", "s"))
+        popped = self.members("SPOP", "s", "3")
+        self.assertEqual(popped, {U_LOWER.encode(), U_MIXED.encode(), U_DIGITS.encode()})
+        self.assertReply(integer(0), "EXISTS", "s")

@@ -62,6 +62,14 @@ def key_on(shard, prefix):
     return "%s%d" % (prefix, n)
 
 
+# UUIDs of one case are kept packed in 16 bytes (shard/types/packed_growth.h): each comes back
+# as the same text, and the other case of the same UUID is another value.
+U_LOWER = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+U_UPPER = "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0"
+U_MIXED = "0f1e2d3c-4b5a-6978-8796-A5B4C3D2E1F0"
+U_DIGITS = "01234567-8901-2345-6789-012345678901"
+
+
 class ZSetTestCase(harness.ServerTestCase):
     def setUp(self):
         super().setUp()
@@ -696,3 +704,30 @@ class SemaphoreTest(ZSetTestCase):
 
 if __name__ == "__main__":
     harness.main()
+
+
+class UuidMembersTest(ZSetTestCase):
+    def test_uuids_come_back_as_sent_in_text_order(self):
+        # Same score: ordered by the text (digits < upper case < lower case).
+        self.assertReplies([
+            (("ZADD", "z", "1", U_LOWER, "1", U_UPPER, "1", U_MIXED, "1", U_DIGITS, "0", "b"),
+             integer(5)),
+            (("ZRANGE", "z", "0", "-1"), bulks("b", U_DIGITS, U_UPPER, U_MIXED, U_LOWER)),
+            (("ZADD", "lex", "0", U_LOWER, "0", U_UPPER, "0", U_MIXED, "0", U_DIGITS), integer(4)),
+            (("ZRANGE", "lex", "(" + U_DIGITS, "[" + U_MIXED, "BYLEX"), bulks(U_UPPER, U_MIXED)),
+            (("ZLEXCOUNT", "lex", "[0", "[1"), integer(4)),
+            (("ZREMRANGEBYLEX", "lex", "[0F", "[" + U_MIXED), integer(2)),
+            (("ZRANGE", "lex", "0", "-1"), bulks(U_DIGITS, U_LOWER)),
+            (("ZRANGEBYSCORE", "z", "1", "1", "WITHSCORES"),
+             ws(U_DIGITS, "1", U_UPPER, "1", U_MIXED, "1", U_LOWER, "1")),
+            (("ZREVRANGE", "z", "0", "1"), bulks(U_LOWER, U_MIXED)),
+            (("ZSCORE", "z", U_UPPER), bulk("1")),
+            (("ZSCORE", "z", U_LOWER.replace("f0", "f1")), NIL),
+            (("ZRANK", "z", U_MIXED), integer(3)),
+            (("ZINCRBY", "z", "5", U_UPPER), bulk("6")),
+            (("ZREM", "z", U_LOWER), integer(1)),
+            (("ZPOPMAX", "z"), bulks(U_UPPER, "6")),
+            (("ZRANGESTORE", "z2", "z", "0", "-1"), integer(3)),
+            (("ZRANGE", "z2", "0", "-1", "WITHSCORES"), ws("b", "0", U_DIGITS, "1", U_MIXED, "1")),
+            (("ZSCAN", "z2", "0"), array(bulk("0"), ws("b", "0", U_DIGITS, "1", U_MIXED, "1"))),
+        ])
