@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
       "deadbolt %s (redis %s protocol) ready: %d threads, io_uring %s, listening on %s:%d",
       deadbolt::server::kDeadboltVersion, deadbolt::server::kVersion, server.num_shards(),
       server.reactor(0).ring_mode(), config.bind.c_str(), config.port);
+  if (config.tls_port != 0) {
+    deadbolt::server::LogNotice("TLS clients on %s:%d", config.bind.c_str(), config.tls_port);
+  }
   if (config.restart_delay_ms > 0) {
     deadbolt::server::LogNotice(
         "--restart-delay: lock acquisitions are refused for the next %lld ms",

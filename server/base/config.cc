@@ -70,6 +70,18 @@ std::function<std::string(const Config&)> BoolGetter(bool Config::*field) {
   return [=](const Config& c) { return std::string(c.*field ? "yes" : "no"); };
 }
 
+std::function<std::optional<std::string>(Config&, std::string_view)> StringSetter(
+    std::string Config::*field) {
+  return [=](Config& c, std::string_view v) -> std::optional<std::string> {
+    c.*field = std::string(v);
+    return std::nullopt;
+  };
+}
+
+std::function<std::string(const Config&)> StringGetter(std::string Config::*field) {
+  return [=](const Config& c) { return c.*field; };
+}
+
 const std::vector<Setting>& Settings() {
   static const std::vector<Setting> kSettings = {
       {"port", false, IntSetter(&Config::port, 0, 65535), IntGetter(&Config::port)},
@@ -227,6 +239,30 @@ const std::vector<Setting>& Settings() {
          return std::nullopt;
        },
        [](const Config& c) { return c.enable_debug_command; }},
+      // TLS, fixed at start (Redis reloads them on CONFIG SET; deadbolt does not yet).
+      {"tls-port", false, IntSetter(&Config::tls_port, 0, 65535), IntGetter(&Config::tls_port)},
+      {"tls-cert-file", false, StringSetter(&Config::tls_cert_file),
+       StringGetter(&Config::tls_cert_file)},
+      {"tls-key-file", false, StringSetter(&Config::tls_key_file),
+       StringGetter(&Config::tls_key_file)},
+      {"tls-ca-cert-file", false, StringSetter(&Config::tls_ca_cert_file),
+       StringGetter(&Config::tls_ca_cert_file)},
+      {"tls-auth-clients", false,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::string l = AsciiLower(v);
+         if (l != "yes" && l != "no" && l != "optional") {
+           return std::string("argument(s) must be one of the following: no, yes, optional");
+         }
+         c.tls_auth_clients = l;
+         return std::nullopt;
+       },
+       StringGetter(&Config::tls_auth_clients)},
+      {"tls-protocols", false, StringSetter(&Config::tls_protocols),
+       StringGetter(&Config::tls_protocols)},
+      {"tls-ciphersuites", false, StringSetter(&Config::tls_ciphersuites),
+       StringGetter(&Config::tls_ciphersuites)},
+      {"tls-ciphers", false, StringSetter(&Config::tls_ciphers),
+       StringGetter(&Config::tls_ciphers)},
       // Fixed at start: the delay counts from then.
       {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
        IntGetter(&Config::restart_delay_ms)},
@@ -325,6 +361,10 @@ std::string Config::Usage() {
          "                       [--latency-tracking-info-percentiles \"P ...\"]\n"
          "                       [--latency-monitor-threshold MS]\n"
          "                       [--enable-debug-command no|local|yes]\n"
+         "                       [--tls-port N] [--tls-cert-file PEM] [--tls-key-file PEM]\n"
+         "                       [--tls-ca-cert-file PEM] [--tls-auth-clients yes|no|optional]\n"
+         "                       [--tls-protocols \"TLSv1.2 TLSv1.3\"] [--tls-ciphersuites S]\n"
+         "                       [--tls-ciphers S]\n"
          "Defaults: --port 6379 --bind 127.0.0.1 --threads <cores> --databases 16\n"
          "          --appendonly no --appendfsync everysec --dir .\n"
          "With --appendonly yes every shard keeps a journal in --dir "

@@ -74,6 +74,14 @@ struct Config {
   // DEBUG: "no", "local" (from loopback connections only) or "yes"; fixed at start, as Redis's.
   std::string enable_debug_command = "no";
 
+  // --- TLS (server/tls/): a second listener on tls_port (0: none), fixed at start ---
+  int tls_port = 0;
+  std::string tls_cert_file, tls_key_file, tls_ca_cert_file;
+  std::string tls_auth_clients = "yes";  // yes, no or optional
+  std::string tls_protocols;             // "TLSv1.2 TLSv1.3" (empty: those two)
+  std::string tls_ciphersuites;          // TLSv1.3 suites (empty: OpenSSL's default)
+  std::string tls_ciphers;               // TLSv1.2 and older (empty: OpenSSL's default)
+
   // Values CONFIG SET gave to the parameters that have no effect here (NoEffectParams).
   std::map<std::string, std::string> no_effect;
 

@@ -73,6 +73,35 @@ TEST(ConfigTest, SetAndGet) {
 }
 
 // Every flag the command line takes is in --help (--max-multibulk-len was missing).
+TEST(ConfigTest, TlsFlags) {
+  Config c;
+  EXPECT_EQ(c.tls_port, 0);
+  EXPECT_EQ(c.tls_auth_clients, "yes");  // Redis's default
+  ASSERT_EQ(Parse({"--tls-port", "6380", "--tls-cert-file", "s.crt", "--tls-key-file=s.key",
+                   "--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "OPTIONAL",
+                   "--tls-protocols", "TLSv1.3", "--tls-ciphersuites", "TLS_AES_128_GCM_SHA256",
+                   "--tls-ciphers", "HIGH"},
+                  &c),
+            std::nullopt);
+  EXPECT_EQ(c.tls_port, 6380);
+  EXPECT_EQ(c.tls_cert_file, "s.crt");
+  EXPECT_EQ(c.tls_key_file, "s.key");
+  EXPECT_EQ(c.tls_ca_cert_file, "ca.crt");
+  EXPECT_EQ(c.tls_auth_clients, "optional");
+  EXPECT_EQ(c.tls_protocols, "TLSv1.3");
+  EXPECT_EQ(c.tls_ciphersuites, "TLS_AES_128_GCM_SHA256");
+  EXPECT_EQ(c.tls_ciphers, "HIGH");
+  auto got = c.Get("tls-port");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].second, "6380");
+  EXPECT_NE(Parse({"--tls-auth-clients", "maybe"}, &c), std::nullopt);
+  EXPECT_NE(Parse({"--tls-port", "70000"}, &c), std::nullopt);
+  // Fixed at start.
+  auto err = c.Set("tls-port", "6381");
+  ASSERT_TRUE(err.has_value());
+  EXPECT_NE(err->find("can't set immutable config"), std::string::npos);
+}
+
 TEST(ConfigTest, HelpListsEveryFlag) {
   const std::string usage = Config::Usage();
   auto listed = [&](const std::string& flag) {

@@ -17,6 +17,7 @@
 #include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "server/tls/tls.h"
 #include "server/txn/blocked_reply.h"
 #include "server/txn/lock_table.h"
 #include "server/txn/watch_table.h"
@@ -214,9 +215,46 @@ void Connection::Kill() { reactor_->CloseConnection(this); }
 
 void Connection::OnRead(const char* data, size_t n) {
   reactor_->stats().net_input_bytes += n;
+  if (tls_) [[unlikely]] {
+    OnTlsRead(data, n);
+    return;
+  }
   if (close_after_reply_) return;  // input after QUIT or a protocol error is ignored
   in_.append(data, n);
   ProcessInput();
+}
+
+void Connection::OnTlsRead(const char* data, size_t n) {
+  const bool was_done = tls_->handshake_done();
+  // Input after QUIT or a protocol error is decrypted (the session must follow the stream)
+  // and dropped.
+  const size_t before = in_.size();
+  bool ok = tls_->Feed(data, n, &in_);
+  if (close_after_reply_) in_.resize(before);
+  if (!ok) {
+    LogTlsFailure();
+    Kill();
+    return;
+  }
+  if (tls_->wire_pending() || (!was_done && tls_->handshake_done())) {
+    reactor_->MarkForFlush(this);  // handshake records; replies written before it was done
+  }
+  if (in_.size() > before) ProcessInput();
+  if (tls_->peer_closed() && !closing_) CloseAfterReply();  // close_notify: nothing more comes
+}
+
+bool Connection::TlsWirePending() const { return tls_->wire_pending(); }
+
+void Connection::LogTlsFailure() {
+  static thread_local LogRateLimiter limiter(60 * 1000, 10);
+  uint64_t suppressed = 0;
+  if (!limiter.Allow(reactor_->now_ms(), &suppressed)) return;
+  if (suppressed > 0) {
+    LogWarning("closing TLS client %s: %s (%llu more such lines left out)", peer_.c_str(),
+               tls_->error().c_str(), static_cast<unsigned long long>(suppressed));
+  } else {
+    LogWarning("closing TLS client %s: %s", peer_.c_str(), tls_->error().c_str());
+  }
 }
 
 void Connection::ProcessInput() {

@@ -33,6 +33,7 @@ struct RelayDeleter {  // relay.cc, where Relay is defined
 class ConnBlockedReply;
 class BlockedReply;
 class LockTable;
+class TlsSession;  // server/tls/tls.h
 
 // Whether a transaction holds (or waits for) any key of the call on this shard, and the lock
 // names of its keys (server/txn/lock_table.h). Shard thread.
@@ -74,7 +75,7 @@ class Connection {
   Connection(Reactor* reactor, int fd, uint64_t id, std::string peer, std::string local);
   ~Connection();
 
-  // Reactor thread: bytes arrived.
+  // Reactor thread: bytes arrived (for a TLS connection, records: OnTlsRead).
   void OnRead(const char* data, size_t n);
   // Reactor thread: runs as many complete commands from the input as possible.
   void ProcessInput();
@@ -222,6 +223,13 @@ class Connection {
   // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
   void OnClose();
   bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }
+  // --- TLS (server/tls/): null for a plain connection, so the hooks in OnRead, SubmitSend and
+  // FlushConnections cost it one test of a pointer ---
+  bool tls() const { return tls_ != nullptr; }
+  // Records (the handshake's, alerts) wait to be sent.
+  bool tls_wire_pending() const { return tls_ != nullptr && TlsWirePending(); }
+  // Logs why the TLS session failed (rate-limited); the caller closes the connection.
+  [[gnu::cold]] void LogTlsFailure();
 
  private:
   friend class Reactor;
@@ -316,6 +324,10 @@ class Connection {
   // Closes a client that left too many replies unread before AUTH (kUnauthMaxUnsentOutput).
   void CloseUnauthenticated();
   void AfterOutput();
+  // OnRead for a TLS connection: records in, plaintext into in_. Kept out of line and cold so
+  // that it changes nothing in how the plain path is compiled.
+  [[gnu::noinline, gnu::cold]] void OnTlsRead(const char* data, size_t n);
+  bool TlsWirePending() const;
 
   Reactor* reactor_;
   int fd_;
@@ -436,6 +448,7 @@ class Connection {
   // Leaves the reactor's registry (destructor; safe to call again, e.g. from OnClose()).
   void PubSubTeardown();
   std::unique_ptr<PubSubClient> pubsub_;
+  std::unique_ptr<TlsSession> tls_;  // set by Reactor::Adopt for --tls-port's clients
 };
 
 }  // namespace deadbolt::server

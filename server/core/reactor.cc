@@ -28,6 +28,7 @@
 #include "server/cmdtable/memory_limit.h"
 #include "server/core/connection.h"
 #include "server/core/server.h"
+#include "server/tls/tls.h"
 
 // mimalloc's, when it is the allocator (the release binary); absent under the sanitizers.
 extern "C" void mi_collect(bool force) __attribute__((weak));
@@ -236,7 +237,9 @@ Reactor::~Reactor() {
   if (ring_ready_) io_uring_queue_exit(&ring_);
   if (buf_ring_) munmap(buf_ring_, kBufCount * sizeof(io_uring_buf));
   free(buf_base_);
-  if (listen_fd_ >= 0) close(listen_fd_);
+  for (const Listener& l : listeners_) {
+    if (l.fd >= 0) close(l.fd);
+  }
   if (event_fd_ >= 0) close(event_fd_);
 }
 
@@ -383,50 +386,60 @@ std::optional<std::string> Reactor::Init() {
   }
 
   if (id_ == 0) {
-    // One listening socket, owned by reactor 0, which hands connections out round-robin.
-    // (SO_REUSEPORT would silently share the port with a second server started by mistake.)
-    bool v6 = config_.bind.find(':') != std::string::npos;
-    listen_fd_ = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) return std::string("socket failed: ") + strerror(errno);
-    int one = 1;
-    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_storage ss{};
-    socklen_t len;
-    if (v6) {
-      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-      a->sin6_family = AF_INET6;
-      a->sin6_port = htons(config_.port);
-      if (inet_pton(AF_INET6, config_.bind.c_str(), &a->sin6_addr) != 1) {
-        return "invalid bind address '" + config_.bind + "'";
-      }
-      len = sizeof(*a);
-    } else {
-      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-      a->sin_family = AF_INET;
-      a->sin_port = htons(config_.port);
-      std::string host = config_.bind == "localhost" ? "127.0.0.1" : config_.bind;
-      if (inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) {
-        return "invalid bind address '" + config_.bind + "'";
-      }
-      len = sizeof(*a);
+    // One listening socket per port, owned by reactor 0, which hands connections out
+    // round-robin. (SO_REUSEPORT would silently share the port with a second server started by
+    // mistake.)
+    if (auto err = OpenListener(config_.port, &listeners_[0].fd)) return err;
+    if (config_.tls_port != 0) {
+      if (auto err = OpenListener(config_.tls_port, &listeners_[1].fd)) return err;
     }
-    // A server SIGKILLed a moment ago still holds its port for 5-10 ms after it has been reaped:
-    // the kernel tears its io_uring down (and with it the multishot accept that keeps the
-    // listening socket open) asynchronously. So a restart at once, by a supervisor or a test,
-    // would fail; EADDRINUSE is tried again for up to a second before it is reported.
-    constexpr auto kBindRetryFor = std::chrono::seconds(1);
-    constexpr auto kBindRetryEvery = std::chrono::milliseconds(5);
-    const auto give_up = std::chrono::steady_clock::now() + kBindRetryFor;
-    while (bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) < 0) {
-      const int bind_errno = errno;
-      if (bind_errno != EADDRINUSE || std::chrono::steady_clock::now() >= give_up) {
-        return "could not bind to " + config_.bind + ":" + std::to_string(config_.port) + ": " +
-               strerror(bind_errno);
-      }
-      std::this_thread::sleep_for(kBindRetryEvery);
-    }
-    if (listen(listen_fd_, 511) < 0) return std::string("listen failed: ") + strerror(errno);
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> Reactor::OpenListener(int port, int* fd_out) {
+  bool v6 = config_.bind.find(':') != std::string::npos;
+  const int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string("socket failed: ") + strerror(errno);
+  *fd_out = fd;  // closed by the destructor, also when this fails
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_storage ss{};
+  socklen_t len;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    if (inet_pton(AF_INET6, config_.bind.c_str(), &a->sin6_addr) != 1) {
+      return "invalid bind address '" + config_.bind + "'";
+    }
+    len = sizeof(*a);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    std::string host = config_.bind == "localhost" ? "127.0.0.1" : config_.bind;
+    if (inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) {
+      return "invalid bind address '" + config_.bind + "'";
+    }
+    len = sizeof(*a);
+  }
+  // A server SIGKILLed a moment ago still holds its port for 5-10 ms after it has been reaped:
+  // the kernel tears its io_uring down (and with it the multishot accept that keeps the
+  // listening socket open) asynchronously. So a restart at once, by a supervisor or a test,
+  // would fail; EADDRINUSE is tried again for up to a second before it is reported.
+  constexpr auto kBindRetryFor = std::chrono::seconds(1);
+  constexpr auto kBindRetryEvery = std::chrono::milliseconds(5);
+  const auto give_up = std::chrono::steady_clock::now() + kBindRetryFor;
+  while (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) < 0) {
+    const int bind_errno = errno;
+    if (bind_errno != EADDRINUSE || std::chrono::steady_clock::now() >= give_up) {
+      return "could not bind to " + config_.bind + ":" + std::to_string(port) + ": " +
+             strerror(bind_errno);
+    }
+    std::this_thread::sleep_for(kBindRetryEvery);
+  }
+  if (listen(fd, 511) < 0) return std::string("listen failed: ") + strerror(errno);
   return std::nullopt;
 }
 
@@ -578,10 +591,13 @@ io_uring_sqe* Reactor::GetSqe() {
 }
 
 void Reactor::ArmAccept() {
-  accept_armed_ = true;
-  io_uring_sqe* sqe = GetSqe();
-  io_uring_prep_multishot_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-  io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpAccept));
+  for (Listener& l : listeners_) {
+    if (l.fd < 0 || l.armed) continue;
+    l.armed = true;
+    io_uring_sqe* sqe = GetSqe();
+    io_uring_prep_multishot_accept(sqe, l.fd, nullptr, nullptr, SOCK_CLOEXEC);
+    io_uring_sqe_set_data64(sqe, Encode(AcceptTag(l), kOpAccept));
+  }
 }
 
 void Reactor::ArmEventfd() {
@@ -607,7 +623,9 @@ void Reactor::RecycleBuffer(uint16_t bid) {
 
 void Reactor::SubmitSend(Connection* c) {
   if (c->sending_.empty()) {
-    if (c->hold_marks_.empty()) {
+    if (c->tls_ && !c->tls_->handshake_done()) [[unlikely]] {
+      // Replies wait in out_ until the handshake is done; its own records go now.
+    } else if (c->hold_marks_.empty()) {
       c->sending_.swap(c->out_);
     } else {
       // Only the output whose journal batch is on disk may leave.
@@ -628,6 +646,15 @@ void Reactor::SubmitSend(Connection* c) {
       for (auto& m : c->hold_marks_) m.first -= n;
     }
     c->sending_off_ = 0;
+    if (c->tls_) [[unlikely]] {
+      // TLS: the plaintext taken becomes the records to send (after any the session made).
+      if (!c->tls_->Seal(&c->sending_)) {
+        c->LogTlsFailure();
+        CloseConnection(c);
+        return;
+      }
+      if (c->sending_.empty()) return;
+    }
   }
   io_uring_sqe* sqe = GetSqe();
   io_uring_prep_send(sqe, c->fd(), c->sending_.data() + c->sending_off_,
@@ -720,7 +747,7 @@ void Reactor::FlushConnections() {
       // come). A blocking call may wait long, so what precedes it leaves now.
       continue;
     }
-    if (!c->send_in_flight_ && !c->out_.empty()) {
+    if (!c->send_in_flight_ && (!c->out_.empty() || c->tls_wire_pending())) {
       SubmitSend(c);
     } else if (!c->send_in_flight_ && c->out_.empty() && c->pending_.empty() &&
                c->close_after_reply_) {
@@ -752,17 +779,15 @@ void Reactor::MaybeFree(Connection* c) {
   }
 }
 
-void Reactor::OnAccept(int res, uint32_t flags) {
-  if (!(flags & IORING_CQE_F_MORE)) accept_armed_ = false;
+void Reactor::OnAccept(bool tls, int res, uint32_t flags) {
+  if (!(flags & IORING_CQE_F_MORE)) listeners_[tls ? 1 : 0].armed = false;
   if (res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM) {
     // Out of descriptors (or memory): accepting again at once would fail again at once, and
     // spin. Pause instead; the connections waiting meanwhile stay in the listen backlog.
     PauseAccept(-res);
     return;
   }
-  if (!accept_armed_ && !accept_backoff_.paused() && !stop_.load(std::memory_order_relaxed)) {
-    ArmAccept();
-  }
+  if (!accept_backoff_.paused() && !stop_.load(std::memory_order_relaxed)) ArmAccept();
   if (res < 0) {
     if (res != -ECANCELED) LogWarning("accept failed: %s", strerror(-res));
     return;
@@ -771,19 +796,20 @@ void Reactor::OnAccept(int res, uint32_t flags) {
   int target = static_cast<int>(next++ % server_->num_shards());
   int fd = res;
   if (target == id_) {
-    Adopt(fd);
+    Adopt(fd, tls);
   } else {
-    Send(target, [fd] { Reactor::Current()->Adopt(fd); });
+    Send(target, [fd, tls] { Reactor::Current()->Adopt(fd, tls); });
   }
 }
 
 void Reactor::PauseAccept(int err) {
   std::string line = accept_backoff_.OnExhausted(now_ms_, err);
   if (!line.empty()) LogWarning("%s", line.c_str());
-  if (accept_armed_) {
+  for (Listener& l : listeners_) {
+    if (!l.armed) continue;
     // A multishot accept that is still armed would go on failing: cancel it.
     io_uring_sqe* sqe = GetSqe();
-    io_uring_prep_cancel64(sqe, Encode(nullptr, kOpAccept), 0);
+    io_uring_prep_cancel64(sqe, Encode(AcceptTag(l), kOpAccept), 0);
     io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpIgnore));
   }
   AddTimer(accept_backoff_.resume_at_ms(), [this] { ResumeAccept(); });
@@ -792,14 +818,16 @@ void Reactor::PauseAccept(int err) {
 void Reactor::ResumeAccept() {
   if (!accept_backoff_.paused()) return;
   accept_backoff_.Resume();
-  if (!accept_armed_ && listen_fd_ >= 0 && !stop_.load(std::memory_order_relaxed)) ArmAccept();
+  if (!stop_.load(std::memory_order_relaxed)) ArmAccept();
 }
 
-void Reactor::Adopt(int fd) {
+void Reactor::Adopt(int fd, bool tls) {
   if (server_->connected_clients().load(std::memory_order_relaxed) >= config_.maxclients) {
     static const char kMsg[] = "-ERR max number of clients reached\r\n";
-    ssize_t ignored = write(fd, kMsg, sizeof(kMsg) - 1);
-    (void)ignored;
+    if (!tls) {  // a TLS client could not read plain text: it sees the connection close
+      ssize_t ignored = write(fd, kMsg, sizeof(kMsg) - 1);
+      (void)ignored;
+    }
     close(fd);
     stats_.rejected_connections++;
     return;
@@ -813,14 +841,17 @@ void Reactor::Adopt(int fd) {
   if (ProtectedModeRefuses(config_, peer)) {
     // As Redis: the reason, written at once on the fresh socket (it fits its buffer), then close.
     static const std::string kMsg = "-" + std::string(errors::kProtectedModeDenied) + "\r\n";
-    ssize_t ignored = write(fd, kMsg.data(), kMsg.size());
-    (void)ignored;
+    if (!tls) {  // a TLS client sees the connection close
+      ssize_t ignored = write(fd, kMsg.data(), kMsg.size());
+      (void)ignored;
+    }
     close(fd);
     stats_.rejected_connections++;
     return;
   }
   auto* c = new Connection(this, fd, server_->NextClientId(), AddrToString(peer),
                            AddrToString(local));
+  if (tls) c->tls_ = std::make_unique<TlsSession>(*server_->tls_context());
   conns_[c->id()] = c;
   server_->connected_clients().fetch_add(1, std::memory_order_relaxed);
   stats_.connections_received++;
@@ -876,7 +907,7 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
   auto* c = reinterpret_cast<Connection*>(ud & ~uint64_t{7});
   switch (kind) {
     case kOpAccept:
-      OnAccept(cqe->res, cqe->flags);
+      OnAccept(c != nullptr, cqe->res, cqe->flags);  // AcceptTag
       break;
     case kOpRecv:
       OnRecv(c, cqe->res, cqe->flags);
@@ -1068,7 +1099,7 @@ void Reactor::Loop() {
   now_ms_ = RealtimeMs();
   next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
   ArmEventfd();
-  if (listen_fd_ >= 0) ArmAccept();
+  ArmAccept();
   while (!stop_.load(std::memory_order_acquire)) Turn();
   // Say goodbye: put the journal on disk, flush what is already written, then stop.
   if (journal_) {

@@ -220,11 +220,21 @@ class Reactor {
   // Counts one loop turn that worked `us` microseconds (INFO eventloop_*).
   void CountTurn(int64_t us);
   bool Spin();  // true when a message arrived while spinning
-  void Adopt(int fd);
+  // A listening socket: the plain port's (listeners_[0]) or --tls-port's (listeners_[1]).
+  struct alignas(8) Listener {
+    int fd = -1;
+    bool armed = false;  // a multishot accept is in the ring
+  };
+  // Binds and listens on `port` at --bind; *fd_out is set as soon as the socket exists.
+  std::optional<std::string> OpenListener(int port, int* fd_out);
+  // An accept's user_data: null for the plain port, non-null (OnAccept's `tls`) for TLS.
+  void* AcceptTag(Listener& l) { return &l == &listeners_[1] ? &l : nullptr; }
+  void Adopt(int fd, bool tls);
   void HandleCqe(io_uring_cqe* cqe);
-  void OnAccept(int res, uint32_t flags);
+  void OnAccept(bool tls, int res, uint32_t flags);
   void OnRecv(Connection* c, int res, uint32_t flags);
   void OnSend(Connection* c, int res);
+  // Arms a multishot accept on every listener that has none.
   void ArmAccept();
   // Out of descriptors: stop accepting for a while (AcceptBackoff), then try again.
   void PauseAccept(int err);
@@ -284,8 +294,7 @@ class Reactor {
   const char* ring_mode_ = "";
   io_uring_buf_ring* buf_ring_ = nullptr;
   char* buf_base_ = nullptr;
-  int listen_fd_ = -1;
-  bool accept_armed_ = false;  // a multishot accept is in the ring
+  Listener listeners_[2];  // reactor 0 only
   AcceptBackoff accept_backoff_;
   int event_fd_ = -1;
   uint64_t event_buf_ = 0;

@@ -10,6 +10,7 @@
 #include "server/cmdtable/command.h"
 #include "server/core/journal.h"
 #include "server/core/reactor.h"
+#include "server/tls/tls.h"
 
 namespace deadbolt::server {
 
@@ -50,6 +51,20 @@ std::optional<std::string> Server::Start() {
   }
   if (fit.fatal) return fit.log.back();
   config_.maxclients = fit.maxclients;
+  if (config_.tls_port != 0) {
+    auto ctx = TlsContext::Create(config_);
+    if (auto* err = std::get_if<std::string>(&ctx)) return *err;
+    tls_context_ = std::move(std::get<std::unique_ptr<TlsContext>>(ctx));
+    // Records are encrypted in user space (OpenSSL over memory BIOs) either way for now; the
+    // kernel's tls ULP is probed so the log says whether offload could be had here.
+    if (auto why = KernelTlsUnavailable()) {
+      LogNotice("TLS on port %d: records in user space (kernel TLS unavailable: TCP_ULP tls: %s)",
+                config_.tls_port, why->c_str());
+    } else {
+      LogNotice("TLS on port %d: records in user space (the kernel has the tls ULP, but "
+                "deadbolt does not offload to it yet)", config_.tls_port);
+    }
+  }
   for (int i = 0; i < config_.threads; i++) {
     reactors_.push_back(std::make_unique<Reactor>(this, i, config_));
   }

@@ -17,6 +17,7 @@ namespace deadbolt::server {
 
 class Reactor;
 class CommandTable;
+class TlsContext;  // server/tls/tls.h
 
 inline constexpr const char* kVersion = "7.2.0";  // the Redis version deadbolt speaks as
 inline constexpr const char* kDeadboltVersion = "0.1.0";
@@ -66,6 +67,8 @@ class Server {
   const RestartDelay& restart_delay() const { return restart_delay_; }
   // Whether every shard's journal can be written (MISCONF refusals otherwise).
   JournalHealth& journal_health() { return *journal_health_; }
+  // --tls-port's settings, loaded by Start; null without a TLS port. Read-only once reactors run.
+  const TlsContext* tls_context() const { return tls_context_.get(); }
 
  private:
   Config config_;
@@ -80,6 +83,7 @@ class Server {
   std::string run_id_;
   RestartDelay restart_delay_;
   std::unique_ptr<JournalHealth> journal_health_;
+  std::unique_ptr<TlsContext> tls_context_;
 };
 
 }  // namespace deadbolt::server
