@@ -101,7 +101,12 @@ struct CommandSpec {
   BlocksFn blocks = nullptr;
   // A kMayCreate command may have this; without it every call may create a key.
   MayCreateFn may_create = nullptr;
-  std::vector<std::string> acl_categories;  // "@string", "@keyspace", ...
+  // Redis 7's ACL categories ("@string", "@keyspace", "@write", ...): COMMAND INFO reports
+  // them, ACL rules (+@read) select commands by them (server/acl/).
+  std::vector<std::string> acl_categories;
+  // The command's bit in an ACL user's command bitmap: every command and subcommand has one
+  // (CommandTable::AclSpec). Set by the table.
+  int acl_id = -1;
   std::vector<CommandSpec> subcommands;      // for COMMAND INFO/DOCS
 
   bool has_keys() const { return first_key > 0 || key_range != nullptr; }
@@ -158,6 +163,12 @@ class CommandTable {
 
   void Add(CommandSpec spec) { all_.push_back(std::move(spec)); }
 
+  // Every command and subcommand by its acl_id (server/acl/): ids 0..AclCount()-1.
+  size_t AclCount() const { return by_acl_id_.size(); }
+  const CommandSpec& AclSpec(int id) const { return *by_acl_id_[id]; }
+  // The command ("get") or subcommand ("client|setname"), any case; null if none.
+  const CommandSpec* FindFullName(std::string_view name) const;
+
  private:
   CommandTable();
   void Index();
@@ -168,6 +179,7 @@ class CommandTable {
     uint32_t index = 0;  // into all_, plus one; 0: empty
   };
   std::vector<NameSlot> by_name_;
+  std::vector<const CommandSpec*> by_acl_id_;
   size_t name_mask_ = 0;
 };
 
@@ -188,6 +200,7 @@ CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHan
 
 // Each command family registers its commands (cmd_*.cc).
 void RegisterServerCommands(CommandTable* t);
+void RegisterAclCommands(CommandTable* t);  // server/commands/cmd_acl.cc
 void RegisterStringCommands(CommandTable* t);
 void RegisterKeyCommands(CommandTable* t);
 void RegisterHashCommands(CommandTable* t);

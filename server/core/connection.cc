@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "server/acl/acl_log.h"
 #include "server/base/error_strings.h"
 #include "server/cmdtable/script_busy.h"
 #include "server/base/log.h"
@@ -189,8 +190,26 @@ Connection::Connection(Reactor* reactor, int fd, uint64_t id, std::string peer, 
   limits.max_bulk_len = cfg.proto_max_bulk_len;
   limits.max_multibulk_len = cfg.max_multibulk_len;
   parser_.set_limits(limits);
-  set_authenticated(cfg.requirepass.empty());
+  ResetUser();
   created_ms_ = last_interaction_ms_ = reactor_->now_ms();
+}
+
+void Connection::ResetUser() {
+  user_ = reactor_->acl_users().Default();
+  // As Redis: a client starts authenticated when the default user is on and has no password.
+  set_authenticated(user_->enabled() && user_->nopass());
+}
+
+void Connection::LogAclDenial(std::string_view reason, std::string_view object,
+                              std::string_view username, std::string_view context) {
+  acl::LogEntry e;
+  e.reason = std::string(reason);
+  e.context = std::string(context);
+  e.object = std::string(object);
+  e.username = std::string(username);
+  e.updated_ms = reactor_->now_ms();
+  if (client_info_line) e.client_info = client_info_line(*this);
+  acl::AclLog::Get().Add(std::move(e));
 }
 
 void Connection::set_authenticated(bool v) {
@@ -407,6 +426,18 @@ void Connection::Dispatch(CmdArgs args) {
     if (in_multi_) multi_error_ = true;
     ReplyError(errors::kNoAuth);
     return;
+  }
+  // ACL: one flag test for a user who may run everything (the default user, +@all ~* &*).
+  if (!user_->unrestricted()) [[unlikely]] {
+    if (auto denial = acl::Check(*user_, *spec, last_cmd_ ? *last_cmd_ : *spec, args)) {
+      cs.rejected_calls++;
+      reactor_->stats().acl_access_denied[denial->reason]++;
+      LogAclDenial(acl::DenialReason(*denial), denial->object, user_->name(),
+                   in_multi_ ? "multi" : "toplevel");
+      if (in_multi_) multi_error_ = true;
+      ReplyError(acl::DenialError(*denial));
+      return;
+    }
   }
   if ((spec->flags & kMayCreate) && reactor_->config().restart_delay_ms > 0) {
     // --restart-delay: a call that could take a lock is refused while it runs. Before queueing,

@@ -14,6 +14,7 @@
 
 #include "protocol/reply_builder.h"
 #include "protocol/resp_parser.h"
+#include "server/acl/acl.h"
 #include "server/base/output_limit.h"
 #include "server/cmdtable/command.h"
 #include "server/core/transaction.h"
@@ -88,6 +89,17 @@ class Connection {
   void set_resp(int v) { resp_ = v; }
   bool authenticated() const { return authenticated_; }
   void set_authenticated(bool v);
+  // The ACL user this connection runs as (its reactor's copy; never null): the default user
+  // until AUTH names another.
+  acl::User& user() const { return *user_; }
+  void set_user(acl::User* u) { user_ = u; }
+  // Back to the default user, authenticated when it needs no password (start, RESET).
+  void ResetUser();
+  // Records a refusal in ACL LOG (context "toplevel", "multi" or "lua").
+  void LogAclDenial(std::string_view reason, std::string_view object, std::string_view username,
+                    std::string_view context);
+  // CLIENT LIST's line for this connection, for ACL LOG (set by server/commands).
+  static inline std::string (*client_info_line)(Connection&) = nullptr;
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
   std::string& lib_name() { return lib_name_; }
@@ -336,6 +348,7 @@ class Connection {
   int db_index_ = 0;
   int resp_ = 2;
   bool authenticated_ = false;
+  acl::User* user_ = nullptr;
   std::string name_, lib_name_, lib_ver_;
   // The last command looked up (the subcommand's own spec for a container command); null when
   // it was unknown. Set before the arity, AUTH and MULTI checks, as Redis sets its lastcmd.

@@ -94,6 +94,8 @@ std::string AddrToString(const sockaddr_storage& ss) {
 Reactor::Reactor(Server* server, int id, const Config& config)
     : server_(server), id_(id), config_(config), shard_(id, config.databases) {
   stats_.commands.resize(CommandTable::Get().All().size());
+  acl_users_ = server->initial_users().Clone();
+  applied_requirepass_ = config_.requirepass;
   ApplyConfig();
 }
 
@@ -104,6 +106,11 @@ void Reactor::ApplyConfig() {
   monitor_ticks_ = ms <= 0 ? UINT64_MAX : TickClock::FromUsec(static_cast<uint64_t>(ms) * 1000);
   watch_ticks_ = std::min(slow_ticks_, monitor_ticks_);
   slowlog_.Trim(static_cast<size_t>(config_.slowlog_max_len));
+  if (config_.requirepass != applied_requirepass_) {
+    // CONFIG SET requirepass: the default user's password, as in Redis.
+    acl_users_.SetRequirePass(config_.requirepass);
+    applied_requirepass_ = config_.requirepass;
+  }
 }
 
 std::optional<SlowlogEntry> Reactor::NoteSlowCall(const CommandSpec* spec, CmdArgs args,

@@ -1,0 +1,572 @@
+#include "server/acl/acl.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "server/base/error_strings.h"
+#include "shard/base/glob.h"
+
+namespace deadbolt::server::acl {
+namespace {
+
+bool EqNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x += 'a' - 'A';
+    if (y >= 'A' && y <= 'Z') y += 'a' - 'A';
+    if (x != y) return false;
+  }
+  return true;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+  }
+  return out;
+}
+
+bool HasCategory(const CommandSpec& spec, std::string_view category) {
+  for (const std::string& c : spec.acl_categories) {
+    if (c.size() == category.size() + 1 && std::string_view(c).substr(1) == category) return true;
+  }
+  return false;
+}
+
+bool IsCategory(std::string_view name) {
+  for (const std::string& c : Categories()) {
+    if (c == name) return true;
+  }
+  return false;
+}
+
+bool ValidHash(std::string_view h) {
+  if (h.size() != 64) return false;
+  for (char c : h) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+// Compares two hashes in time that does not depend on where they differ.
+bool HashEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); i++) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+constexpr std::string_view kUnknownName = "Unknown command or category name in ACL";
+constexpr std::string_view kNoSuchPassword =
+    "The password you are trying to remove from the user does not exist";
+constexpr std::string_view kBadHash =
+    "The password hash must be exactly 64 characters and contain only lowercase hexadecimal "
+    "characters";
+constexpr std::string_view kKeyAfterAll =
+    "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have "
+    "any effect. Try 'resetkeys' to start with an empty list of patterns";
+constexpr std::string_view kChannelAfterAll =
+    "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not "
+    "have any effect. Try 'resetchannels' to start with an empty list of channels";
+
+}  // namespace
+
+const std::vector<std::string>& Categories() {
+  static const std::vector<std::string> kAll = {
+      "keyspace", "read",   "write",    "set",        "sortedset",  "list",        "hash",
+      "string",   "bitmap", "hyperloglog", "geo",     "stream",     "pubsub",      "admin",
+      "fast",     "slow",   "blocking", "dangerous",  "connection", "transaction", "scripting"};
+  return kAll;
+}
+
+std::string HashPassword(std::string_view password) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(password.data(), password.size(), md, &len, EVP_sha256(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; i++) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
+  }
+  return out;
+}
+
+// --- User ---
+
+User::User(std::string name) : name_(std::move(name)) {
+  allowed_.assign(CommandTable::Get().AclCount(), 0);
+  Refresh();
+}
+
+void User::Refresh() {
+  bool every = all_commands_;
+  for (uint8_t a : allowed_) every = every && a != 0;
+  unrestricted_ = every && all_keys_ && all_channels_;
+}
+
+void User::SetAllCommands(bool allow) {
+  std::fill(allowed_.begin(), allowed_.end(), allow ? 1 : 0);
+  all_commands_ = allow;
+  rules_.clear();
+}
+
+void User::SetCommand(const CommandSpec& spec, bool allow) {
+  allowed_[spec.acl_id] = allow ? 1 : 0;
+  for (const CommandSpec& sub : spec.subcommands) allowed_[sub.acl_id] = allow ? 1 : 0;
+}
+
+void User::SetCategory(std::string_view category, bool allow) {
+  const CommandTable& t = CommandTable::Get();
+  for (size_t id = 0; id < t.AclCount(); id++) {
+    if (HasCategory(t.AclSpec(static_cast<int>(id)), category)) allowed_[id] = allow ? 1 : 0;
+  }
+}
+
+std::vector<uint8_t> User::Replay() const {
+  User fake("");
+  fake.SetAllCommands(all_commands_);
+  for (const Rule& r : rules_) {
+    if (r.name[0] == '@') {
+      fake.SetCategory(std::string_view(r.name).substr(1), r.allow);
+    } else if (const CommandSpec* spec = CommandTable::Get().FindFullName(r.name)) {
+      fake.SetCommand(*spec, r.allow);
+    }
+  }
+  return fake.allowed_;
+}
+
+// As Redis 7.0 keeps its command rules: a rule replaces earlier ones about the same command or
+// category (a category also those about its commands), and is kept only if the rules left do
+// not already give the bitmap it made.
+void User::RecordRule(bool allow, std::string name, bool is_category) {
+  const CommandTable& t = CommandTable::Get();
+  std::erase_if(rules_, [&](const Rule& r) {
+    if (r.name == name) return true;
+    if (!is_category || r.name[0] == '@') return false;
+    const CommandSpec* spec = t.FindFullName(r.name);
+    return spec != nullptr && HasCategory(*spec, std::string_view(name).substr(1));
+  });
+  if (Replay() != allowed_) rules_.push_back(Rule{allow, std::move(name)});
+}
+
+std::optional<std::string> User::ApplyRule(std::string_view rule) {
+  auto done = [this]() -> std::optional<std::string> {
+    Refresh();
+    return std::nullopt;
+  };
+  if (EqNoCase(rule, "on")) {
+    enabled_ = true;
+    return done();
+  }
+  if (EqNoCase(rule, "off")) {
+    enabled_ = false;
+    return done();
+  }
+  if (EqNoCase(rule, "nopass")) {
+    nopass_ = true;
+    passwords_.clear();
+    return done();
+  }
+  if (EqNoCase(rule, "resetpass")) {
+    nopass_ = false;
+    passwords_.clear();
+    return done();
+  }
+  if (EqNoCase(rule, "sanitize-payload")) {
+    sanitize_ = 1;
+    return done();
+  }
+  if (EqNoCase(rule, "skip-sanitize-payload")) {
+    sanitize_ = 2;
+    return done();
+  }
+  if (EqNoCase(rule, "allkeys") || rule == "~*") {
+    all_keys_ = true;
+    keys_.assign(1, KeyPattern{"*", kKeyReadWrite});
+    return done();
+  }
+  if (EqNoCase(rule, "resetkeys")) {
+    all_keys_ = false;
+    keys_.clear();
+    return done();
+  }
+  if (EqNoCase(rule, "allchannels") || rule == "&*") {
+    all_channels_ = true;
+    channels_.assign(1, "*");
+    return done();
+  }
+  if (EqNoCase(rule, "resetchannels")) {
+    all_channels_ = false;
+    channels_.clear();
+    return done();
+  }
+  if (EqNoCase(rule, "allcommands") || EqNoCase(rule, "+@all")) {
+    SetAllCommands(true);
+    return done();
+  }
+  if (EqNoCase(rule, "nocommands") || EqNoCase(rule, "-@all")) {
+    SetAllCommands(false);
+    return done();
+  }
+  if (EqNoCase(rule, "reset")) {
+    for (std::string_view r : {"resetpass", "resetkeys", "resetchannels", "off", "-@all",
+                               "sanitize-payload"}) {
+      ApplyRule(r);
+    }
+    return done();
+  }
+  if (rule.empty()) return std::string("Syntax error");
+  const char c = rule[0];
+  if (c == '>' || c == '<' || c == '#' || c == '!') {
+    std::string hash;
+    if (c == '>' || c == '<') {
+      hash = HashPassword(rule.substr(1));
+    } else {
+      hash = std::string(rule.substr(1));
+      if (!ValidHash(hash)) return std::string(kBadHash);
+    }
+    auto it = std::find(passwords_.begin(), passwords_.end(), hash);
+    if (c == '>' || c == '#') {
+      if (it == passwords_.end()) passwords_.push_back(hash);
+      nopass_ = false;
+    } else {
+      if (it == passwords_.end()) return std::string(kNoSuchPassword);
+      passwords_.erase(it);
+    }
+    return done();
+  }
+  if (c == '~' || c == '%') {
+    uint8_t perms = kKeyReadWrite;
+    std::string_view pattern;
+    if (c == '~') {
+      pattern = rule.substr(1);
+    } else {
+      const size_t tilde = rule.find('~');
+      if (tilde == std::string_view::npos || tilde == 1) return std::string("Syntax error");
+      perms = 0;
+      for (char f : rule.substr(1, tilde - 1)) {
+        if (f == 'R' || f == 'r') {
+          perms |= kKeyRead;
+        } else if (f == 'W' || f == 'w') {
+          perms |= kKeyWrite;
+        } else {
+          return std::string("Syntax error");
+        }
+      }
+      pattern = rule.substr(tilde + 1);
+    }
+    if (all_keys_) return std::string(kKeyAfterAll);
+    if (pattern == "*" && perms == kKeyReadWrite) return ApplyRule("allkeys");
+    for (KeyPattern& k : keys_) {
+      if (k.pattern == pattern) {
+        k.perms |= perms;
+        return done();
+      }
+    }
+    keys_.push_back(KeyPattern{std::string(pattern), perms});
+    return done();
+  }
+  if (c == '&') {
+    if (all_channels_) return std::string(kChannelAfterAll);
+    std::string pattern(rule.substr(1));
+    if (std::find(channels_.begin(), channels_.end(), pattern) == channels_.end()) {
+      channels_.push_back(std::move(pattern));
+    }
+    return done();
+  }
+  if (c == '+' || c == '-') {
+    const bool allow = c == '+';
+    std::string name = Lower(rule.substr(1));
+    if (!name.empty() && name[0] == '@') {
+      if (!IsCategory(std::string_view(name).substr(1))) return std::string(kUnknownName);
+      SetCategory(std::string_view(name).substr(1), allow);
+      RecordRule(allow, std::move(name), true);
+      return done();
+    }
+    // "+select|0" (a first argument) is Redis's too; deadbolt knows only real subcommands.
+    const CommandSpec* spec = CommandTable::Get().FindFullName(name);
+    if (spec == nullptr) return std::string(kUnknownName);
+    SetCommand(*spec, allow);
+    RecordRule(allow, spec->name, false);
+    return done();
+  }
+  // Selectors "(...)" are Redis 7's too; deadbolt has none yet.
+  return std::string("Syntax error");
+}
+
+std::vector<std::string> User::Flags() const {
+  std::vector<std::string> flags;
+  flags.push_back(enabled_ ? "on" : "off");
+  if (nopass_) flags.push_back("nopass");
+  if (sanitize_ == 1) flags.push_back("sanitize-payload");
+  if (sanitize_ == 2) flags.push_back("skip-sanitize-payload");
+  return flags;
+}
+
+std::string User::DescribeKeys() const {
+  std::string out;
+  for (const KeyPattern& k : keys_) {
+    if (!out.empty()) out += ' ';
+    if (k.perms == kKeyRead) {
+      out += "%R";
+    } else if (k.perms == kKeyWrite) {
+      out += "%W";
+    }
+    out += '~';
+    out += k.pattern;
+  }
+  return out;
+}
+
+std::string User::DescribeChannels() const {
+  std::string out;
+  for (const std::string& ch : channels_) {
+    if (!out.empty()) out += ' ';
+    out += '&';
+    out += ch;
+  }
+  return out;
+}
+
+std::string User::DescribeCommands() const {
+  std::string out = all_commands_ ? "+@all" : "-@all";
+  for (const Rule& r : rules_) {
+    out += r.allow ? " +" : " -";
+    out += r.name;
+  }
+  return out;
+}
+
+std::string User::Describe() const {
+  std::string out;
+  for (const std::string& f : Flags()) {
+    out += f;
+    out += ' ';
+  }
+  for (const std::string& h : passwords_) {
+    out += '#';
+    out += h;
+    out += ' ';
+  }
+  const std::string keys = DescribeKeys();
+  if (!keys.empty()) out += keys + " ";
+  if (!all_channels_) out += "resetchannels ";
+  const std::string channels = DescribeChannels();
+  if (!channels.empty()) out += channels + " ";
+  out += DescribeCommands();
+  return out;
+}
+
+bool User::PasswordOk(std::string_view password) const {
+  // The hash is always computed and every stored hash compared: the time taken does not tell
+  // which part failed.
+  const std::string hash = HashPassword(password);
+  bool ok = false;
+  for (const std::string& h : passwords_) ok = HashEquals(hash, h) || ok;
+  return enabled_ && (nopass_ || ok);
+}
+
+bool User::KeyAllowed(std::string_view key, uint8_t perms) const {
+  if (all_keys_) return true;
+  for (const KeyPattern& k : keys_) {
+    if ((k.perms & perms) == perms && shard::GlobMatch(k.pattern, key)) return true;
+  }
+  return false;
+}
+
+bool User::ChannelAllowed(std::string_view channel, bool is_pattern) const {
+  if (all_channels_) return true;
+  for (const std::string& p : channels_) {
+    if (is_pattern ? p == channel : shard::GlobMatch(p, channel)) return true;
+  }
+  return false;
+}
+
+// --- Users ---
+
+Users Users::WithDefault(std::string_view requirepass) {
+  Users u;
+  User* d = u.FindOrCreate("default");
+  for (std::string_view r : {"on", "nopass", "~*", "&*", "+@all"}) d->ApplyRule(r);
+  u.SetRequirePass(requirepass);
+  return u;
+}
+
+Users Users::Clone() const {
+  Users out;
+  for (const auto& [name, user] : users_) out.users_[name] = std::make_unique<User>(*user);
+  return out;
+}
+
+User* Users::Find(std::string_view name) const {
+  auto it = users_.find(name);
+  return it == users_.end() ? nullptr : it->second.get();
+}
+
+User* Users::FindOrCreate(std::string_view name) {
+  auto it = users_.find(name);
+  if (it != users_.end()) return it->second.get();
+  auto user = std::make_unique<User>(std::string(name));
+  User* raw = user.get();
+  users_.emplace(std::string(name), std::move(user));
+  return raw;
+}
+
+User* Users::Retire(std::string_view name) {
+  auto it = users_.find(name);
+  if (it == users_.end()) return nullptr;
+  std::unique_ptr<User> user = std::move(it->second);
+  users_.erase(it);
+  // Whoever still points at it may do nothing more.
+  for (std::string_view r : {"reset", "off"}) user->ApplyRule(r);
+  retired_.push_back(std::move(user));
+  return retired_.back().get();
+}
+
+void Users::SetRequirePass(std::string_view pass) {
+  User* d = FindOrCreate("default");
+  d->ApplyRule("resetpass");
+  if (pass.empty()) {
+    d->ApplyRule("nopass");
+  } else {
+    d->ApplyRule(std::string(">") + std::string(pass));
+  }
+}
+
+std::optional<std::string> Users::Parse(std::string_view text, Users* out) {
+  Users users = WithDefault("");
+  std::vector<std::string> seen;
+  int line_no = 0;
+  while (!text.empty()) {
+    line_no++;
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+      line.remove_suffix(1);
+    }
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.empty()) continue;
+    std::vector<std::string_view> words;
+    size_t pos = 0;
+    while (pos < line.size()) {
+      while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) pos++;
+      size_t end = pos;
+      while (end < line.size() && line[end] != ' ' && line[end] != '\t') end++;
+      if (end > pos) words.push_back(line.substr(pos, end - pos));
+      pos = end;
+    }
+    const std::string where = "line " + std::to_string(line_no) + ": ";
+    if (words.size() < 2 || words[0] != "user") {
+      return where + "should start with user keyword followed by the username";
+    }
+    const std::string name(words[1]);
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      return where + "duplicate user '" + name + "'";
+    }
+    seen.push_back(name);
+    User fresh(name);
+    for (size_t i = 2; i < words.size(); i++) {
+      if (auto err = fresh.ApplyRule(words[i])) {
+        return where + "Error in applying operation '" + std::string(words[i]) + "': " + *err;
+      }
+    }
+    *users.FindOrCreate(name) = fresh;
+  }
+  *out = std::move(users);
+  return std::nullopt;
+}
+
+std::string Users::Serialize() const {
+  std::string out;
+  for (const auto& [name, user] : users_) {
+    out += "user " + name + " " + user->Describe() + "\n";
+  }
+  return out;
+}
+
+// --- the check ---
+
+std::optional<Denial> Check(const User& user, const CommandSpec& spec, const CommandSpec& sub,
+                            CmdArgs args) {
+  if (!user.CommandAllowed(sub)) return Denial{Denial::kCommand, sub.name};
+  // Keys: read for a read-only command, read and write for anything else (Redis asks for what
+  // each key spec says; deadbolt's table has no key specs, so a write needs both).
+  const uint8_t perms = (spec.flags & kReadOnly) ? kKeyRead : kKeyReadWrite;
+  std::optional<Denial> denial;
+  spec.ForEachKey(args, [&](int i) {
+    if (!denial && !user.KeyAllowed(args[i], perms)) {
+      denial = Denial{Denial::kKey, std::string(args[i])};
+    }
+  });
+  if (denial) return denial;
+  const std::string& n = spec.name;
+  if (n == "publish" || n == "spublish") {
+    if (args.size() > 1 && !user.ChannelAllowed(args[1], false)) {
+      return Denial{Denial::kChannel, std::string(args[1])};
+    }
+  } else if (n == "subscribe" || n == "ssubscribe" || n == "psubscribe") {
+    for (size_t i = 1; i < args.size(); i++) {
+      if (!user.ChannelAllowed(args[i], n == "psubscribe")) {
+        return Denial{Denial::kChannel, std::string(args[i])};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::string DenialError(const Denial& d) {
+  switch (d.reason) {
+    case Denial::kCommand:
+      return errors::NoPermCommand(d.object);
+    case Denial::kKey:
+      return std::string(errors::kNoPermKey);
+    case Denial::kChannel:
+      return std::string(errors::kNoPermChannel);
+  }
+  return {};
+}
+
+std::string DenialDryRun(const Denial& d) {
+  switch (d.reason) {
+    case Denial::kCommand:
+      return "This user has no permissions to run the '" + d.object + "' command";
+    case Denial::kKey:
+      return "This user has no permissions to access the '" + d.object + "' key";
+    case Denial::kChannel:
+      return "This user has no permissions to access the '" + d.object + "' channel";
+  }
+  return {};
+}
+
+std::string_view DenialScriptError(const Denial& d) {
+  switch (d.reason) {
+    case Denial::kCommand:
+      return errors::kScriptNoPermCommand;
+    case Denial::kKey:
+      return errors::kScriptNoPermKey;
+    case Denial::kChannel:
+      return errors::kScriptNoPermChannel;
+  }
+  return {};
+}
+
+std::string_view DenialReason(const Denial& d) {
+  switch (d.reason) {
+    case Denial::kCommand:
+      return "command";
+    case Denial::kKey:
+      return "key";
+    case Denial::kChannel:
+      return "channel";
+  }
+  return {};
+}
+
+}  // namespace deadbolt::server::acl
