@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "server/base/error_strings.h"
@@ -113,7 +114,6 @@ void User::Refresh() {
 void User::SetAllCommands(bool allow) {
   std::fill(allowed_.begin(), allowed_.end(), allow ? 1 : 0);
   all_commands_ = allow;
-  rules_.clear();
 }
 
 void User::SetCommand(const CommandSpec& spec, bool allow) {
@@ -126,33 +126,6 @@ void User::SetCategory(std::string_view category, bool allow) {
   for (size_t id = 0; id < t.AclCount(); id++) {
     if (HasCategory(t.AclSpec(static_cast<int>(id)), category)) allowed_[id] = allow ? 1 : 0;
   }
-}
-
-std::vector<uint8_t> User::Replay() const {
-  User fake("");
-  fake.SetAllCommands(all_commands_);
-  for (const Rule& r : rules_) {
-    if (r.name[0] == '@') {
-      fake.SetCategory(std::string_view(r.name).substr(1), r.allow);
-    } else if (const CommandSpec* spec = CommandTable::Get().FindFullName(r.name)) {
-      fake.SetCommand(*spec, r.allow);
-    }
-  }
-  return fake.allowed_;
-}
-
-// As Redis 7.0 keeps its command rules: a rule replaces earlier ones about the same command or
-// category (a category also those about its commands), and is kept only if the rules left do
-// not already give the bitmap it made.
-void User::RecordRule(bool allow, std::string name, bool is_category) {
-  const CommandTable& t = CommandTable::Get();
-  std::erase_if(rules_, [&](const Rule& r) {
-    if (r.name == name) return true;
-    if (!is_category || r.name[0] == '@') return false;
-    const CommandSpec* spec = t.FindFullName(r.name);
-    return spec != nullptr && HasCategory(*spec, std::string_view(name).substr(1));
-  });
-  if (Replay() != allowed_) rules_.push_back(Rule{allow, std::move(name)});
 }
 
 std::optional<std::string> User::ApplyRule(std::string_view rule) {
@@ -286,14 +259,12 @@ std::optional<std::string> User::ApplyRule(std::string_view rule) {
     if (!name.empty() && name[0] == '@') {
       if (!IsCategory(std::string_view(name).substr(1))) return std::string(kUnknownName);
       SetCategory(std::string_view(name).substr(1), allow);
-      RecordRule(allow, std::move(name), true);
       return done();
     }
     // "+select|0" (a first argument) is Redis's too; deadbolt knows only real subcommands.
     const CommandSpec* spec = CommandTable::Get().FindFullName(name);
     if (spec == nullptr) return std::string(kUnknownName);
     SetCommand(*spec, allow);
-    RecordRule(allow, spec->name, false);
     return done();
   }
   // Selectors "(...)" are Redis 7's too; deadbolt has none yet.
@@ -334,11 +305,72 @@ std::string User::DescribeChannels() const {
   return out;
 }
 
+// As Redis 6.2 and 7.0 describe a user's commands: worked out from the bitmap, not from the rules
+// given. From "+@all" (a user who gets future commands) or "-@all", the category that fits best
+// (more of its commands to change than to leave, fewest left wrong, then most fixed) is applied
+// while one fits, then single commands make up the difference (Redis lists those in its hash
+// table's order, which changes from run to run; here by name).
 std::string User::DescribeCommands() const {
-  std::string out = all_commands_ ? "+@all" : "-@all";
-  for (const Rule& r : rules_) {
-    out += r.allow ? " +" : " -";
-    out += r.name;
+  const CommandTable& t = CommandTable::Get();
+  const bool additive = !all_commands_;
+  std::string out = additive ? "-@all" : "+@all";
+  std::vector<uint8_t> fake(allowed_.size(), additive ? 0 : 1);
+  std::vector<uint8_t> left = allowed_;  // what the categories applied so far leave to do
+  const std::vector<std::string>& cats = Categories();
+  std::vector<std::vector<int>> members(cats.size());
+  for (size_t id = 0; id < t.AclCount(); id++) {
+    for (size_t j = 0; j < cats.size(); j++) {
+      if (HasCategory(t.AclSpec(static_cast<int>(id)), cats[j])) {
+        members[j].push_back(static_cast<int>(id));
+      }
+    }
+  }
+  std::vector<bool> applied(cats.size(), false);
+  for (;;) {
+    int best = -1;
+    size_t min_diff = SIZE_MAX, max_same = 0;
+    for (size_t j = 0; j < cats.size(); j++) {
+      if (applied[j]) continue;
+      size_t on = 0, off = 0;
+      for (int id : members[j]) (left[id] ? on : off)++;
+      const size_t diff = additive ? off : on, same = additive ? on : off;
+      if (same > diff && (diff < min_diff || (diff == min_diff && same > max_same))) {
+        best = static_cast<int>(j);
+        min_diff = diff;
+        max_same = same;
+      }
+    }
+    if (best < 0) break;
+    for (int id : members[best]) {
+      fake[id] = additive ? 1 : 0;
+      left[id] = additive ? 0 : 1;
+    }
+    out += additive ? " +@" : " -@";
+    out += cats[best];
+    applied[best] = true;
+  }
+  std::vector<const CommandSpec*> top;
+  for (const CommandSpec& s : t.All()) top.push_back(&s);
+  auto by_name = [](const CommandSpec* a, const CommandSpec* b) { return a->name < b->name; };
+  std::sort(top.begin(), top.end(), by_name);
+  for (const CommandSpec* s : top) {
+    if (allowed_[s->acl_id] != fake[s->acl_id]) {
+      out += allowed_[s->acl_id] ? " +" : " -";
+      out += s->name;
+      // As "+cmd" does: its subcommands too.
+      fake[s->acl_id] = allowed_[s->acl_id];
+      for (const CommandSpec& sub : s->subcommands) fake[sub.acl_id] = allowed_[s->acl_id];
+    }
+    std::vector<const CommandSpec*> subs;
+    for (const CommandSpec& sub : s->subcommands) subs.push_back(&sub);
+    std::sort(subs.begin(), subs.end(), by_name);
+    for (const CommandSpec* sub : subs) {
+      if (allowed_[sub->acl_id] != fake[sub->acl_id]) {
+        out += allowed_[sub->acl_id] ? " +" : " -";
+        out += sub->name;
+        fake[sub->acl_id] = allowed_[sub->acl_id];
+      }
+    }
   }
   return out;
 }

@@ -70,9 +70,6 @@ class User {
   void SetAllCommands(bool allow);
   void SetCategory(std::string_view category, bool allow);
   void SetCommand(const CommandSpec& spec, bool allow);
-  // Records a command rule so Describe() can replay it (Redis 7.0's command_rules).
-  void RecordRule(bool allow, std::string name, bool is_category);
-  std::vector<uint8_t> Replay() const;
 
   std::string name_;
   bool enabled_ = false;
@@ -81,11 +78,6 @@ class User {
   std::vector<std::string> passwords_;  // SHA-256 hex
   bool all_commands_ = false;           // +@all: future commands too
   std::vector<uint8_t> allowed_;        // by CommandSpec::acl_id
-  struct Rule {
-    bool allow;
-    std::string name;  // "@read" or "get" / "client|setname"
-  };
-  std::vector<Rule> rules_;
   bool all_keys_ = false;
   std::vector<KeyPattern> keys_;
   bool all_channels_ = false;

@@ -96,6 +96,11 @@ TEST(AclUserTest, CommandRulesCollapseAsRedisDoes) {
       {{"-@all", "+GET"}, "-@all +get"},
       {{"+@read", "+@all"}, "+@all"},
       {{"-@all", "+client", "-client|setname"}, "-@all +client -client|setname"},
+      // The biggest category first; one that overlaps what is done fits no more.
+      {{"-@all", "+@read", "+@write"}, "-@all +@write +@read"},
+      {{"-@all", "+@fast", "+@slow"}, "-@all +@slow +@fast"},
+      {{"-@all", "+@read", "+@hash"},
+       "-@all +@read +hdel +hincrby +hincrbyfloat +hmset +hset +hsetnx"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(Make(c.rules).DescribeCommands(), c.commands);

@@ -105,7 +105,7 @@ std::string_view CheckAuth(Connection& conn, std::string_view command, std::stri
   const bool ok = u != nullptr ? u->PasswordOk(pass) : (acl::HashPassword(pass), false);
   if (!ok) {
     WrongPassword(conn, command);
-    conn.LogAclDenial("auth", AsciiLower(command), user, "toplevel");
+    conn.LogAclDenial("auth", command, user, "toplevel");  // the command as sent, as Redis
     return errors::kWrongPass;
   }
   conn.set_user(u);
@@ -119,7 +119,7 @@ void Auth(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     return;
   }
   bool with_user = args.size() == 3;
-  std::string_view err = CheckAuth(conn, "auth", with_user ? args[1] : "default",
+  std::string_view err = CheckAuth(conn, args[0], with_user ? args[1] : "default",
                                    with_user ? args[2] : args[1], with_user);
   if (err.empty()) {
     rb.Ok();
@@ -149,7 +149,7 @@ void Hello(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   for (; i < args.size(); i++) {
     bool more = i + 1 < args.size();
     if (Eq(args[i], "AUTH") && i + 2 < args.size()) {
-      std::string_view err = CheckAuth(conn, "hello", args[i + 1], args[i + 2], true);
+      std::string_view err = CheckAuth(conn, args[0], args[i + 1], args[i + 2], true);
       if (!err.empty()) {
         rb.Error(err);
         return;
