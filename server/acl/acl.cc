@@ -3,9 +3,11 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 
+#include "server/acl/acl_log.h"
 #include "server/base/error_strings.h"
 #include "shard/base/glob.h"
 
@@ -106,6 +108,8 @@ User::User(std::string name) : name_(std::move(name)) {
 }
 
 void User::Refresh() {
+  static std::atomic<uint64_t> versions{0};
+  version_ = ++versions;
   bool every = all_commands_;
   for (uint8_t a : allowed_) every = every && a != 0;
   unrestricted_ = every && all_keys_ && all_channels_;
@@ -587,6 +591,26 @@ std::string_view DenialScriptError(const Denial& d) {
       return errors::kScriptNoPermChannel;
   }
   return {};
+}
+
+std::string ScriptCallRefusal(const User& user, CmdArgs args, int64_t now_ms) {
+  if (args.empty()) return {};
+  const CommandSpec* spec = CommandTable::Get().Find(args[0]);
+  if (spec == nullptr) return {};  // the caller refuses an unknown command its own way
+  const CommandSpec* sub = spec;
+  if (!spec->subcommands.empty() && args.size() > 1) {
+    if (const CommandSpec* s = CommandTable::FindSubcommand(*spec, args[1])) sub = s;
+  }
+  const std::optional<Denial> denial = Check(user, *spec, *sub, args);
+  if (!denial) return {};
+  LogEntry e;
+  e.reason = std::string(DenialReason(*denial));
+  e.context = "lua";
+  e.object = denial->object;
+  e.username = user.name();
+  e.updated_ms = now_ms;
+  AclLog::Get().Add(std::move(e));
+  return "ERR " + std::string(DenialScriptError(*denial));
 }
 
 std::string_view DenialReason(const Denial& d) {

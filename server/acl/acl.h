@@ -50,6 +50,8 @@ class User {
   // The hot path's one test: every command, every key, every channel. The dispatcher checks
   // nothing else for such a user.
   bool unrestricted() const { return unrestricted_; }
+  // Changes whenever the user does (a connection's copy for other threads is then taken again).
+  uint64_t version() const { return version_; }
 
   const std::string& name() const { return name_; }
   bool enabled() const { return enabled_; }
@@ -83,6 +85,7 @@ class User {
   bool all_channels_ = false;
   std::vector<std::string> channels_;
   bool unrestricted_ = false;
+  uint64_t version_ = 0;
 };
 
 // A reactor's users by name. Owned by one reactor (or by the main thread before start).
@@ -137,5 +140,10 @@ std::string DenialDryRun(const Denial& d);
 std::string_view DenialScriptError(const Denial& d);
 // ACL LOG's reason field.
 std::string_view DenialReason(const Denial& d);
+
+// A script's redis.call(args...) made for `user` (Redis's scriptVerifyACL): empty when allowed;
+// else the error ("ERR The user executing the script can't ...", without the script's place),
+// and the refusal is in ACL LOG (context "lua"). Any thread.
+std::string ScriptCallRefusal(const User& user, CmdArgs args, int64_t now_ms);
 
 }  // namespace deadbolt::server::acl

@@ -18,6 +18,9 @@ class Db;
 
 namespace deadbolt::server {
 
+namespace acl {
+class User;  // server/acl/acl.h
+}  // namespace acl
 class BlockedReply;  // server/txn/blocked_reply.h
 class Connection;
 class Reactor;
@@ -38,6 +41,10 @@ struct ShardCtx {
   // does not wait (as in Redis). A handler that has to wait moves the BlockedReply out, writes
   // nothing to rb and finishes it later (server/txn/blocked_reply.h).
   std::unique_ptr<BlockedReply>* block = nullptr;
+  // The caller's ACL user when it may not do everything (null otherwise): scripts check each
+  // command they call against it (server/lua/lua_redis.cc, server/scripts/script_run.cc). Valid
+  // for the call, on the thread running it (a copy travels with a forwarded call).
+  const acl::User* acl_user = nullptr;
 };
 
 // A command that touches the keys of one shard. Runs on the reactor owning its keys: inline when

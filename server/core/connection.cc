@@ -92,6 +92,7 @@ struct RemoteCommand {
   std::shared_ptr<BlockState> block;
   // Run by the LockTable once nothing blocks it: its keys are free and it is its client's first.
   bool resumed = false;
+  std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
   void operator()() {
     Reactor* r = Reactor::Current();
@@ -110,6 +111,7 @@ struct RemoteCommand {
     std::string reply;
     protocol::ReplyBuilder rb(&reply, resp);
     ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
+    ctx.acl_user = acl_user.get();
     if (block) {
       // A blocking command: the handler may keep the reply open by taking `pending` (the client
       // now waits); if it does not, the reply goes now. One whose client has already gone is not
@@ -210,6 +212,16 @@ void Connection::LogAclDenial(std::string_view reason, std::string_view object,
   e.updated_ms = reactor_->now_ms();
   if (client_info_line) e.client_info = client_info_line(*this);
   acl::AclLog::Get().Add(std::move(e));
+}
+
+std::shared_ptr<const acl::User> Connection::AclSnapshot() {
+  if (user_->unrestricted()) return nullptr;
+  if (!acl_snapshot_ || acl_snapshot_version_ != user_->version() ||
+      acl_snapshot_->name() != user_->name()) {
+    acl_snapshot_ = std::make_shared<const acl::User>(*user_);
+    acl_snapshot_version_ = user_->version();
+  }
+  return acl_snapshot_;
 }
 
 void Connection::set_authenticated(bool v) {
@@ -624,6 +636,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
     rb_.set_resp(resp_);
     ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
                  reactor_->now_ms(), reactor_->config(), rb_};
+    ctx.acl_user = AclUserHere();
     spec->shard_handler(args, ctx);
     reactor_->EndCall(cs, spec, args, this);
     if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
@@ -782,8 +795,10 @@ void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
   inflight_++;
   inflight_shard_ = shard;
   if (shard == reactor_->id() && !block) inflight_local_++;
-  reactor_->Send(shard, RemoteCommand{spec, std::make_unique<OwnedArgs>(args), reactor_->id(),
-                                      db_index_, resp_, this, seq, id_, std::move(block)});
+  RemoteCommand cmd{spec,  std::make_unique<OwnedArgs>(args), reactor_->id(), db_index_, resp_,
+                    this,  seq, id_, std::move(block)};
+  if (!user_->unrestricted()) [[unlikely]] cmd.acl_user = AclSnapshot();
+  reactor_->Send(shard, std::move(cmd));
 }
 
 // --- blocking commands ---
@@ -922,6 +937,7 @@ struct Connection::FanOutRun {
   bool droppable = false;
   uint64_t seq = 0;
   Connection* conn = nullptr;
+  std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
   // Its client has gone (Connection::OnClose): a read still waiting for its locks stops waiting.
   void ClientGone() {
@@ -952,11 +968,13 @@ struct Connection::FanOutRun {
     ChunkFn phase = phases[next];
     int d = db;
     std::shared_ptr<std::vector<char>> m = more;
+    std::shared_ptr<const acl::User> user = acl_user;
     tx.Hop(
         on,
-        [phase, d, m](Reactor& r) {
+        [phase, d, m, user](Reactor& r) {
           protocol::ReplyBuilder sink(&NullSink, 2);
           ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
+          ctx.acl_user = user.get();
           (*m)[r.id()] = phase(ctx) ? 1 : 0;
           NullSink.clear();
         },
@@ -1065,6 +1083,7 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
   run->db = db_index_;
   run->resp = resp_;
   run->conn = this;
+  run->acl_user = AclSnapshot();
   fan_outs_.push_back(run);
   run->for_exec = for_exec;
   run->droppable = !for_exec && cur_spec_ && (cur_spec_->flags & kReadOnly) &&
@@ -1089,10 +1108,12 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
       locked == SortedUnique(run->shards) && few_keys) {
     ChunkFn phase = run->phases[0];
     int d = db_index_;
+    std::shared_ptr<const acl::User> user = run->acl_user;
     run->tx.LockRunRelease(
-        [phase, d](Reactor& r) {
+        [phase, d, user](Reactor& r) {
           protocol::ReplyBuilder sink(&NullSink, 2);
           ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
+          ctx.acl_user = user.get();
           while (phase(ctx)) {
           }
           NullSink.clear();

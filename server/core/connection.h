@@ -93,6 +93,12 @@ class Connection {
   // until AUTH names another.
   acl::User& user() const { return *user_; }
   void set_user(acl::User* u) { user_ = u; }
+  // For a call that runs elsewhere (another reactor, a fan-out): a read-only copy of a
+  // restricted user, taken again when the user has changed since; null for a user who may do
+  // everything.
+  std::shared_ptr<const acl::User> AclSnapshot();
+  // The user a handler running on this thread for this connection checks scripts against.
+  const acl::User* AclUserHere() const { return user_->unrestricted() ? nullptr : user_; }
   // Back to the default user, authenticated when it needs no password (start, RESET).
   void ResetUser();
   // Records a refusal in ACL LOG (context "toplevel", "multi" or "lua").
@@ -349,6 +355,8 @@ class Connection {
   int resp_ = 2;
   bool authenticated_ = false;
   acl::User* user_ = nullptr;
+  std::shared_ptr<const acl::User> acl_snapshot_;  // AclSnapshot()'s copy
+  uint64_t acl_snapshot_version_ = 0;
   std::string name_, lib_name_, lib_ver_;
   // The last command looked up (the subcommand's own spec for a container command); null when
   // it was unknown. Set before the arity, AUTH and MULTI checks, as Redis sets its lastcmd.

@@ -4,6 +4,7 @@ channel patterns, scripts refused on keys their user may not touch, AUTH user pa
 AUTH, ACL WHOAMI/LIST/GETUSER/LOG/DRYRUN/CAT/GENPASS/DELUSER, and an aclfile loaded at start,
 saved and loaded again. Replies are compared byte for byte where Redis's are deterministic."""
 
+import hashlib
 import os
 import shutil
 import sys
@@ -141,6 +142,16 @@ class AclTest(harness.ServerTestCase):
         self.assertTrue(got.startswith(
             b"-ERR The user executing the script can't run this command or subcommand"), got)
         self.assertReply(integer(1), "EXISTS", "lock:app1:a")
+        # The catalogued release too (deadbolt runs it without Lua): Redis's exact error.
+        self.assertReply(OK, "SET", "lock:app1:b", "tok", c=c)
+        sha = hashlib.sha1(RELEASE.encode()).hexdigest()
+        self.assertReply(error("ERR The user executing the script can't run this command or "
+                               "subcommand script: %s, on @user_script:1." % sha),
+                         "EVAL", RELEASE, "1", "lock:app1:b", "tok", c=c)
+        self.assertReply(integer(1), "EXISTS", "lock:app1:b")
+        entry = dict(zip(*[iter(self.c.call("ACL", "LOG", "1")[0])] * 2))
+        self.assertEqual((entry[b"reason"], entry[b"context"], entry[b"object"]),
+                         (b"command", b"lua", b"del"))
         got = c.cmd("EVAL", "return redis.call('publish', 'other', 'm')", "0")
         self.assertTrue(got.startswith(
             b"-ERR The user executing the script can't publish to the channel mentioned in the "
