@@ -100,6 +100,16 @@ std::string HashPassword(std::string_view password) {
   return out;
 }
 
+KeyPattern::KeyPattern(std::string p, uint8_t f) : pattern(std::move(p)), perms(f) {
+  prefix_only = !pattern.empty() && pattern.back() == '*' &&
+                pattern.find_first_of("*?[\\") == pattern.size() - 1;
+}
+
+bool KeyPattern::Matches(std::string_view key) const {
+  if (prefix_only) return key.starts_with(std::string_view(pattern).substr(0, pattern.size() - 1));
+  return shard::GlobMatch(pattern, key);
+}
+
 // --- User ---
 
 User::User(std::string name) : name_(std::move(name)) {
@@ -411,7 +421,7 @@ bool User::PasswordOk(std::string_view password) const {
 bool User::KeyAllowed(std::string_view key, uint8_t perms) const {
   if (all_keys_) return true;
   for (const KeyPattern& k : keys_) {
-    if ((k.perms & perms) == perms && shard::GlobMatch(k.pattern, key)) return true;
+    if ((k.perms & perms) == perms && k.Matches(key)) return true;
   }
   return false;
 }
@@ -532,16 +542,19 @@ std::string Users::Serialize() const {
 std::optional<Denial> Check(const User& user, const CommandSpec& spec, const CommandSpec& sub,
                             CmdArgs args) {
   if (!user.CommandAllowed(sub)) return Denial{Denial::kCommand, sub.name};
-  // Keys: read for a read-only command, read and write for anything else (Redis asks for what
-  // each key spec says; deadbolt's table has no key specs, so a write needs both).
-  const uint8_t perms = (spec.flags & kReadOnly) ? kKeyRead : kKeyReadWrite;
-  std::optional<Denial> denial;
-  spec.ForEachKey(args, [&](int i) {
-    if (!denial && !user.KeyAllowed(args[i], perms)) {
-      denial = Denial{Denial::kKey, std::string(args[i])};
-    }
-  });
-  if (denial) return denial;
+  if (!(spec.flags & kPubSub)) {
+    // Keys: read for a read-only command, read and write for anything else (Redis asks for
+    // what each key spec says; deadbolt's table has no key specs, so a write needs both).
+    const uint8_t perms = (spec.flags & kReadOnly) ? kKeyRead : kKeyReadWrite;
+    std::optional<Denial> denial;
+    spec.ForEachKey(args, [&](int i) {
+      if (!denial && !user.KeyAllowed(args[i], perms)) {
+        denial = Denial{Denial::kKey, std::string(args[i])};
+      }
+    });
+    return denial;
+  }
+  // Pub/sub: channels, never keys (SPUBLISH's channel routes like a key, as in Redis).
   const std::string& n = spec.name;
   if (n == "publish" || n == "spublish") {
     if (args.size() > 1 && !user.ChannelAllowed(args[1], false)) {

@@ -17,8 +17,12 @@ namespace deadbolt::server::acl {
 enum KeyPerm : uint8_t { kKeyRead = 1, kKeyWrite = 2, kKeyReadWrite = 3 };
 
 struct KeyPattern {
+  KeyPattern(std::string p, uint8_t f);
   std::string pattern;
   uint8_t perms = kKeyReadWrite;
+  // "lock:app1:*": a literal prefix and one '*' at the end, matched without the glob matcher.
+  bool prefix_only = false;
+  bool Matches(std::string_view key) const;
 };
 
 // The categories Redis 7.0 knows, in ACL CAT's order (without the '@').

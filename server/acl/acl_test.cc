@@ -141,6 +141,13 @@ TEST(AclCheckTest, KeysCommandsAndChannels) {
   d = CheckCall(app1, {"publish", "other", "m"});
   ASSERT_TRUE(d);
   EXPECT_EQ(d->reason, Denial::kChannel);
+  // SPUBLISH's channel routes like a key but is checked as a channel only, as in Redis.
+  EXPECT_FALSE(CheckCall(app1, {"spublish", "news1", "m"}));
+  EXPECT_TRUE(CheckCall(app1, {"spublish", "lock:app1:x", "m"}));
+  // A prefix pattern: the prefix itself, anything after it, nothing shorter.
+  EXPECT_FALSE(CheckCall(app1, {"get", "lock:app1:"}));
+  EXPECT_TRUE(CheckCall(app1, {"get", "lock:app1"}));
+  EXPECT_TRUE(CheckCall(app1, {"get", "xlock:app1:y"}));
   // PSUBSCRIBE needs the pattern itself, not one it matches.
   EXPECT_FALSE(CheckCall(app1, {"psubscribe", "news*"}));
   EXPECT_TRUE(CheckCall(app1, {"psubscribe", "news1*"}));

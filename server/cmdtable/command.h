@@ -140,7 +140,7 @@ struct CommandSpec {
 class CommandTable {
  public:
   // Inline: called for every command, where an out-of-line call and its guard showed up.
-  static const CommandTable& Get() {
+  [[gnu::always_inline]] static const CommandTable& Get() {
     static const CommandTable* const table = new CommandTable();
     return *table;
   }

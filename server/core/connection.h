@@ -34,6 +34,7 @@ struct RelayDeleter {  // relay.cc, where Relay is defined
 class ConnBlockedReply;
 class BlockedReply;
 class LockTable;
+struct CommandStats;  // server/observe/stats.h
 
 // Whether a transaction holds (or waits for) any key of the call on this shard, and the lock
 // names of its keys (server/txn/lock_table.h). Shard thread.
@@ -272,6 +273,8 @@ class Connection {
   // The client has gone: fan-outs that only read and still wait for their locks are dropped.
   void FanOutsClientGone();
   void Dispatch(CmdArgs args);
+  // ACL, for a user who may not do everything: refuses the call (NOPERM, ACL LOG) and says so.
+  [[gnu::noinline]] bool AclRefuses(const CommandSpec* spec, CmdArgs args, CommandStats& cs);
   void Execute(const CommandSpec* spec, CmdArgs args);
   // A Lua script past busy-reply-threshold runs on a shard this command needs (`shard`: where
   // Execute would run it).

@@ -88,7 +88,7 @@ class Reactor {
   // Charges a call's ticks to its command; true when it is slow enough for the slow log or the
   // latency monitor (then call NoteSlowCall). Recorded even with latency-tracking no (INFO then
   // shows nothing): a flag test here would cost as much as the histogram's increment.
-  bool ChargeCall(CommandStats& cs, uint64_t ticks) {
+  [[gnu::always_inline]] bool ChargeCall(CommandStats& cs, uint64_t ticks) {
     cs.ticks += ticks;
     cs.latency.Record(ticks);
     return ticks >= watch_ticks_;
