@@ -128,12 +128,17 @@ int GenericCall(lua_State* L, bool raise) {
     return Failed(L, raise);
   }
   if (const acl::User* user = run->ctx->acl_user) {
-    // ACL: the caller's user may run this call (Redis's scriptVerifyACL).
-    const std::string refusal = acl::ScriptCallRefusal(*user, args, run->ctx->now_ms);
-    if (!refusal.empty()) {
-      PushError(L, "-" + refusal);
-      return Failed(L, raise);
+    // ACL: the caller's user may run this call (Redis's scriptVerifyACL). The refusal's text is
+    // freed before Failed(), whose lua_error does not return.
+    bool refused = false;
+    {
+      const std::string refusal = acl::ScriptCallRefusal(*user, args, run->ctx->now_ms);
+      if (!refusal.empty()) {
+        PushError(L, "-" + refusal);
+        refused = true;
+      }
     }
+    if (refused) return Failed(L, raise);
   }
   const bool write = (spec->flags & kWrite) != 0;
   if (write && run->call->read_only) {
