@@ -4,7 +4,7 @@
 # small changes to the command path (kernel time is not counted).
 #
 #   bench/callgrind.sh [--server PATH] [--lockload PATH] [--requests N] [--warmup-requests N]
-#                      [--out FILE] [-- lockload options...]
+#                      [--out FILE] [--server-arg ARG]... [-- lockload options...]
 #
 # Starts the server (--threads 1 --no-pin --hz 1) under callgrind with instrumentation off, runs
 # lockload --warmup-requests (default 20000: every lock of the default 10,000 keys is held
@@ -19,6 +19,7 @@ lockload=build/release/tools/lockload
 requests=200000
 warmup=20000
 out=/tmp/deadbolt.callgrind
+server_args=()  # more flags for the server (--server-arg --aclfile --server-arg users.acl)
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --server) server=$2; shift 2 ;;
@@ -26,6 +27,7 @@ while [[ $# -gt 0 ]]; do
     --requests) requests=$2; shift 2 ;;
     --warmup-requests) warmup=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --server-arg) server_args+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -36,7 +38,8 @@ load=("$@")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 rm -f "$out"
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
-  "$server" --threads 1 --no-pin --hz 1 --port "$port" >/tmp/deadbolt.callgrind.log 2>&1 &
+  "$server" --threads 1 --no-pin --hz 1 --port "$port" "${server_args[@]}" \
+  >/tmp/deadbolt.callgrind.log 2>&1 &
 vg=$!
 trap 'kill $vg 2>/dev/null || true' EXIT
 for _ in $(seq 1 200); do

@@ -4,7 +4,8 @@ set -euo pipefail
 PKGS=(cmake ninja-build g++ pkg-config liburing-dev libmimalloc-dev libabsl-dev libgtest-dev
       libgmock-dev libbenchmark-dev libxxhash-dev python3 python3-redis redis-tools redis-server
       liblua5.1-0-dev lua-cjson-dev lua-bitop  # the embedded Lua (server/lua/)
-      libssl-dev openssl)  # TLS (server/tls/); the openssl command makes the tests' certificates
+      libssl-dev openssl)  # TLS (server/tls/), SHA-256 of ACL passwords (server/acl/); the openssl
+      # command makes the tests' certificates
 if [[ "${1:-}" == "--test" ]]; then
   # Node.js for the JavaScript client tests: only when none is on PATH (a machine may have a
   # Node.js that did not come from Debian, and Debian's npm would conflict with it).

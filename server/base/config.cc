@@ -98,6 +98,12 @@ const std::vector<Setting>& Settings() {
          return std::nullopt;
        },
        [](const Config& c) { return c.requirepass; }},
+      {"aclfile", false,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         c.aclfile = std::string(v);
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.aclfile; }},
       {"protected-mode", true, BoolSetter(&Config::protected_mode),
        BoolGetter(&Config::protected_mode)},
       {"databases", false, IntSetter(&Config::databases, 1, 1024), IntGetter(&Config::databases)},
@@ -343,7 +349,7 @@ std::optional<int64_t> ParseMemory(std::string_view s) {
 
 std::string Config::Usage() {
   return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
-         "                       [--protected-mode yes|no] [--maxmemory BYTES]\n"
+         "                       [--aclfile PATH] [--protected-mode yes|no] [--maxmemory BYTES]\n"
          "                       [--maxmemory-policy noeviction]\n"
          "                       [--client-output-buffer-limit \"CLASS HARD SOFT SECS ...\"]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"

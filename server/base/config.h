@@ -21,6 +21,8 @@ struct Config {
   std::string bind = "127.0.0.1";
   int threads = 0;  // 0: one per core
   std::string requirepass;
+  // --aclfile: users loaded at start and by ACL LOAD, written by ACL SAVE (server/acl/).
+  std::string aclfile;
   // protected-mode, as Redis: with no password, clients not on the loopback interface are
   // refused at accept with Redis's DENIED text (ProtectedModeRefuses, server/cmdtable/peer_policy.h).
   bool protected_mode = true;

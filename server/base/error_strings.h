@@ -32,6 +32,26 @@ inline constexpr std::string_view kWrongPass =
 inline constexpr std::string_view kAuthNotConfigured =
     "ERR AUTH <password> called without any password configured for the default user. Are you "
     "sure your configuration is correct?";
+// ACL (server/acl/): refusals by the dispatcher, Redis 7.0's words.
+inline constexpr std::string_view kNoPermKey =
+    "NOPERM this user has no permissions to access one of the keys used as arguments";
+inline constexpr std::string_view kNoPermChannel =
+    "NOPERM this user has no permissions to access one of the channels used as arguments";
+inline std::string NoPermCommand(std::string_view cmd) {
+  return "NOPERM this user has no permissions to run the '" + std::string(cmd) + "' command";
+}
+// The same refusals inside a script (redis.call): Redis's scriptVerifyACL words.
+inline constexpr std::string_view kScriptNoPermCommand =
+    "The user executing the script can't run this command or subcommand";
+inline constexpr std::string_view kScriptNoPermKey =
+    "The user executing the script can't access at least one of the keys mentioned in the "
+    "command arguments";
+inline constexpr std::string_view kScriptNoPermChannel =
+    "The user executing the script can't publish to the channel mentioned in the command";
+inline constexpr std::string_view kAclNoFile =
+    "ERR This Redis instance is not configured to use an ACL file. You may want to specify users "
+    "via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis "
+    "configuration file set) in order to store users in the Redis configuration.";
 inline constexpr std::string_view kNoProto = "NOPROTO unsupported protocol version";
 inline constexpr std::string_view kTimeoutNotInteger = "ERR timeout is not an integer or out of range";
 inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";

@@ -10,7 +10,6 @@ namespace deadbolt::server {
 const std::vector<std::pair<const char*, const char*>>& NoEffectParams() {
   static const std::vector<std::pair<const char*, const char*>> kParams = {
       {"acl-pubsub-default", "resetchannels"},
-      {"aclfile", ""},
       {"acllog-max-len", "128"},
       {"active-defrag-cycle-max", "25"},
       {"active-defrag-cycle-min", "1"},

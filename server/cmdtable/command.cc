@@ -7,6 +7,7 @@ namespace deadbolt::server {
 
 CommandTable::CommandTable() {
   RegisterServerCommands(this);
+  RegisterAclCommands(this);
   RegisterStringCommands(this);
   RegisterKeyCommands(this);
   RegisterHashCommands(this);
@@ -62,6 +63,15 @@ inline uint32_t FoldedNameHash(std::string_view s) {
 }  // namespace
 
 void CommandTable::Index() {
+  by_acl_id_.clear();
+  for (CommandSpec& s : all_) {
+    s.acl_id = static_cast<int>(by_acl_id_.size());
+    by_acl_id_.push_back(&s);
+    for (CommandSpec& sub : s.subcommands) {
+      sub.acl_id = static_cast<int>(by_acl_id_.size());
+      by_acl_id_.push_back(&sub);
+    }
+  }
   size_t cap = 16;
   while (cap < all_.size() * 4) cap *= 2;
   by_name_.assign(cap, NameSlot{});
@@ -72,6 +82,13 @@ void CommandTable::Index() {
     while (by_name_[j].index != 0) j = (j + 1) & name_mask_;
     by_name_[j] = NameSlot{h, static_cast<uint32_t>(i + 1)};
   }
+}
+
+const CommandSpec* CommandTable::FindFullName(std::string_view name) const {
+  const size_t bar = name.find('|');
+  const CommandSpec* top = Find(name.substr(0, bar));
+  if (top == nullptr || bar == std::string_view::npos) return top;
+  return FindSubcommand(*top, name.substr(bar + 1));
 }
 
 CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler h,

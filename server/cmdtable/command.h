@@ -18,6 +18,9 @@ class Db;
 
 namespace deadbolt::server {
 
+namespace acl {
+class User;  // server/acl/acl.h
+}  // namespace acl
 class BlockedReply;  // server/txn/blocked_reply.h
 class Connection;
 class Reactor;
@@ -38,6 +41,10 @@ struct ShardCtx {
   // does not wait (as in Redis). A handler that has to wait moves the BlockedReply out, writes
   // nothing to rb and finishes it later (server/txn/blocked_reply.h).
   std::unique_ptr<BlockedReply>* block = nullptr;
+  // The caller's ACL user when it may not do everything (null otherwise): scripts check each
+  // command they call against it (server/lua/lua_redis.cc, server/scripts/script_run.cc). Valid
+  // for the call, on the thread running it (a copy travels with a forwarded call).
+  const acl::User* acl_user = nullptr;
 };
 
 // A command that touches the keys of one shard. Runs on the reactor owning its keys: inline when
@@ -108,8 +115,13 @@ struct CommandSpec {
   BlocksFn blocks = nullptr;
   // A kMayCreate command may have this; without it every call may create a key.
   MayCreateFn may_create = nullptr;
-  std::vector<std::string> acl_categories;  // "@string", "@keyspace", ...
-  std::vector<CommandSpec> subcommands;     // for COMMAND INFO/DOCS and commandstats
+  // Redis 7's ACL categories ("@string", "@keyspace", "@write", ...): COMMAND INFO reports
+  // them, ACL rules (+@read) select commands by them (server/acl/).
+  std::vector<std::string> acl_categories;
+  // The command's bit in an ACL user's command bitmap: every command and subcommand has one
+  // (CommandTable::AclSpec). Set by the table.
+  int acl_id = -1;
+  std::vector<CommandSpec> subcommands;  // for COMMAND INFO/DOCS and commandstats
   // Where its calls are counted in ReactorStats::commands (CommandTable::StatsSlot); set by the
   // table, for subcommands too.
   uint32_t stats_slot = 0;
@@ -138,7 +150,7 @@ struct CommandSpec {
 class CommandTable {
  public:
   // Inline: called for every command, where an out-of-line call and its guard showed up.
-  static const CommandTable& Get() {
+  [[gnu::always_inline]] static const CommandTable& Get() {
     static const CommandTable* const table = new CommandTable();
     return *table;
   }
@@ -178,6 +190,12 @@ class CommandTable {
 
   void Add(CommandSpec spec) { all_.push_back(std::move(spec)); }
 
+  // Every command and subcommand by its acl_id (server/acl/): ids 0..AclCount()-1.
+  size_t AclCount() const { return by_acl_id_.size(); }
+  const CommandSpec& AclSpec(int id) const { return *by_acl_id_[id]; }
+  // The command ("get") or subcommand ("client|setname"), any case; null if none.
+  const CommandSpec* FindFullName(std::string_view name) const;
+
  private:
   CommandTable();
   void Index();
@@ -189,6 +207,7 @@ class CommandTable {
     uint32_t index = 0;  // into all_, plus one; 0: empty
   };
   std::vector<NameSlot> by_name_;
+  std::vector<const CommandSpec*> by_acl_id_;
   size_t name_mask_ = 0;
 };
 
@@ -209,6 +228,7 @@ CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHan
 
 // Each command family registers its commands (cmd_*.cc).
 void RegisterServerCommands(CommandTable* t);
+void RegisterAclCommands(CommandTable* t);  // server/commands/cmd_acl.cc
 void RegisterStringCommands(CommandTable* t);
 void RegisterKeyCommands(CommandTable* t);
 void RegisterHashCommands(CommandTable* t);

@@ -19,7 +19,9 @@ void Unwatch(CmdArgs, Connection& conn, ReplyBuilder& rb) {
 
 CommandSpec Tx(std::string name, int arity, uint32_t flags, ConnHandler h, int first_key = 0,
                int last_key = 0) {
-  return ConnCommand(std::move(name), arity, flags, h, {"@fast", "@transaction"}, first_key,
+  // EXEC is @slow in Redis 7.0; the others @fast.
+  std::vector<std::string> acl = {name == "exec" ? "@slow" : "@fast", "@transaction"};
+  return ConnCommand(std::move(name), arity, flags, h, std::move(acl), first_key,
                      last_key, first_key ? 1 : 0);
 }
 

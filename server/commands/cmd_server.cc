@@ -70,20 +70,21 @@ void WrongPassword(Connection& conn, std::string_view command) {
              static_cast<unsigned long long>(conn.id()), conn.peer().c_str(), more.c_str());
 }
 
-// AUTH against the default user: the password is --requirepass (or any password when none is
-// set and a user name is given, as Redis's nopass default user does). The password is compared
-// in constant time.
+// AUTH as an ACL user (server/acl/): the default user's password is --requirepass; a nopass
+// user takes any password. The password's SHA-256 is compared with every stored hash, whether
+// or not the user exists, so the time taken does not tell which part failed.
 std::string_view CheckAuth(Connection& conn, std::string_view command, std::string_view user,
                            std::string_view pass, bool with_user) {
-  const std::string& required = conn.reactor().config().requirepass;
-  if (!with_user && required.empty()) return errors::kAuthNotConfigured;
-  // Both checks always run: which of them failed does not show in the time taken.
-  const bool user_ok = user == "default";
-  const bool pass_ok = required.empty() || ConstantTimeEquals(pass, required);
-  if (!user_ok || !pass_ok) {
+  acl::Users& users = conn.reactor().acl_users();
+  if (!with_user && users.Default()->nopass()) return errors::kAuthNotConfigured;
+  acl::User* u = users.Find(user);
+  const bool ok = u != nullptr ? u->PasswordOk(pass) : (acl::HashPassword(pass), false);
+  if (!ok) {
     WrongPassword(conn, command);
+    conn.LogAclDenial("auth", command, user, "toplevel");  // the command as sent, as Redis
     return errors::kWrongPass;
   }
+  conn.set_user(u);
   conn.set_authenticated(true);
   return {};
 }
@@ -94,7 +95,7 @@ void Auth(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     return;
   }
   bool with_user = args.size() == 3;
-  std::string_view err = CheckAuth(conn, "auth", with_user ? args[1] : "default",
+  std::string_view err = CheckAuth(conn, args[0], with_user ? args[1] : "default",
                                    with_user ? args[2] : args[1], with_user);
   if (err.empty()) {
     rb.Ok();
@@ -124,7 +125,7 @@ void Hello(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   for (; i < args.size(); i++) {
     bool more = i + 1 < args.size();
     if (Eq(args[i], "AUTH") && i + 2 < args.size()) {
-      std::string_view err = CheckAuth(conn, "hello", args[i + 1], args[i + 2], true);
+      std::string_view err = CheckAuth(conn, args[0], args[i + 1], args[i + 2], true);
       if (!err.empty()) {
         rb.Error(err);
         return;
@@ -199,7 +200,7 @@ void Reset(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   conn.set_resp(2);
   rb.set_resp(2);
   conn.set_name("");
-  conn.set_authenticated(conn.reactor().config().requirepass.empty());
+  conn.ResetUser();
   conn.set_monitor(false);
   rb.SimpleString("RESET");
 }
@@ -225,6 +226,9 @@ std::string ClientFlags(const Connection& c) {
 
 // One CLIENT LIST / CLIENT INFO line, without its newline. No field can hold a space or a
 // newline: names and lib-name/lib-ver are checked when set, cmd= is the table's name.
+}  // namespace
+
+// One CLIENT LIST line (also ACL LOG's client-info, cmd_acl.cc).
 std::string ClientLine(Connection& c, int64_t now_ms) {
   return absl::StrCat(
       "id=", c.id(), " addr=", c.peer(), " laddr=", c.local(), " fd=", c.fd(), " name=", c.name(),
@@ -234,9 +238,11 @@ std::string ClientLine(Connection& c, int64_t now_ms) {
       " ssub=", SubCount(c, PubSubKind::kShard), " multi=", c.in_multi() ? 0 : -1,
       " qbuf=", c.query_buffer_size(),
       " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=", c.output_buffer_size(),
-      " tot-mem=0 events=r cmd=", AV(c.last_command()), " user=default redir=-1 resp=", c.resp(),
+      " tot-mem=0 events=r cmd=", AV(c.last_command()), " user=", AV(c.user().name()), " redir=-1 resp=", c.resp(),
       " lib-name=", c.lib_name(), " lib-ver=", c.lib_ver());
 }
+
+namespace {
 
 void ClientId(CmdArgs, Connection& conn, ReplyBuilder& rb) {
   rb.Integer(static_cast<int64_t>(conn.id()));
@@ -810,12 +816,25 @@ CommandSpec Conn(std::string name, int arity, uint32_t flags, ConnHandler h,
   return ConnCommand(std::move(name), arity, flags, h, std::move(acl));
 }
 
-CommandSpec Subs(CommandSpec parent, std::initializer_list<std::pair<const char*, int>> subs) {
+// A container and its subcommands, which have its categories (`admin`: those also @admin
+// @dangerous, as Redis 7.0). ACL checks the subcommand called.
+CommandSpec Subs(CommandSpec parent, std::initializer_list<std::pair<const char*, int>> subs,
+                 std::initializer_list<const char*> admin = {}) {
   for (auto& [name, arity] : subs) {
-    parent.subcommands.push_back(Conn(parent.name + "|" + name, arity, parent.flags, nullptr,
-                                      parent.acl_categories));
+    std::vector<std::string> cats = parent.acl_categories;
+    for (const char* a : admin) {
+      if (std::string_view(a) == name) cats = {"@admin", "@slow", "@dangerous", "@connection"};
+    }
+    parent.subcommands.push_back(
+        Conn(parent.name + "|" + name, arity, parent.flags, nullptr, std::move(cats)));
   }
   return parent;
+}
+
+// As Redis 7.0: CLIENT and CONFIG themselves are only @slow, their subcommands more.
+CommandSpec OnlySlow(CommandSpec container) {
+  container.acl_categories = {"@slow"};
+  return container;
 }
 
 }  // namespace
@@ -829,16 +848,18 @@ void RegisterServerCommands(CommandTable* t) {
   t->Add(Conn("select", 2, kConnFlags, Select, {"@fast", "@connection"}));
   t->Add(Conn("quit", -1, kConnFlags | kNoAuth | kNoQueue, Quit, {"@fast", "@connection"}));
   t->Add(Conn("reset", 1, kConnFlags | kNoAuth | kNoQueue, Reset, {"@fast", "@connection"}));
-  t->Add(Subs(Conn("client", -2, kLoading | kStale | kNoScript, Client, {"@slow", "@connection"}),
-              {{"id", 2}, {"setname", 3}, {"getname", 2}, {"setinfo", 4}, {"list", -2},
-               {"kill", -3}, {"info", 2}, {"help", 2}, {"no-evict", 3}, {"no-touch", 3},
-               {"reply", 3}, {"pause", -3}, {"unpause", 2}}));
+  t->Add(OnlySlow(
+      Subs(Conn("client", -2, kLoading | kStale | kNoScript, Client, {"@slow", "@connection"}),
+           {{"id", 2}, {"setname", 3}, {"getname", 2}, {"setinfo", 4}, {"list", -2},
+            {"kill", -3}, {"info", 2}, {"help", 2}, {"no-evict", 3}, {"no-touch", 3},
+            {"reply", 3}, {"pause", -3}, {"unpause", 2}},
+           {"kill", "list", "no-evict", "pause", "unpause"})));
   t->Add(Subs(Conn("command", -1, kLoading | kStale, Command, {"@slow", "@connection"}),
               {{"count", 2}, {"info", -2}, {"docs", -2}, {"list", -2}, {"help", 2}}));
   t->Add(Conn("info", -1, kLoading | kStale, Info, {"@slow", "@dangerous"}));
-  t->Add(Subs(Conn("config", -2, kAdmin | kNoScript | kLoading | kStale, ConfigCmd,
-                   {"@admin", "@slow", "@dangerous"}),
-              {{"get", -3}, {"set", -4}, {"resetstat", 2}, {"rewrite", 2}}));
+  t->Add(OnlySlow(Subs(Conn("config", -2, kAdmin | kNoScript | kLoading | kStale, ConfigCmd,
+                            {"@admin", "@slow", "@dangerous"}),
+                       {{"get", -3}, {"set", -4}, {"resetstat", 2}, {"rewrite", 2}})));
   t->Add(Conn("time", 1, kFast | kLoading | kStale, Time, {"@fast"}));
   t->Add(Conn("shutdown", -1, kAdmin | kNoScript | kLoading | kStale, Shutdown,
               {"@admin", "@slow", "@dangerous"}));

@@ -96,8 +96,10 @@ void ReplyScanCursor(protocol::ReplyBuilder& rb, uint64_t cursor) {
 
 ShardCtx LocalShardCtx(Connection& conn, protocol::ReplyBuilder& rb) {
   Reactor& r = conn.reactor();
-  return ShardCtx{r.shard(), r.shard().db(conn.db_index()), conn.db_index(), r.now_ms(), r.config(),
-                  rb};
+  ShardCtx ctx{r.shard(), r.shard().db(conn.db_index()), conn.db_index(), r.now_ms(), r.config(),
+               rb};
+  ctx.acl_user = conn.AclUserHere();
+  return ctx;
 }
 
 bool AllKeysOn(CmdArgs args, size_t first, size_t step, const Server& server, int shard) {

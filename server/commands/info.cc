@@ -205,6 +205,9 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
     }
     // Redis 7.2's name for wrong passwords; the clients closed before AUTH are deadbolt's own.
     absl::StrAppend(&out, "acl_access_denied_auth:", s.acl_access_denied_auth, "\r\n",
+                    "acl_access_denied_cmd:", s.acl_access_denied[0], "\r\n",
+                    "acl_access_denied_key:", s.acl_access_denied[1], "\r\n",
+                    "acl_access_denied_channel:", s.acl_access_denied[2], "\r\n",
                     "unauthenticated_clients_closed:", s.unauth_clients_closed, "\r\n",
                     "client_output_buffer_limit_disconnections:", s.output_limit_disconnections,
                     "\r\n");

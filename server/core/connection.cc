@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "server/acl/acl_log.h"
 #include "server/base/error_strings.h"
 #include "server/cmdtable/script_busy.h"
 #include "server/base/log.h"
@@ -92,6 +93,7 @@ struct RemoteCommand {
   std::shared_ptr<BlockState> block;
   // Run by the LockTable once nothing blocks it: its keys are free and it is its client's first.
   bool resumed = false;
+  std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
   void operator()() {
     Reactor* r = Reactor::Current();
@@ -110,6 +112,7 @@ struct RemoteCommand {
     std::string reply;
     protocol::ReplyBuilder rb(&reply, resp);
     ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
+    ctx.acl_user = acl_user.get();
     if (block) {
       // A blocking command: the handler may keep the reply open by taking `pending` (the client
       // now waits); if it does not, the reply goes now. One whose client has already gone is not
@@ -190,8 +193,36 @@ Connection::Connection(Reactor* reactor, int fd, uint64_t id, std::string peer, 
   limits.max_bulk_len = cfg.proto_max_bulk_len;
   limits.max_multibulk_len = cfg.max_multibulk_len;
   parser_.set_limits(limits);
-  set_authenticated(cfg.requirepass.empty());
+  ResetUser();
   created_ms_ = last_interaction_ms_ = reactor_->now_ms();
+}
+
+void Connection::ResetUser() {
+  user_ = reactor_->acl_users().Default();
+  // As Redis: a client starts authenticated when the default user is on and has no password.
+  set_authenticated(user_->enabled() && user_->nopass());
+}
+
+void Connection::LogAclDenial(std::string_view reason, std::string_view object,
+                              std::string_view username, std::string_view context) {
+  acl::LogEntry e;
+  e.reason = std::string(reason);
+  e.context = std::string(context);
+  e.object = std::string(object);
+  e.username = std::string(username);
+  e.updated_ms = reactor_->now_ms();
+  if (client_info_line) e.client_info = client_info_line(*this);
+  acl::AclLog::Get().Add(std::move(e));
+}
+
+std::shared_ptr<const acl::User> Connection::AclSnapshot() {
+  if (user_->unrestricted()) return nullptr;
+  if (!acl_snapshot_ || acl_snapshot_version_ != user_->version() ||
+      acl_snapshot_->name() != user_->name()) {
+    acl_snapshot_ = std::make_shared<const acl::User>(*user_);
+    acl_snapshot_version_ = user_->version();
+  }
+  return acl_snapshot_;
 }
 
 void Connection::set_authenticated(bool v) {
@@ -448,6 +479,11 @@ void Connection::Dispatch(CmdArgs args) {
     ReplyError(errors::kNoAuth);
     return;
   }
+  // ACL: one flag test for a user who may run everything (the default user, +@all ~* &*); the
+  // check itself is out of line, so that it costs such a user nothing more.
+  if (!user_->unrestricted() && AclRefuses(spec, args, cs)) [[unlikely]] {
+    return;
+  }
   if ((spec->flags & kMayCreate) && reactor_->config().restart_delay_ms > 0) {
     // --restart-delay: a call that could take a lock is refused while it runs. Before queueing,
     // as Redis rejects a denyoom command under OOM: inside MULTI, EXEC then aborts.
@@ -516,6 +552,18 @@ void Connection::Dispatch(CmdArgs args) {
   if (reactor_->feed_monitors() && !(spec->flags & kAdmin)) [[unlikely]] {
     reactor_->FeedMonitors(*this, args);
   }
+}
+
+bool Connection::AclRefuses(const CommandSpec* spec, CmdArgs args, CommandStats& cs) {
+  auto denial = acl::Check(*user_, *spec, last_cmd_ ? *last_cmd_ : *spec, args);
+  if (!denial) return false;
+  cs.rejected_calls++;
+  reactor_->stats().acl_access_denied[denial->reason]++;
+  LogAclDenial(acl::DenialReason(*denial), denial->object, user_->name(),
+               in_multi_ ? "multi" : "toplevel");
+  if (in_multi_) multi_error_ = true;
+  ReplyError(acl::DenialError(*denial));
+  return true;
 }
 
 std::string_view Connection::last_command() const {
@@ -633,6 +681,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
     rb_.set_resp(resp_);
     ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
                  reactor_->now_ms(), reactor_->config(), rb_};
+    ctx.acl_user = AclUserHere();
     spec->shard_handler(args, ctx);
     reactor_->EndCall(cs, spec, args, this);
     if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
@@ -792,8 +841,10 @@ void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
   inflight_++;
   inflight_shard_ = shard;
   if (shard == reactor_->id() && !block) inflight_local_++;
-  reactor_->Send(shard, RemoteCommand{spec, std::make_unique<OwnedArgs>(args), reactor_->id(),
-                                      db_index_, resp_, this, seq, id_, std::move(block)});
+  RemoteCommand cmd{spec,  std::make_unique<OwnedArgs>(args), reactor_->id(), db_index_, resp_,
+                    this,  seq, id_, std::move(block)};
+  if (!user_->unrestricted()) [[unlikely]] cmd.acl_user = AclSnapshot();
+  reactor_->Send(shard, std::move(cmd));
 }
 
 // --- blocking commands ---
@@ -932,6 +983,7 @@ struct Connection::FanOutRun {
   bool droppable = false;
   uint64_t seq = 0;
   Connection* conn = nullptr;
+  std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
   // Its client has gone (Connection::OnClose): a read still waiting for its locks stops waiting.
   void ClientGone() {
@@ -962,11 +1014,13 @@ struct Connection::FanOutRun {
     ChunkFn phase = phases[next];
     int d = db;
     std::shared_ptr<std::vector<char>> m = more;
+    std::shared_ptr<const acl::User> user = acl_user;
     tx.Hop(
         on,
-        [phase, d, m](Reactor& r) {
+        [phase, d, m, user](Reactor& r) {
           protocol::ReplyBuilder sink(&NullSink, 2);
           ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
+          ctx.acl_user = user.get();
           (*m)[r.id()] = phase(ctx) ? 1 : 0;
           NullSink.clear();
         },
@@ -1075,6 +1129,7 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
   run->db = db_index_;
   run->resp = resp_;
   run->conn = this;
+  run->acl_user = AclSnapshot();
   fan_outs_.push_back(run);
   run->for_exec = for_exec;
   run->droppable = !for_exec && cur_spec_ && (cur_spec_->flags & kReadOnly) &&
@@ -1099,10 +1154,12 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
       locked == SortedUnique(run->shards) && few_keys) {
     ChunkFn phase = run->phases[0];
     int d = db_index_;
+    std::shared_ptr<const acl::User> user = run->acl_user;
     run->tx.LockRunRelease(
-        [phase, d](Reactor& r) {
+        [phase, d, user](Reactor& r) {
           protocol::ReplyBuilder sink(&NullSink, 2);
           ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
+          ctx.acl_user = user.get();
           while (phase(ctx)) {
           }
           NullSink.clear();

@@ -14,6 +14,7 @@
 
 #include "protocol/reply_builder.h"
 #include "protocol/resp_parser.h"
+#include "server/acl/acl.h"
 #include "server/base/output_limit.h"
 #include "server/cmdtable/command.h"
 #include "server/core/transaction.h"
@@ -34,6 +35,7 @@ class ConnBlockedReply;
 class BlockedReply;
 class LockTable;
 class TlsSession;  // server/tls/tls.h
+struct CommandStats;  // server/observe/stats.h
 
 // Whether a transaction holds (or waits for) any key of the call on this shard, and the lock
 // names of its keys (server/txn/lock_table.h). Shard thread.
@@ -89,6 +91,23 @@ class Connection {
   void set_resp(int v) { resp_ = v; }
   bool authenticated() const { return authenticated_; }
   void set_authenticated(bool v);
+  // The ACL user this connection runs as (its reactor's copy; never null): the default user
+  // until AUTH names another.
+  acl::User& user() const { return *user_; }
+  void set_user(acl::User* u) { user_ = u; }
+  // For a call that runs elsewhere (another reactor, a fan-out): a read-only copy of a
+  // restricted user, taken again when the user has changed since; null for a user who may do
+  // everything.
+  std::shared_ptr<const acl::User> AclSnapshot();
+  // The user a handler running on this thread for this connection checks scripts against.
+  const acl::User* AclUserHere() const { return user_->unrestricted() ? nullptr : user_; }
+  // Back to the default user, authenticated when it needs no password (start, RESET).
+  void ResetUser();
+  // Records a refusal in ACL LOG (context "toplevel", "multi" or "lua").
+  void LogAclDenial(std::string_view reason, std::string_view object, std::string_view username,
+                    std::string_view context);
+  // CLIENT LIST's line for this connection, for ACL LOG (set by server/commands).
+  static inline std::string (*client_info_line)(Connection&) = nullptr;
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
   std::string& lib_name() { return lib_name_; }
@@ -273,6 +292,8 @@ class Connection {
   // The client has gone: fan-outs that only read and still wait for their locks are dropped.
   void FanOutsClientGone();
   void Dispatch(CmdArgs args);
+  // ACL, for a user who may not do everything: refuses the call (NOPERM, ACL LOG) and says so.
+  [[gnu::noinline]] bool AclRefuses(const CommandSpec* spec, CmdArgs args, CommandStats& cs);
   void Execute(const CommandSpec* spec, CmdArgs args);
   // A Lua script past busy-reply-threshold runs on a shard this command needs (`shard`: where
   // Execute would run it).
@@ -360,6 +381,9 @@ class Connection {
   int db_index_ = 0;
   int resp_ = 2;
   bool authenticated_ = false;
+  acl::User* user_ = nullptr;
+  std::shared_ptr<const acl::User> acl_snapshot_;  // AclSnapshot()'s copy
+  uint64_t acl_snapshot_version_ = 0;
   std::string name_, lib_name_, lib_ver_;
   // The last command looked up (the subcommand's own spec for a container command); null when
   // it was unknown. Set before the arity, AUTH and MULTI checks, as Redis sets its lastcmd.

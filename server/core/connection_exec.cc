@@ -237,6 +237,7 @@ void Connection::ExecNext() {
           protocol::ReplyBuilder rb(&st.replies, st.resp);
           ShardCtx ctx{reactor_->shard(), reactor_->shard().db(q.db), q.db, reactor_->now_ms(),
                        reactor_->config(), rb};
+          ctx.acl_user = AclUserHere();
           uint64_t prev = st.tx->EnterJournal(*reactor_);
           reactor_->StartTiming();
           q.spec->shard_handler(a, ctx);
@@ -250,12 +251,14 @@ void Connection::ExecNext() {
         auto owned = std::make_shared<OwnedArgs>(a);
         int db = q.db, resp = st.resp;
         st.in_loop = false;
+        std::shared_ptr<const acl::User> user = AclSnapshot();
         st.tx->Hop(
             {shard},
-            [spec, owned, out, db, resp](Reactor& r) {
+            [spec, owned, out, db, resp, user](Reactor& r) {
               std::vector<std::string_view> v = owned->Views();
               protocol::ReplyBuilder rb(out.get(), resp);
               ShardCtx ctx{r.shard(), r.shard().db(db), db, r.now_ms(), r.config(), rb};
+              ctx.acl_user = user.get();
               spec->shard_handler(CmdArgs(v.data(), v.size()), ctx);
             },
             [this, out] {

@@ -95,6 +95,8 @@ std::string AddrToString(const sockaddr_storage& ss) {
 Reactor::Reactor(Server* server, int id, const Config& config)
     : server_(server), id_(id), config_(config), shard_(id, config.databases) {
   stats_.commands.resize(CommandTable::Get().StatsSpecs().size());
+  acl_users_ = server->initial_users().Clone();
+  applied_requirepass_ = config_.requirepass;
   ApplyConfig();
 }
 
@@ -107,6 +109,11 @@ void Reactor::ApplyConfig() {
   if (run_n_) lap_start_ = CloseRun(nullptr);  // timed under the old thresholds
   runs_ok_ = watch_ticks_ >= TickClock::FromUsec(kRunMinWatchUsec);
   slowlog_.Trim(static_cast<size_t>(config_.slowlog_max_len));
+  if (config_.requirepass != applied_requirepass_) {
+    // CONFIG SET requirepass: the default user's password, as in Redis.
+    acl_users_.SetRequirePass(config_.requirepass);
+    applied_requirepass_ = config_.requirepass;
+  }
 }
 
 std::optional<SlowlogEntry> Reactor::NoteSlowCall(const CommandSpec* spec, CmdArgs args,

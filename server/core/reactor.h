@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/acl/acl.h"
 #include "server/base/config.h"
 #include "server/base/fd_limit.h"
 #include "server/observe/stats.h"
@@ -66,6 +67,8 @@ class Reactor {
   LockTable& locks() { return locks_; }
   WatchTable& watches() { return watches_; }
   LockWaiters& lock_waiters() { return lock_waiters_; }  // LOCK.ACQUIRE ... WAIT
+  // This reactor's copy of the ACL users (server/acl/acl.h); ACL SETUSER changes every copy.
+  acl::Users& acl_users() { return acl_users_; }
   PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
   const char* ring_mode() const { return ring_mode_; }
 
@@ -106,7 +109,7 @@ class Reactor {
   // Charges a call's ticks to its command; true when it is slow enough for the slow log or the
   // latency monitor (then call NoteSlowCall). Recorded even with latency-tracking no (INFO then
   // shows nothing): a flag test here would cost as much as the histogram's increment.
-  bool ChargeCall(CommandStats& cs, uint64_t ticks) {
+  [[gnu::always_inline]] bool ChargeCall(CommandStats& cs, uint64_t ticks) {
     cs.ticks += ticks;
     cs.latency.Record(ticks);
     return ticks >= watch_ticks_;
@@ -287,6 +290,8 @@ class Reactor {
   LockWaiters lock_waiters_{&shard_, &locks_,
                             [this] { Send(id_, [this] { lock_waiters_.Drain(); }); },
                             [this] { return now_ms_; }};
+  acl::Users acl_users_;
+  std::string applied_requirepass_;  // the default user's password follows CONFIG SET requirepass
   PubSubRegistry pubsub_;  // pub/sub; other reactors only read its hints
 
   io_uring ring_{};

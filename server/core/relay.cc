@@ -50,6 +50,7 @@ struct Relay {
   uint64_t seq = 0;
   uint64_t client_id = 0;
   Connection* conn = nullptr;  // dereferenced only on `origin`
+  std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
   void Add(const CommandSpec* spec, CmdArgs args, int shard) {
     for (std::string_view a : args) {
@@ -157,6 +158,7 @@ void RunRelay(std::unique_ptr<Relay> r) {
     cs.calls++;
     protocol::ReplyBuilder rb(&r->replies, r->resp);
     ShardCtx ctx{re->shard(), re->shard().db(r->db), r->db, re->now_ms(), re->config(), rb};
+    ctx.acl_user = r->acl_user.get();
     re->BeginCall(cmd.spec);
     cmd.spec->shard_handler(a, ctx);
     if (!re->JoinRun(cs, cmd.spec) && re->ChargeCall(cs, re->Lap())) [[unlikely]] {
@@ -190,6 +192,7 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
     relay_->resp = resp_;
     relay_->client_id = id_;
     relay_->conn = this;
+    relay_->acl_user = AclSnapshot();
     const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
     relay_->max_replies =
         static_cast<size_t>(subscribed() ? limits.pubsub.hard : limits.normal.hard);

@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <random>
 
 #include "server/base/fd_limit.h"
@@ -65,6 +69,7 @@ std::optional<std::string> Server::Start() {
                 "deadbolt does not offload to it yet)", config_.tls_port);
     }
   }
+  if (auto err = LoadUsers()) return err;
   for (int i = 0; i < config_.threads; i++) {
     reactors_.push_back(std::make_unique<Reactor>(this, i, config_));
   }
@@ -79,6 +84,25 @@ std::optional<std::string> Server::Start() {
                                .count();  // CLOCK_REALTIME, the reactors' clock
   restart_delay_.delay_ms = config_.restart_delay_ms;
   for (auto& r : reactors_) r->Start();
+  return std::nullopt;
+}
+
+std::optional<std::string> Server::LoadUsers() {
+  initial_users_ = acl::Users::WithDefault(config_.requirepass);
+  if (config_.aclfile.empty()) return std::nullopt;
+  // As Redis: an aclfile that cannot be read or has a bad line stops the start.
+  std::ifstream in(config_.aclfile, std::ios::binary);
+  if (!in) {
+    return "Error loading ACLs: opening the ACL file " + config_.aclfile + ": " +
+           std::strerror(errno);
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  acl::Users users;
+  if (auto err = acl::Users::Parse(text.str(), &users)) {
+    return "Error loading ACLs: " + config_.aclfile + ": " + *err;
+  }
+  initial_users_ = std::move(users);
   return std::nullopt;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "server/acl/acl.h"
 #include "server/base/config.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/cmdtable/restart_delay.h"
@@ -31,6 +32,8 @@ class Server {
 
   // Main thread. Returns an error message when the server cannot start.
   std::optional<std::string> Start();
+  // --aclfile (or the default user alone) into initial_users(); an error stops the start.
+  std::optional<std::string> LoadUsers();
   // Main thread: blocks until every reactor has stopped.
   void Wait();
   // Any thread, async-signal-safe.
@@ -65,6 +68,9 @@ class Server {
   const std::string& run_id() const { return run_id_; }
   // --restart-delay, counted from when Start() began serving.
   const RestartDelay& restart_delay() const { return restart_delay_; }
+  // The users at start (the default user from --requirepass, then --aclfile); each reactor
+  // starts with a copy. Main thread, before the reactors start.
+  const acl::Users& initial_users() const { return initial_users_; }
   // Whether every shard's journal can be written (MISCONF refusals otherwise).
   JournalHealth& journal_health() { return *journal_health_; }
   // --tls-port's settings, loaded by Start; null without a TLS port. Read-only once reactors run.
@@ -82,6 +88,7 @@ class Server {
   int64_t start_time_ms_ = 0;
   std::string run_id_;
   RestartDelay restart_delay_;
+  acl::Users initial_users_;
   std::unique_ptr<JournalHealth> journal_health_;
   std::unique_ptr<TlsContext> tls_context_;
 };

@@ -27,6 +27,7 @@ extern "C" {
 #include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "server/acl/acl.h"
 #include "server/lua/lua_running.h"
 #include "shard/shard.h"
 
@@ -126,6 +127,19 @@ int GenericCall(lua_State* L, bool raise) {
     PushError(L, "This Redis command is not allowed from script");
     return Failed(L, raise);
   }
+  if (const acl::User* user = run->ctx->acl_user) {
+    // ACL: the caller's user may run this call (Redis's scriptVerifyACL). The refusal's text is
+    // freed before Failed(), whose lua_error does not return.
+    bool refused = false;
+    {
+      const std::string refusal = acl::ScriptCallRefusal(*user, args, run->ctx->now_ms);
+      if (!refusal.empty()) {
+        PushError(L, "-" + refusal);
+        refused = true;
+      }
+    }
+    if (refused) return Failed(L, raise);
+  }
   const bool write = (spec->flags & kWrite) != 0;
   if (write && run->call->read_only) {
     PushError(L, "Write commands are not allowed from read-only scripts.");
@@ -181,6 +195,7 @@ int GenericCall(lua_State* L, bool raise) {
   } else {
     ShardCtx& outer = *run->ctx;
     ShardCtx ctx{outer.shard, *run->db, run->db_index, outer.now_ms, outer.config, rb};
+    ctx.acl_user = outer.acl_user;
     spec->shard_handler(args, ctx);
   }
   if (write) {

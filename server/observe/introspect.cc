@@ -172,7 +172,18 @@ std::vector<std::string> SlowlogArgs(const std::string_view* args, size_t argc) 
   size_t n = std::min(argc, kMaxArgc);
   std::vector<std::string> out;
   out.reserve(n);
+  // Secrets are not kept, as in Redis: AUTH's arguments, HELLO's after AUTH, and ACL SETUSER's
+  // rules (passwords among them).
+  const bool auth = argc > 0 && IsCaseless(args[0], "auth");
+  const bool hello = argc > 0 && IsCaseless(args[0], "hello");
+  const bool setuser = argc > 1 && IsCaseless(args[0], "acl") && IsCaseless(args[1], "setuser");
+  bool redact = false;
   for (size_t i = 0; i < n; i++) {
+    if ((auth && i > 0) || (setuser && i > 2) || redact) {
+      out.emplace_back("(redacted)");
+      continue;
+    }
+    if (hello && IsCaseless(args[i], "auth")) redact = true;
     if (n != argc && i == n - 1) {
       out.push_back(absl::StrCat("... (", argc - n + 1, " more arguments)"));
     } else if (args[i].size() > kMaxString) {

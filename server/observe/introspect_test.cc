@@ -62,6 +62,18 @@ TEST(SlowlogArgsTest, TruncatesAsRedis) {
   EXPECT_EQ(out[31], "a31");
 }
 
+TEST(SlowlogArgsTest, KeepsNoSecrets) {
+  using V = std::vector<std::string>;
+  std::vector<std::string_view> setuser = {"ACL", "SETUSER", "app1", "on", ">secret"};
+  EXPECT_EQ(SlowlogArgs(setuser.data(), setuser.size()),
+            (V{"ACL", "SETUSER", "app1", "(redacted)", "(redacted)"}));
+  std::vector<std::string_view> auth = {"AUTH", "app1", "secret"};
+  EXPECT_EQ(SlowlogArgs(auth.data(), auth.size()), (V{"AUTH", "(redacted)", "(redacted)"}));
+  std::vector<std::string_view> hello = {"HELLO", "3", "AUTH", "app1", "secret"};
+  EXPECT_EQ(SlowlogArgs(hello.data(), hello.size()),
+            (V{"HELLO", "3", "AUTH", "(redacted)", "(redacted)"}));
+}
+
 TEST(MonitorLineTest, EscapesAndRedacts) {
   std::vector<std::string_view> args = {"SET", "k", std::string_view("a \"b\"\n\x01\\\xff", 9)};
   EXPECT_EQ(MonitorLine(1700000000123456, 3, "127.0.0.1:5000", args.data(), args.size()),

@@ -43,6 +43,8 @@ struct ReactorStats {
   uint64_t spin_hits = 0;
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
+  // ACL refusals by reason: command, key, channel (acl::Denial::Reason's order).
+  uint64_t acl_access_denied[3] = {0, 0, 0};
   uint64_t unauth_clients_closed = 0;   // closed before AUTH for output piling up
   uint64_t output_limit_disconnections = 0;  // client-output-buffer-limit
   // Loop turns and the time they spent working (not waiting for events), in microseconds; the
@@ -77,6 +79,7 @@ struct ReactorStats {
     spin_hits += o.spin_hits;
     total_error_replies += o.total_error_replies;
     acl_access_denied_auth += o.acl_access_denied_auth;
+    for (int i = 0; i < 3; i++) acl_access_denied[i] += o.acl_access_denied[i];
     unauth_clients_closed += o.unauth_clients_closed;
     output_limit_disconnections += o.output_limit_disconnections;
     eventloop_cycles += o.eventloop_cycles;

@@ -253,8 +253,10 @@ void RegisterObjectCommands(CommandTable* t) {
     sub.name = std::string("object|") + name;
     sub.arity = arity;
     sub.shard_handler = nullptr;
+    if (std::string_view(name) == "help") sub.acl_categories = {"@keyspace", "@slow"};
     object.subcommands.push_back(sub);
   }
+  object.acl_categories = {"@slow"};  // a container is @slow; ACL checks its subcommands
   t->Add(std::move(object));
 
   CommandSpec memory = ConnCommand("memory", -2, kReadOnly, MemoryConn, {"@slow"});
@@ -265,6 +267,7 @@ void RegisterObjectCommands(CommandTable* t) {
     sub.arity = arity;
     sub.flags = memory.flags;
     sub.acl_categories = memory.acl_categories;
+    if (std::string_view(name) == "usage") sub.acl_categories = {"@read", "@slow"};
     memory.subcommands.push_back(sub);
   }
   t->Add(std::move(memory));

@@ -193,6 +193,7 @@ void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_
     }
     ReplyBuilder out(&st->reply, st->resp);
     ShardCtx sctx{scratch, db, ctx.db_index, ctx.now_ms, ctx.config, out};
+    sctx.acl_user = ctx.acl_user;  // the fan-out's: the caller's user, for redis.call
     LuaCall lc;
     lc.sha = st->sha;
     lc.body = st->body;

@@ -44,7 +44,7 @@ bool Equal(const std::optional<std::string_view>& value, LuaArg arg) {
 template <int kGetLine, int kDelLine>
 void CompareAndDelete(ScriptRun& r, ReplyBuilder& rb) {
   LuaArg key = r.key(1), token = r.arg(1);
-  if (key && token && !r.read_only()) {
+  if (key && token && !r.read_only() && !r.acl_checks()) {
     // GET + compare + DEL in one lookup. A key of another type fails GET with WRONGTYPE.
     auto d = r.db().DelEx(*key, Cond::kIfEq, *token, r.now_ms());
     if (!d.ok()) {
@@ -119,7 +119,7 @@ void PyReacquire(ScriptRun& r, ReplyBuilder& rb) {
 // delete: the DEL's result when the key holds ARGV[1], -1 when the key is missing, else 0.
 void RedsyncDelete(ScriptRun& r, ReplyBuilder& rb) {
   LuaArg key = r.key(1), token = r.arg(1);
-  if (key && token && !r.read_only()) {
+  if (key && token && !r.read_only() && !r.acl_checks()) {
     auto d = r.db().DelEx(*key, Cond::kIfEq, *token, r.now_ms());
     if (!d.ok()) {
       r.Fail(errors::ForStatus(d.status()), 2);

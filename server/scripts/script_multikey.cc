@@ -176,8 +176,16 @@ struct Redlock {
   }
 
   // All keys on this shard: the script, statement by statement.
+  // ACL: the commands the script calls, on every key, before it starts (it reads and writes
+  // the keyspace directly). False with the script failed.
+  static bool AclAllows(ScriptRun& r) {
+    return r.AclAllowsOnEachKey(kCheckLine, kOp == RedlockOp::kAcquire ? "exists" : "get") &&
+           r.AclAllowsOnEachKey(kWriteLine, kOp == RedlockOp::kRelease ? "del" : "set");
+  }
+
   static void Run(ScriptRun& r, ReplyBuilder& rb) {
     Select(r);
+    if (!AclAllows(r)) return;
     const size_t n = r.num_keys();
     if (kOp == RedlockOp::kRelease) {
       int64_t count = 0;
@@ -245,6 +253,14 @@ struct Redlock {
   static void Multi(const ScriptCall& call, Connection& conn, ReplyBuilder& rb) {
     Server& server = conn.reactor().server();
     auto st = std::make_shared<State>(call, server);
+    {
+      ShardCtx ctx = LocalShardCtx(conn, rb);
+      ScriptRun r(st->owned.call(), ctx);
+      if (!AclAllows(r)) {
+        rb.Error(r.error());
+        return;
+      }
+    }
     if (kOp != RedlockOp::kRelease) {
       // The SETs' arguments are checked against the coordinator's clock: every key gets the
       // same expiry, as in Redis (a script sees one time).
@@ -383,6 +399,11 @@ struct RedissonRenew {
     {
       ShardCtx ctx = LocalShardCtx(conn, rb);
       ScriptRun r(st->owned.call(), ctx);
+      // ACL: the commands it calls, on every key, before it starts.
+      if (!r.AclAllowsOnEachKey(kLine, "hexists") || !r.AclAllowsOnEachKey(kLine, "pexpire")) {
+        rb.Error(r.error());
+        return;
+      }
       st->expire_error = CheckExpire(r, ctx.now_ms, &st->at_ms);
     }
     std::vector<Connection::ShardFn> phases;

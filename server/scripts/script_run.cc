@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "server/acl/acl.h"
 #include "server/base/config.h"
 #include "server/base/error_strings.h"
 #include "server/base/str_util.h"
@@ -101,12 +102,18 @@ bool ScriptRun::Call(int line, absl::Span<const LuaArg> args, CallReply* reply) 
   if ((spec->flags & kNoScript) || spec->shard_handler == nullptr) {
     return Fail(errors::kScriptNotAllowed, line);
   }
+  if (ctx_.acl_user != nullptr) {
+    const std::string refusal = acl::ScriptCallRefusal(
+        *ctx_.acl_user, CmdArgs(call_args_.data(), call_args_.size()), ctx_.now_ms);
+    if (!refusal.empty()) return Fail(refusal, line);
+  }
   if ((spec->flags & kWrite) && call_.read_only) return Fail(errors::kScriptWriteInReadOnly, line);
   if (!CheckOom((spec->flags & kDenyOom) != 0, line)) return false;
   if (spec->flags & kWrite) wrote_ = true;
   call_out_.clear();
   protocol::ReplyBuilder rb(&call_out_, 2);
   ShardCtx ctx{ctx_.shard, *db_, db_index_, ctx_.now_ms, ctx_.config, rb};
+  ctx.acl_user = ctx_.acl_user;
   spec->shard_handler(CmdArgs(call_args_.data(), call_args_.size()), ctx);
   CallReply ignored;
   CallReply* out = reply ? reply : &ignored;
@@ -135,6 +142,21 @@ bool ScriptRun::CheckWrite(std::initializer_list<LuaArg> args, int line, bool de
   return true;
 }
 
+bool ScriptRun::AclAllows(int line, std::initializer_list<std::string_view> args) {
+  if (ctx_.acl_user == nullptr) return true;  // a user who may do everything
+  const std::string refusal = acl::ScriptCallRefusal(
+      *ctx_.acl_user, CmdArgs(args.begin(), args.size()), ctx_.now_ms);
+  return refusal.empty() || Fail(refusal, line);
+}
+
+bool ScriptRun::AclAllowsOnEachKey(int line, std::string_view command) {
+  if (ctx_.acl_user == nullptr) return true;
+  for (std::string_view key : call_.keys) {
+    if (!AclAllows(line, {command, key})) return false;
+  }
+  return true;
+}
+
 bool ScriptRun::CheckOom(bool denyoom, int line) {
   // As Redis's scriptVerifyOOM: refused only before the script's first write, which it could
   // not take back.
@@ -144,6 +166,7 @@ bool ScriptRun::CheckOom(bool denyoom, int line) {
 
 bool ScriptRun::Get(LuaArg key, int line, std::optional<std::string_view>* value) {
   if (!key) return FailArgs(line);
+  if (!AclAllows(line, {"get", *key})) return false;
   auto r = db_->Get(*key, ctx_.now_ms);
   if (r.ok()) {
     *value = *r;
@@ -157,24 +180,28 @@ bool ScriptRun::Get(LuaArg key, int line, std::optional<std::string_view>* value
 
 bool ScriptRun::Exists(LuaArg key, int line, bool* exists) {
   if (!key) return FailArgs(line);
+  if (!AclAllows(line, {"exists", *key})) return false;
   *exists = db_->Exists(*key, ctx_.now_ms);
   return true;
 }
 
 bool ScriptRun::Pttl(LuaArg key, int line, int64_t* ms) {
   if (!key) return FailArgs(line);
+  if (!AclAllows(line, {"pttl", *key})) return false;
   *ms = db_->Pttl(*key, ctx_.now_ms);
   return true;
 }
 
 bool ScriptRun::Del(LuaArg key, int line, int64_t* deleted) {
   if (!CheckWrite({key}, line)) return false;
+  if (!AclAllows(line, {"del", *key})) return false;
   *deleted = db_->Del(*key, ctx_.now_ms) ? 1 : 0;
   return true;
 }
 
 bool ScriptRun::PExpire(LuaArg key, LuaArg ms, int line, int64_t* result) {
   if (!CheckWrite({key, ms}, line)) return false;
+  if (!AclAllows(line, {"pexpire", *key, *ms})) return false;
   int64_t at;
   std::string_view error;
   if (!ParsePExpire(*ms, ctx_.now_ms, &at, &error)) return Fail(error, line);
@@ -184,6 +211,7 @@ bool ScriptRun::PExpire(LuaArg key, LuaArg ms, int line, int64_t* result) {
 
 bool ScriptRun::SetPx(LuaArg key, LuaArg value, LuaArg ms, bool nx, int line, bool* written) {
   if (!CheckWrite({key, value, ms}, line, /*denyoom=*/true)) return false;
+  if (!AclAllows(line, {"set", *key, *value, "PX", *ms})) return false;
   shard::SetOptions opts;
   std::string_view error;
   if (!ParseSetPx(*ms, ctx_.now_ms, &opts.expire_at_ms, &error)) return Fail(error, line);
@@ -201,6 +229,7 @@ bool ScriptRun::SetPx(LuaArg key, LuaArg value, LuaArg ms, bool nx, int line, bo
 
 bool ScriptRun::HExists(LuaArg key, LuaArg field, int line, bool* exists) {
   if (!key || !field) return FailArgs(line);
+  if (!AclAllows(line, {"hexists", *key, *field})) return false;
   auto r = db_->HExists(*key, *field, ctx_.now_ms);
   if (!r.ok()) return Fail(errors::ForStatus(r.status()), line);
   *exists = *r;
@@ -209,6 +238,7 @@ bool ScriptRun::HExists(LuaArg key, LuaArg field, int line, bool* exists) {
 
 bool ScriptRun::HIncrBy(LuaArg key, LuaArg field, int64_t delta, int line, int64_t* value) {
   if (!CheckWrite({key, field}, line, /*denyoom=*/true)) return false;
+  if (!AclAllows(line, {"hincrby", *key, *field, "1"})) return false;
   auto r = db_->HIncrBy(*key, *field, delta, ctx_.now_ms);
   if (!r.ok()) return Fail(errors::ForStatus(r.status()), line);
   *value = *r;
@@ -217,6 +247,7 @@ bool ScriptRun::HIncrBy(LuaArg key, LuaArg field, int64_t delta, int line, int64
 
 bool ScriptRun::HSet(LuaArg key, LuaArg field, std::string_view value, int line) {
   if (!CheckWrite({key, field}, line, /*denyoom=*/true)) return false;
+  if (!AclAllows(line, {"hset", *key, *field, value})) return false;
   auto r = db_->HSet(*key, *field, value, ctx_.now_ms);
   if (!r.ok()) return Fail(errors::ForStatus(r.status()), line);
   return true;
@@ -233,6 +264,7 @@ bool ScriptRun::Publish(LuaArg command, LuaArg channel, LuaArg message, int line
     // Redis would run whatever command this names; deadbolt's scripts only publish.
     return Fail(errors::kScriptUnknownCommand, line);
   }
+  if (!AclAllows(line, {shard_channel ? "spublish" : "publish", *channel, *message})) return false;
   (call_.publish ? call_.publish : DefaultPublish)(shard_channel, *channel, *message);
   return true;
 }

@@ -98,6 +98,13 @@ class ScriptRun {
   bool CheckWrite(std::initializer_list<LuaArg> args, int line, bool denyoom = false);
   // The maxmemory check alone (server/cmdtable/memory_limit.h).
   bool CheckOom(bool denyoom, int line);
+  // ACL: whether the caller's user may make this call (fails the script if not).
+  bool AclAllows(int line, std::initializer_list<std::string_view> args);
+  // Whether the caller's user may run `command` on every KEYS[i] (fails the script if not).
+  // Native scripts that work on the keyspace directly ask it before they start.
+  bool AclAllowsOnEachKey(int line, std::string_view command);
+  // The caller's user may not do everything: direct shortcuts must go through the checked calls.
+  bool acl_checks() const { return ctx_.acl_user != nullptr; }
 
  private:
   const ScriptCall& call_;
