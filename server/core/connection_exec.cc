@@ -1,4 +1,5 @@
-// MULTI, EXEC, DISCARD, WATCH and UNWATCH on a connection.
+// MULTI, EXEC, DISCARD, WATCH and UNWATCH on a connection, and FanOut: a command run across
+// shards under the same kind of key locks.
 //
 // EXEC runs as one Transaction: it locks every key its queued commands name (and its watched
 // keys) on every shard concerned, shard by shard in ascending order, then checks the watches,
@@ -322,6 +323,240 @@ void Connection::ExecReply(ExecState& s, bool aborted) {
   Unref();
   // Commands that arrived while EXEC ran.
   if (!closing_) ProcessInput();
+}
+
+// --- FanOut ---
+
+namespace {
+thread_local std::string NullSink;  // fan-out work writes no reply of its own
+}  // namespace
+
+void Connection::FanOut(const std::vector<int>& shards, ShardFn per_shard,
+                        absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+  std::vector<ShardFn> phases;
+  phases.push_back(std::move(per_shard));
+  FanOutPhases(shards, std::move(phases), std::move(finish));
+}
+
+void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
+                              absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+  std::vector<ChunkFn> whole;
+  whole.reserve(phases.size());
+  for (ShardFn& p : phases) {
+    whole.push_back([p = std::move(p)](ShardCtx& ctx) {
+      p(ctx);
+      return false;
+    });
+  }
+  FanOutChunked(shards, std::move(whole), std::move(finish));
+}
+
+// One fan-out in progress: its transaction, the phases left and where its reply goes.
+struct Connection::FanOutRun {
+  FanOutRun(Reactor* r, std::vector<Transaction::Part> parts) : tx(r, std::move(parts)) {}
+  Transaction tx;
+  std::vector<int> shards;
+  std::vector<ChunkFn> phases;
+  size_t next = 0;
+  // Per shard (by index): the current phase has work left there. Written by each shard for
+  // itself during a hop, read here after it; shared so that a shard never writes into a run
+  // deleted under it.
+  std::shared_ptr<std::vector<char>> more;
+  absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish;
+  int db = 0;
+  int resp = 2;
+  bool for_exec = false;  // the reply goes into EXEC's array, not a slot of its own
+  bool pauses = false;    // the connection's later commands wait until this one is done
+  // A read (no write, not in EXEC): if its client goes while it still waits for its locks, it
+  // is dropped rather than run (Transaction::Abandon), since nobody can see its reply.
+  bool droppable = false;
+  uint64_t seq = 0;
+  Connection* conn = nullptr;
+  std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
+
+  // Its client has gone (Connection::OnClose): a read still waiting for its locks stops waiting.
+  void ClientGone() {
+    if (!droppable) return;
+    tx.Abandon([this] { Dropped(); });
+  }
+
+  void Dropped() {
+    Connection* c = conn;
+    std::erase(c->fan_outs_, this);
+    uint64_t s = seq;
+    delete this;
+    c->CompleteSlot(s, std::string());
+    c->paused_ = false;
+    c->Unref();
+  }
+
+  void NextPhase() {
+    if (next == phases.size()) {
+      // The reply waits until every shard's part is in its journal (Transaction::Release).
+      tx.Release([this] { Finish(); });
+      return;
+    }
+    RunPhaseOn(shards);
+  }
+
+  void RunPhaseOn(const std::vector<int>& on) {
+    ChunkFn phase = phases[next];
+    int d = db;
+    std::shared_ptr<std::vector<char>> m = more;
+    std::shared_ptr<const acl::User> user = acl_user;
+    tx.Hop(
+        on,
+        [phase, d, m, user](Reactor& r) {
+          protocol::ReplyBuilder sink(&NullSink, 2);
+          ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
+          ctx.acl_user = user.get();
+          (*m)[r.id()] = phase(ctx) ? 1 : 0;
+          NullSink.clear();
+        },
+        [this, on] {
+          std::vector<int> left;
+          for (int s : on) {
+            if ((*more)[s]) left.push_back(s);
+          }
+          if (!left.empty()) {
+            // The same phase again where work is left, in the next loop turn: the reactors
+            // serve other clients in between (a hop on this reactor alone would otherwise run
+            // every chunk in one go).
+            conn->reactor_->Yield([this, left = std::move(left)] { RunPhaseOn(left); });
+            return;
+          }
+          next++;
+          NextPhase();
+        });
+  }
+
+  void Finish() {
+    std::string data;
+    protocol::ReplyBuilder rb(&data, resp);
+    finish(rb);
+    if (!tx.failed_error().empty()) data = FailHeldReplies(data, tx.failed_error());
+    Connection* c = conn;
+    std::erase(c->fan_outs_, this);
+    if (for_exec) {
+      delete this;
+      c->exec_->replies += data;
+      c->ExecNext();
+    } else {
+      uint64_t s = seq;
+      bool paused = pauses;
+      delete this;
+      c->CompleteSlot(s, std::move(data));
+      if (paused && !c->block_state_) {  // else its finish made it wait (BlockAcross)
+        c->paused_ = false;
+        if (!c->closing_) c->ProcessInput();  // commands that arrived meanwhile
+      }
+      c->Unref();
+    }
+  }
+};
+
+void Connection::FanOutsClientGone() {
+  std::vector<FanOutRun*> runs = fan_outs_;  // a run may end (and leave the list) at once
+  for (FanOutRun* run : runs) run->ClientGone();
+}
+
+void Connection::DropFanOuts() {
+  for (FanOutRun* run : fan_outs_) delete run;
+  fan_outs_.clear();
+}
+
+namespace {
+std::vector<int> SortedUnique(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+}  // namespace
+
+void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<ChunkFn> phases,
+                               absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+  std::vector<Transaction::Part> parts;
+  bool for_exec = exec_ && exec_in_handler_;
+  bool few_keys = false;  // so few that one step of each phase does a shard's whole part
+  // Inside EXEC the transaction's locks are already held. Otherwise a command that touches keys
+  // (or the whole keyspace) locks what it touches on every shard it fans out to.
+  if (!for_exec && cur_spec_ && (cur_spec_->flags & (kWrite | kReadOnly))) {
+    size_t nkeys = 0;
+    if (cur_spec_->has_keys()) cur_spec_->ForEachKey(cur_args_, [&](int) { nkeys++; });
+    if (!cur_spec_->has_keys()) {
+      for (int s : shards) parts.push_back(Transaction::Part{s, {}, true});
+    } else if (nkeys > kMaxKeyLocks) {
+      // So many keys that locking each would cost more than the command (a lock name and a
+      // hash-table entry per key): lock the shards whole, as Redis runs any command alone.
+      for (int s : shards) parts.push_back(Transaction::Part{s, {}, true});
+    } else if (nkeys > 0) {
+      few_keys = nkeys <= kOnePassKeys;
+      // One part per shard, not per key.
+      const Server& server = reactor_->server();
+      std::vector<int> part_of(server.num_shards(), -1);
+      cur_spec_->ForEachKey(cur_args_, [&](int i) {
+        const int s = server.ShardOf(cur_args_[i]);
+        if (part_of[s] < 0) {
+          part_of[s] = static_cast<int>(parts.size());
+          parts.push_back(Transaction::Part{s, {}});
+        }
+        parts[part_of[s]].names.push_back(LockTable::Name(db_index_, cur_args_[i]));
+      });
+    }
+  }
+  auto* run = new FanOutRun(reactor_, std::move(parts));
+  // The journal tags a cross-shard write so that a crash cannot bring back part of it.
+  if (for_exec) {
+    run->tx.JournalAs(*exec_->tx);
+  } else {
+    run->tx.set_writes(cur_spec_ && (cur_spec_->flags & kWrite));
+  }
+  run->shards = shards;
+  run->phases = std::move(phases);
+  run->more = std::make_shared<std::vector<char>>(reactor_->server().num_shards(), 0);
+  run->finish = std::move(finish);
+  run->db = db_index_;
+  run->resp = resp_;
+  run->conn = this;
+  run->acl_user = AclSnapshot();
+  fan_outs_.push_back(run);
+  run->for_exec = for_exec;
+  run->droppable =
+      !for_exec && cur_spec_ && (cur_spec_->flags & kReadOnly) && !(cur_spec_->flags & kWrite);
+  if (for_exec) {
+    exec_->async = true;
+  } else {
+    run->seq = ReserveSlot();
+    Ref();
+    // A locking fan-out takes its locks asynchronously, so a later command of this connection on
+    // the same key could otherwise overtake it. The connection's next commands wait for it (at
+    // most one transaction in flight per connection, as with EXEC).
+    if (!run->tx.Shards().empty()) {
+      run->pauses = true;
+      paused_ = true;
+    }
+  }
+  // One phase of a few keys, no journal to commit to: lock, run and release in one pass along
+  // the shards (Transaction::LockRunRelease), with no stop at the coordinator in between.
+  std::vector<int> locked = run->tx.Shards();
+  if (!for_exec && run->phases.size() == 1 && !reactor_->journal() && !locked.empty() &&
+      locked == SortedUnique(run->shards) && few_keys) {
+    ChunkFn phase = run->phases[0];
+    int d = db_index_;
+    std::shared_ptr<const acl::User> user = run->acl_user;
+    run->tx.LockRunRelease(
+        [phase, d, user](Reactor& r) {
+          protocol::ReplyBuilder sink(&NullSink, 2);
+          ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
+          ctx.acl_user = user.get();
+          while (phase(ctx)) {
+          }
+          NullSink.clear();
+        },
+        [run] { run->Finish(); });
+    return;
+  }
+  run->tx.Lock([run] { run->NextPhase(); });
 }
 
 }  // namespace deadbolt::server
