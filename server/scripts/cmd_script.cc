@@ -65,6 +65,25 @@ bool EvalKeyRange(CmdArgs args, int* first, int* last) {
   return true;
 }
 
+// numkeys (args[2]) of EVAL or FCALL, checked in Redis 7.0's order: an integer (else
+// `not_integer`, which EVAL and FCALL word differently), at most the arguments after it, not
+// negative. False after replying the error.
+bool ParseNumKeys(CmdArgs args, std::string_view not_integer, ReplyBuilder& rb, int64_t* n) {
+  if (!StringToInt64(args[2], n)) {
+    rb.Error(not_integer);
+    return false;
+  }
+  if (*n > static_cast<int64_t>(args.size()) - 3) {
+    rb.Error(errors::kNumKeysTooBig);
+    return false;
+  }
+  if (*n < 0) {
+    rb.Error(errors::kNumKeysNegative);
+    return false;
+  }
+  return true;
+}
+
 // The script, KEYS and ARGV of an EVAL-family call, checked in Redis 7.0's order; false after
 // replying the error. A script the catalogue does not know leaves call->script null and fills
 // *lua.
@@ -75,18 +94,7 @@ bool ParseEval(CmdArgs args, ReplyBuilder& rb, ScriptCall* call, LuaTarget* lua)
     return false;
   }
   int64_t n;
-  if (!StringToInt64(args[2], &n)) {
-    rb.Error(errors::kNotInteger);
-    return false;
-  }
-  if (n > static_cast<int64_t>(args.size()) - 3) {
-    rb.Error(errors::kNumKeysTooBig);
-    return false;
-  }
-  if (n < 0) {
-    rb.Error(errors::kNumKeysNegative);
-    return false;
-  }
+  if (!ParseNumKeys(args, errors::kNotInteger, rb, &n)) return false;
   call->script = kBySha ? FindScriptBySha(args[1]) : FindScriptByText(args[1]);
   if (!call->script) {
     lua->by_sha = kBySha;
@@ -587,18 +595,7 @@ bool ParseFcall(CmdArgs args, ReplyBuilder& rb, ScriptCall* call, LuaTarget* lua
     return false;
   }
   int64_t n;
-  if (!StringToInt64(args[2], &n)) {
-    rb.Error("ERR Bad number of keys provided");
-    return false;
-  }
-  if (n > static_cast<int64_t>(args.size()) - 3) {
-    rb.Error(errors::kNumKeysTooBig);
-    return false;
-  }
-  if (n < 0) {
-    rb.Error(errors::kNumKeysNegative);
-    return false;
-  }
+  if (!ParseNumKeys(args, "ERR Bad number of keys provided", rb, &n)) return false;
   if (kReadOnly && !(lua->function->flags & kFnNoWrites)) {
     rb.Error("ERR Can not execute a script with write flag using *_ro command.");
     return false;
