@@ -253,16 +253,17 @@ class Server:
                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                    "--daemonize", "no", "--loglevel", "warning"]
         elif self.threads == 0:
-            # Its defaults: one reactor per core, each pinned by deadbolt itself. The taskset
-            # only undoes this script's own pinning, which children inherit.
+            # Its defaults: one reactor per core, left to the scheduler (--pin auto). The
+            # taskset only undoes this script's own pinning, which children inherit.
             cmd = ["taskset", "-c", ALL_CORES, self.cfg.deadbolt, "--port", str(port)]
         elif self.threads == 1:
             cmd = ["taskset", "-c", SERVER_CORE, self.cfg.deadbolt, "--port", str(port),
                    "--threads", "1", "--no-pin"]
         else:
-            # Several reactors: let deadbolt pin reactor i to core i itself.
+            # Several reactors: deadbolt pins reactor i to core i itself (--pin yes, as these
+            # runs always did; with a reactor per core --pin auto would not pin).
             cmd = ["taskset", "-c", "0-%d" % (os.cpu_count() - 1), self.cfg.deadbolt,
-                   "--port", str(port), "--threads", str(self.threads)]
+                   "--port", str(port), "--threads", str(self.threads), "--pin", "yes"]
         return prio(self.cfg) + cmd
 
     def start(self):

@@ -617,7 +617,7 @@ def render_cross_shard_markdown(data, s):
       f"one thread, {meta['warmup']:g} s warm-up + {meta['duration']:g} s measured) and "
       f"redis-benchmark (`-c {meta['connections']} -r {meta['keyspace']} -P d`, about "
       f"{meta['duration']:g} s of requests). *default*: `deadbolt-server` with no flags (one "
-      "reactor per core, each pinned by deadbolt), load unpinned; *default tagged local*: the "
+      "reactor per core, left to the scheduler by `--pin auto`), load unpinned; *default tagged local*: the "
       "same, each lockload connection's keys `{tag}lock:<n>` with a tag on the shard of the "
       "reactor the connection landed on (`--conn-prefixes`, from deadbolt's round-robin "
       "placement; the cross-shard column checks it); *threads 1*: `--threads 1 --no-pin` and "

@@ -259,7 +259,7 @@ def xshard_report(cfg, results, depths):
         f"warm-up) per cell, {cfg.connections} connections; medians over rounds. Each request is "
         "one `MSET k1 v k2 v` (tools/lockload `-w mset`: two keys `lock:<n>` of 10,000, 36-byte "
         "values), so one op writes two keys. deadbolt runs with two reactors "
-        f"(`--threads {XSHARD_THREADS}`, each pinned to its core by deadbolt itself) and the "
+        f"(`--threads {XSHARD_THREADS}`, `--pin yes`: each pinned to its core by deadbolt itself) and the "
         "load generator on either core, where the scheduler puts it; connections alternate "
         "between the reactors. *2 shards*: the two keys of every MSET sit on different shards "
         "(`--mset cross`), so each one is a cross-shard transaction; *1 shard*: both keys on the "

@@ -83,196 +83,219 @@ std::function<std::string(const Config&)> StringGetter(std::string Config::*fiel
 }
 
 const std::vector<Setting>& Settings() {
-  static const std::vector<Setting> kSettings = {
-      {"port", false, IntSetter(&Config::port, 0, 65535), IntGetter(&Config::port)},
-      {"bind", false,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         c.bind = std::string(v);
-         return std::nullopt;
-       },
-       [](const Config& c) { return c.bind; }},
-      {"threads", false, IntSetter(&Config::threads, 0, 256), IntGetter(&Config::threads)},
-      {"requirepass", true,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         c.requirepass = std::string(v);
-         return std::nullopt;
-       },
-       [](const Config& c) { return c.requirepass; }},
-      {"aclfile", false,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         c.aclfile = std::string(v);
-         return std::nullopt;
-       },
-       [](const Config& c) { return c.aclfile; }},
-      {"protected-mode", true, BoolSetter(&Config::protected_mode),
-       BoolGetter(&Config::protected_mode)},
-      {"databases", false, IntSetter(&Config::databases, 1, 1024), IntGetter(&Config::databases)},
-      {"proto-max-bulk-len", true,
-       IntSetter(&Config::proto_max_bulk_len, 1024 * 1024, INT64_MAX, true),
-       IntGetter(&Config::proto_max_bulk_len)},
-      {"max-multibulk-len", true, IntSetter(&Config::max_multibulk_len, 1, INT32_MAX),
-       IntGetter(&Config::max_multibulk_len)},
-      {"client-query-buffer-limit", true,
-       IntSetter(&Config::client_query_buffer_limit, 1024 * 1024, INT64_MAX, true),
-       IntGetter(&Config::client_query_buffer_limit)},
-      {"maxclients", true, IntSetter(&Config::maxclients, 1, INT32_MAX),
-       IntGetter(&Config::maxclients)},
-      {"hz", true, IntSetter(&Config::hz, 1, 500), IntGetter(&Config::hz)},
-      {"pipeline-order", false,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         std::string l = AsciiLower(v);
-         if (l == "sent") {
-           c.pipeline_order = Config::PipelineOrder::kSent;
-         } else if (l == "key") {
-           c.pipeline_order = Config::PipelineOrder::kKey;
-         } else {
-           return std::string("argument(s) must be one of the following: sent, key");
-         }
-         return std::nullopt;
-       },
-       [](const Config& c) {
-         return std::string(c.pipeline_order == Config::PipelineOrder::kKey ? "key" : "sent");
-       }},
-      {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
-      {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
-      {"busy-reply-threshold", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
-       IntGetter(&Config::busy_reply_threshold_ms)},
-      {"lua-time-limit", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
-       IntGetter(&Config::busy_reply_threshold_ms)},
-      {"loglevel", true,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         std::string l = AsciiLower(v);
-         if (l != "debug" && l != "verbose" && l != "notice" && l != "warning" &&
-             l != "nothing") {
-           return std::string("argument(s) must be one of the following: debug, verbose, "
-                              "notice, warning, nothing");
-         }
-         c.loglevel = l;
-         return std::nullopt;
-       },
-       [](const Config& c) { return c.loglevel; }},
-      {"appendonly", false, BoolSetter(&Config::appendonly), BoolGetter(&Config::appendonly)},
-      {"appendfsync", true,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         std::string l = AsciiLower(v);
-         if (l == "always") {
-           c.appendfsync = Config::Fsync::kAlways;
-         } else if (l == "everysec") {
-           c.appendfsync = Config::Fsync::kEverySec;
-         } else if (l == "no") {
-           c.appendfsync = Config::Fsync::kNo;
-         } else {
-           return std::string("argument(s) must be one of the following: everysec, always, no");
-         }
-         return std::nullopt;
-       },
-       [](const Config& c) { return std::string(FsyncName(c.appendfsync)); }},
-      {"dir", false,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         if (v.empty()) return std::string("the directory name cannot be empty");
-         c.dir = std::string(v);
-         return std::nullopt;
-       },
-       [](const Config& c) { return c.dir; }},
-      {"auto-aof-rewrite-percentage", true,
-       IntSetter(&Config::auto_aof_rewrite_percentage, 0, INT32_MAX),
-       IntGetter(&Config::auto_aof_rewrite_percentage)},
-      {"auto-aof-rewrite-min-size", true,
-       IntSetter(&Config::auto_aof_rewrite_min_size, 0, INT64_MAX, true),
-       IntGetter(&Config::auto_aof_rewrite_min_size)},
-      {"aof-load-truncated", true, BoolSetter(&Config::aof_load_truncated),
-       BoolGetter(&Config::aof_load_truncated)},
-      {"aof-load-damaged", true, BoolSetter(&Config::aof_load_damaged),
-       BoolGetter(&Config::aof_load_damaged)},
-      {"client-output-buffer-limit", true,
-       [](Config& c, std::string_view v) { return c.client_output_buffer_limit.Parse(v); },
-       [](const Config& c) { return c.client_output_buffer_limit.Format(); }},
-      {"maxmemory", true, IntSetter(&Config::maxmemory, 0, INT64_MAX, true),
-       IntGetter(&Config::maxmemory)},
-      // Only noeviction, the lock-safe policy, is built: no lock is dropped to make room.
-      {"maxmemory-policy", true,
-       [](Config&, std::string_view v) -> std::optional<std::string> {
-         if (AsciiLower(v) != "noeviction") {
-           return std::string("argument(s) must be one of the following: noeviction");
-         }
-         return std::nullopt;
-       },
-       [](const Config&) { return std::string("noeviction"); }},
-      {"slowlog-log-slower-than", true,
-       IntSetter(&Config::slowlog_log_slower_than, -1, INT64_MAX),
-       IntGetter(&Config::slowlog_log_slower_than)},
-      {"slowlog-max-len", true, IntSetter(&Config::slowlog_max_len, 0, INT64_MAX),
-       IntGetter(&Config::slowlog_max_len)},
-      {"latency-tracking", true, BoolSetter(&Config::latency_tracking),
-       BoolGetter(&Config::latency_tracking)},
-      {"latency-tracking-info-percentiles", true,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         std::vector<double> out;
-         std::string words(v);
-         for (char* save = nullptr, *w = strtok_r(words.data(), " ", &save); w;
-              w = strtok_r(nullptr, " ", &save)) {
-           char* end = nullptr;
-           double d = strtod(w, &end);
-           if (*end != '\0' || !(d >= 0 && d <= 100)) {
-             return std::string("latency-tracking-info-percentiles parameter should be "
-                                "between 0.0 and 100.0");
-           }
-           out.push_back(d);
-         }
-         c.latency_tracking_info_percentiles = std::move(out);
-         return std::nullopt;
-       },
-       [](const Config& c) {
-         std::string out;
-         for (double d : c.latency_tracking_info_percentiles) {
-           if (!out.empty()) out += ' ';
-           char buf[32];
-           snprintf(buf, sizeof(buf), "%g", d);
-           out += buf;
-         }
-         return out;
-       }},
-      {"latency-monitor-threshold", true,
-       IntSetter(&Config::latency_monitor_threshold, 0, INT64_MAX),
-       IntGetter(&Config::latency_monitor_threshold)},
-      {"enable-debug-command", false,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         std::string l = AsciiLower(v);
-         if (l != "no" && l != "yes" && l != "local") {
-           return std::string("argument(s) must be one of the following: no, yes, local");
-         }
-         c.enable_debug_command = l;
-         return std::nullopt;
-       },
-       [](const Config& c) { return c.enable_debug_command; }},
-      // TLS, fixed at start (Redis reloads them on CONFIG SET; deadbolt does not yet).
-      {"tls-port", false, IntSetter(&Config::tls_port, 0, 65535), IntGetter(&Config::tls_port)},
-      {"tls-cert-file", false, StringSetter(&Config::tls_cert_file),
-       StringGetter(&Config::tls_cert_file)},
-      {"tls-key-file", false, StringSetter(&Config::tls_key_file),
-       StringGetter(&Config::tls_key_file)},
-      {"tls-ca-cert-file", false, StringSetter(&Config::tls_ca_cert_file),
-       StringGetter(&Config::tls_ca_cert_file)},
-      {"tls-auth-clients", false,
-       [](Config& c, std::string_view v) -> std::optional<std::string> {
-         std::string l = AsciiLower(v);
-         if (l != "yes" && l != "no" && l != "optional") {
-           return std::string("argument(s) must be one of the following: no, yes, optional");
-         }
-         c.tls_auth_clients = l;
-         return std::nullopt;
-       },
-       StringGetter(&Config::tls_auth_clients)},
-      {"tls-protocols", false, StringSetter(&Config::tls_protocols),
-       StringGetter(&Config::tls_protocols)},
-      {"tls-ciphersuites", false, StringSetter(&Config::tls_ciphersuites),
-       StringGetter(&Config::tls_ciphersuites)},
-      {"tls-ciphers", false, StringSetter(&Config::tls_ciphers),
-       StringGetter(&Config::tls_ciphers)},
-      // Fixed at start: the delay counts from then.
-      {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
-       IntGetter(&Config::restart_delay_ms)},
-  };
+  static const std::vector<Setting> kSettings =
+      {
+          {"port", false, IntSetter(&Config::port, 0, 65535), IntGetter(&Config::port)},
+          {"bind", false,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             c.bind = std::string(v);
+             return std::nullopt;
+           },
+           [](const Config& c) { return c.bind; }},
+          {"threads", false, IntSetter(&Config::threads, 0, 256), IntGetter(&Config::threads)},
+          {"requirepass", true,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             c.requirepass = std::string(v);
+             return std::nullopt;
+           },
+           [](const Config& c) { return c.requirepass; }},
+          {"aclfile", false,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             c.aclfile = std::string(v);
+             return std::nullopt;
+           },
+           [](const Config& c) { return c.aclfile; }},
+          {"protected-mode", true, BoolSetter(&Config::protected_mode),
+           BoolGetter(&Config::protected_mode)},
+          {"databases", false, IntSetter(&Config::databases, 1, 1024),
+           IntGetter(&Config::databases)},
+          {"proto-max-bulk-len", true,
+           IntSetter(&Config::proto_max_bulk_len, 1024 * 1024, INT64_MAX, true),
+           IntGetter(&Config::proto_max_bulk_len)},
+          {"max-multibulk-len", true, IntSetter(&Config::max_multibulk_len, 1, INT32_MAX),
+           IntGetter(&Config::max_multibulk_len)},
+          {"client-query-buffer-limit", true,
+           IntSetter(&Config::client_query_buffer_limit, 1024 * 1024, INT64_MAX, true),
+           IntGetter(&Config::client_query_buffer_limit)},
+          {"maxclients", true, IntSetter(&Config::maxclients, 1, INT32_MAX),
+           IntGetter(&Config::maxclients)},
+          {"hz", true, IntSetter(&Config::hz, 1, 500), IntGetter(&Config::hz)},
+          {"pipeline-order", false,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             std::string l = AsciiLower(v);
+             if (l == "sent") {
+               c.pipeline_order = Config::PipelineOrder::kSent;
+             } else if (l == "key") {
+               c.pipeline_order = Config::PipelineOrder::kKey;
+             } else {
+               return std::string("argument(s) must be one of the following: sent, key");
+             }
+             return std::nullopt;
+           },
+           [](const Config& c) {
+             return std::string(c.pipeline_order == Config::PipelineOrder::kKey ? "key" : "sent");
+           }},
+          {"pin", false,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             std::string l = AsciiLower(v);
+             if (l == "auto") {
+               c.pin = Config::Pin::kAuto;
+             } else if (l == "yes") {
+               c.pin = Config::Pin::kYes;
+             } else if (l == "no") {
+               c.pin = Config::Pin::kNo;
+             } else {
+               return std::string("argument(s) must be one of the following: auto, yes, no");
+             }
+             return std::nullopt;
+           },
+           [](const Config& c) {
+             return std::string(c.pin == Config::Pin::kYes  ? "yes"
+                                : c.pin == Config::Pin::kNo ? "no"
+                                                            : "auto");
+           }},
+          {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
+          {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
+          {"busy-reply-threshold", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
+           IntGetter(&Config::busy_reply_threshold_ms)},
+          {"lua-time-limit", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
+           IntGetter(&Config::busy_reply_threshold_ms)},
+          {"loglevel", true,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             std::string l = AsciiLower(v);
+             if (l != "debug" && l != "verbose" && l != "notice" && l != "warning" &&
+                 l != "nothing") {
+               return std::string(
+                   "argument(s) must be one of the following: debug, verbose, "
+                   "notice, warning, nothing");
+             }
+             c.loglevel = l;
+             return std::nullopt;
+           },
+           [](const Config& c) { return c.loglevel; }},
+          {"appendonly", false, BoolSetter(&Config::appendonly), BoolGetter(&Config::appendonly)},
+          {"appendfsync", true,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             std::string l = AsciiLower(v);
+             if (l == "always") {
+               c.appendfsync = Config::Fsync::kAlways;
+             } else if (l == "everysec") {
+               c.appendfsync = Config::Fsync::kEverySec;
+             } else if (l == "no") {
+               c.appendfsync = Config::Fsync::kNo;
+             } else {
+               return std::string("argument(s) must be one of the following: everysec, always, no");
+             }
+             return std::nullopt;
+           },
+           [](const Config& c) { return std::string(FsyncName(c.appendfsync)); }},
+          {"dir", false,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             if (v.empty()) return std::string("the directory name cannot be empty");
+             c.dir = std::string(v);
+             return std::nullopt;
+           },
+           [](const Config& c) { return c.dir; }},
+          {"auto-aof-rewrite-percentage", true,
+           IntSetter(&Config::auto_aof_rewrite_percentage, 0, INT32_MAX),
+           IntGetter(&Config::auto_aof_rewrite_percentage)},
+          {"auto-aof-rewrite-min-size", true,
+           IntSetter(&Config::auto_aof_rewrite_min_size, 0, INT64_MAX, true),
+           IntGetter(&Config::auto_aof_rewrite_min_size)},
+          {"aof-load-truncated", true, BoolSetter(&Config::aof_load_truncated),
+           BoolGetter(&Config::aof_load_truncated)},
+          {"aof-load-damaged", true, BoolSetter(&Config::aof_load_damaged),
+           BoolGetter(&Config::aof_load_damaged)},
+          {"client-output-buffer-limit", true,
+           [](Config& c, std::string_view v) { return c.client_output_buffer_limit.Parse(v); },
+           [](const Config& c) { return c.client_output_buffer_limit.Format(); }},
+          {"maxmemory", true, IntSetter(&Config::maxmemory, 0, INT64_MAX, true),
+           IntGetter(&Config::maxmemory)},
+          // Only noeviction, the lock-safe policy, is built: no lock is dropped to make room.
+          {"maxmemory-policy", true,
+           [](Config&, std::string_view v) -> std::optional<std::string> {
+             if (AsciiLower(v) != "noeviction") {
+               return std::string("argument(s) must be one of the following: noeviction");
+             }
+             return std::nullopt;
+           },
+           [](const Config&) { return std::string("noeviction"); }},
+          {"slowlog-log-slower-than", true,
+           IntSetter(&Config::slowlog_log_slower_than, -1, INT64_MAX),
+           IntGetter(&Config::slowlog_log_slower_than)},
+          {"slowlog-max-len", true, IntSetter(&Config::slowlog_max_len, 0, INT64_MAX),
+           IntGetter(&Config::slowlog_max_len)},
+          {"latency-tracking", true, BoolSetter(&Config::latency_tracking),
+           BoolGetter(&Config::latency_tracking)},
+          {"latency-tracking-info-percentiles", true,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             std::vector<double> out;
+             std::string words(v);
+             for (char *save = nullptr, *w = strtok_r(words.data(), " ", &save); w;
+                  w = strtok_r(nullptr, " ", &save)) {
+               char* end = nullptr;
+               double d = strtod(w, &end);
+               if (*end != '\0' || !(d >= 0 && d <= 100)) {
+                 return std::string(
+                     "latency-tracking-info-percentiles parameter should be "
+                     "between 0.0 and 100.0");
+               }
+               out.push_back(d);
+             }
+             c.latency_tracking_info_percentiles = std::move(out);
+             return std::nullopt;
+           },
+           [](const Config& c) {
+             std::string out;
+             for (double d : c.latency_tracking_info_percentiles) {
+               if (!out.empty()) out += ' ';
+               char buf[32];
+               snprintf(buf, sizeof(buf), "%g", d);
+               out += buf;
+             }
+             return out;
+           }},
+          {"latency-monitor-threshold", true,
+           IntSetter(&Config::latency_monitor_threshold, 0, INT64_MAX),
+           IntGetter(&Config::latency_monitor_threshold)},
+          {"enable-debug-command", false,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             std::string l = AsciiLower(v);
+             if (l != "no" && l != "yes" && l != "local") {
+               return std::string("argument(s) must be one of the following: no, yes, local");
+             }
+             c.enable_debug_command = l;
+             return std::nullopt;
+           },
+           [](const Config& c) { return c.enable_debug_command; }},
+          // TLS, fixed at start (Redis reloads them on CONFIG SET; deadbolt does not yet).
+          {"tls-port", false, IntSetter(&Config::tls_port, 0, 65535), IntGetter(&Config::tls_port)},
+          {"tls-cert-file", false, StringSetter(&Config::tls_cert_file),
+           StringGetter(&Config::tls_cert_file)},
+          {"tls-key-file", false, StringSetter(&Config::tls_key_file),
+           StringGetter(&Config::tls_key_file)},
+          {"tls-ca-cert-file", false, StringSetter(&Config::tls_ca_cert_file),
+           StringGetter(&Config::tls_ca_cert_file)},
+          {"tls-auth-clients", false,
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             std::string l = AsciiLower(v);
+             if (l != "yes" && l != "no" && l != "optional") {
+               return std::string("argument(s) must be one of the following: no, yes, optional");
+             }
+             c.tls_auth_clients = l;
+             return std::nullopt;
+           },
+           StringGetter(&Config::tls_auth_clients)},
+          {"tls-protocols", false, StringSetter(&Config::tls_protocols),
+           StringGetter(&Config::tls_protocols)},
+          {"tls-ciphersuites", false, StringSetter(&Config::tls_ciphersuites),
+           StringGetter(&Config::tls_ciphersuites)},
+          {"tls-ciphers", false, StringSetter(&Config::tls_ciphers),
+           StringGetter(&Config::tls_ciphers)},
+          // Fixed at start: the delay counts from then.
+          {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
+           IntGetter(&Config::restart_delay_ms)},
+      };
   return kSettings;
 }
 
@@ -313,6 +336,14 @@ std::optional<std::string> SetNoEffect(Config& c, const char* name, const char* 
 }
 
 }  // namespace
+
+std::vector<int> ReactorCpus(Config::Pin pin, int threads, const std::vector<int>& allowed) {
+  std::vector<int> cpus(threads > 0 ? threads : 0, -1);
+  if (allowed.empty() || pin == Config::Pin::kNo) return cpus;
+  if (pin == Config::Pin::kAuto && cpus.size() >= allowed.size()) return cpus;
+  for (size_t i = 0; i < cpus.size(); i++) cpus[i] = allowed[i % allowed.size()];
+  return cpus;
+}
 
 const char* FsyncName(Config::Fsync f) {
   switch (f) {
@@ -355,7 +386,7 @@ std::string Config::Usage() {
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--max-multibulk-len N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
-         "                       [--loglevel LEVEL] [--no-pin] [--spin-us US]\n"
+         "                       [--loglevel LEVEL] [--pin auto|yes|no] [--spin-us US]\n"
          "                       [--busy-reply-threshold MS] [--lua-time-limit MS]\n"
          "                       [--pipeline-order sent|key]\n"
          "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"
@@ -371,7 +402,7 @@ std::string Config::Usage() {
          "                       [--tls-ca-cert-file PEM] [--tls-auth-clients yes|no|optional]\n"
          "                       [--tls-protocols \"TLSv1.2 TLSv1.3\"] [--tls-ciphersuites S]\n"
          "                       [--tls-ciphers S]\n"
-         "Defaults: --port 6379 --bind 127.0.0.1 --threads <cores> --databases 16\n"
+         "Defaults: --port 6379 --bind 127.0.0.1 --threads <cores> --databases 16 --pin auto\n"
          "          --appendonly no --appendfsync everysec --dir .\n"
          "With --appendonly yes every shard keeps a journal in --dir "
          "(deadbolt-journal-<shard>-of-<n>.aof)\n"
@@ -393,7 +424,7 @@ std::optional<std::string> Config::ParseArgs(int argc, char** argv, Config* out)
     std::string_view a = argv[i];
     if (a == "-h" || a == "--help") return Usage();
     if (a == "--no-pin") {
-      out->pin_threads = false;
+      out->pin = Config::Pin::kNo;
       continue;
     }
     if (a.substr(0, 2) != "--") return "unknown argument '" + std::string(a) + "'\n" + Usage();

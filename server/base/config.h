@@ -42,7 +42,14 @@ struct Config {
   // other clients get BUSY for its shard, and SCRIPT KILL may stop it (server/cmdtable/script_busy.h).
   int64_t busy_reply_threshold_ms = 5000;
   std::string loglevel = "notice";
-  bool pin_threads = true;
+  // --pin: whether reactor i runs only on the i-th CPU the process may use. kAuto pins only
+  // when the reactors leave one of those CPUs free: when every CPU has a reactor, anything
+  // else busy on the machine (the application, a load generator) must share a core with one,
+  // and a pinned reactor cannot move to the core that has just gone idle. On this 2-core
+  // machine shared with redis-benchmark, pinned reactors lost 40% of its throughput at P1
+  // (bench/RESULTS.md); with a core left free, pinning won.
+  enum class Pin : uint8_t { kAuto, kYes, kNo };
+  Pin pin = Pin::kAuto;
   // A reactor that exchanged cross-reactor messages in a turn polls its inbox for this long
   // before it sleeps: a message that comes within the window costs no wake-up. Off by default:
   // on a 2-core machine shared with the load it cost more CPU per op than the wake-ups it
@@ -99,6 +106,10 @@ struct Config {
 };
 
 const char* FsyncName(Config::Fsync f);
+
+// The CPU each of `threads` reactors is pinned to (-1: not pinned) under `pin`, given the CPUs
+// the process may use (sched_getaffinity), in order.
+std::vector<int> ReactorCpus(Config::Pin pin, int threads, const std::vector<int>& allowed);
 
 // Redis 7.0's parameters that deadbolt accepts and reports but that change nothing, with their
 // defaults (redis_params.cc; listed in README.md).

@@ -122,7 +122,33 @@ TEST(ConfigTest, HelpListsEveryFlag) {
     EXPECT_TRUE(listed("--" + name)) << "--" << name << " is missing from --help";
   }
   EXPECT_GT(flags, 15);
-  EXPECT_TRUE(listed("--no-pin"));
+}
+
+TEST(ConfigTest, PinFlags) {
+  Config c;
+  EXPECT_EQ(c.pin, Config::Pin::kAuto);
+  ASSERT_EQ(Parse({"--no-pin"}, &c), std::nullopt);  // the flag before --pin, kept
+  EXPECT_EQ(c.pin, Config::Pin::kNo);
+  ASSERT_EQ(Parse({"--pin", "YES"}, &c), std::nullopt);
+  EXPECT_EQ(c.pin, Config::Pin::kYes);
+  EXPECT_EQ(c.Get("pin")[0].second, "yes");
+  EXPECT_NE(Parse({"--pin", "sometimes"}, &c), std::nullopt);
+}
+
+TEST(ConfigTest, ReactorCpusPinOnlyWhenACpuIsLeftFreeUnlessAsked) {
+  const std::vector<int> none = {-1, -1};
+  // Every CPU the process may use has a reactor: auto leaves them to the scheduler.
+  EXPECT_EQ(ReactorCpus(Config::Pin::kAuto, 2, {0, 1}), none);
+  EXPECT_EQ(ReactorCpus(Config::Pin::kAuto, 4, {0, 1}), std::vector<int>(4, -1));
+  // A CPU is left free: auto pins, to the CPUs allowed (taskset -c 2,5,7), in order.
+  EXPECT_EQ(ReactorCpus(Config::Pin::kAuto, 2, {2, 5, 7}), (std::vector<int>{2, 5}));
+  EXPECT_EQ(ReactorCpus(Config::Pin::kAuto, 1, {0, 1}), std::vector<int>{0});
+  // yes pins always, wrapping round when there are more reactors than CPUs; no never does.
+  EXPECT_EQ(ReactorCpus(Config::Pin::kYes, 2, {0, 1}), (std::vector<int>{0, 1}));
+  EXPECT_EQ(ReactorCpus(Config::Pin::kYes, 3, {4, 6}), (std::vector<int>{4, 6, 4}));
+  EXPECT_EQ(ReactorCpus(Config::Pin::kNo, 1, {0, 1, 2}), std::vector<int>{-1});
+  // The allowed set unknown: nothing pinned.
+  EXPECT_EQ(ReactorCpus(Config::Pin::kYes, 2, {}), none);
 }
 
 // A parameter deadbolt honours is not also in the table of those it only stores: CONFIG GET

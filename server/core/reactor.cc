@@ -455,11 +455,12 @@ void Reactor::Start() {
   auto fut = ready.get_future();
   thread_ = std::thread([this, &ready] {
     tls_reactor = this;
-    if (config_.pin_threads) {
-      long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    // "reactor-<i>": what top -H, perf and /proc/<pid>/task/*/comm show.
+    pthread_setname_np(pthread_self(), ("reactor-" + std::to_string(id_ % 10000)).c_str());
+    if (cpu_ >= 0) {
       cpu_set_t set;
       CPU_ZERO(&set);
-      CPU_SET(id_ % (ncpu > 0 ? ncpu : 1), &set);
+      CPU_SET(cpu_, &set);
       pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
     }
     auto err = Init();

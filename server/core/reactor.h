@@ -47,6 +47,9 @@ class Reactor {
   // Main thread, before Start(): sets up the ring, the buffer ring and the listening socket.
   // Returns a message for the user when something cannot be set up.
   std::optional<std::string> Init();
+  // Main thread, before Start(): the CPU the reactor's thread will run on (-1: any).
+  void set_cpu(int cpu) { cpu_ = cpu; }
+  int cpu() const { return cpu_; }
   void Start();
   void Join();
   // Any thread, async-signal-safe: asks the loop to stop.
@@ -261,6 +264,7 @@ class Reactor {
   Server* server_;
   const int id_;
   Config config_;
+  int cpu_ = -1;
   shard::Shard shard_;
   ReactorStats stats_;
   uint64_t lap_start_ = 0;

@@ -1,13 +1,14 @@
 #include "server/core/server.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <random>
+#include <sstream>
 
 #include "server/base/fd_limit.h"
 #include "server/base/log.h"
@@ -19,8 +20,17 @@
 namespace deadbolt::server {
 
 Server::Server(const Config& config) : config_(config) {
+  // The CPUs this process may use (taskset, a container's cpuset), not every CPU online.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+      if (CPU_ISSET(c, &set)) allowed_cpus_.push_back(c);
+    }
+  }
   if (config_.threads <= 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = allowed_cpus_.empty() ? sysconf(_SC_NPROCESSORS_ONLN)
+                                   : static_cast<long>(allowed_cpus_.size());
     config_.threads = n > 0 ? static_cast<int>(n) : 1;
   }
   single_shard_ = config_.threads == 1;
@@ -70,8 +80,21 @@ std::optional<std::string> Server::Start() {
     }
   }
   if (auto err = LoadUsers()) return err;
+  std::vector<int> cpus = ReactorCpus(config_.pin, config_.threads, allowed_cpus_);
+  std::string placed;
   for (int i = 0; i < config_.threads; i++) {
     reactors_.push_back(std::make_unique<Reactor>(this, i, config_));
+    reactors_.back()->set_cpu(cpus[i]);
+    if (cpus[i] >= 0) placed += (placed.empty() ? "" : ",") + std::to_string(cpus[i]);
+  }
+  if (!placed.empty()) {
+    LogNotice("reactors: %d, pinned to CPUs %s", config_.threads, placed.c_str());
+  } else {
+    LogNotice("reactors: %d on %zu CPUs, not pinned%s", config_.threads, allowed_cpus_.size(),
+              config_.pin == Config::Pin::kAuto
+                  ? " (--pin auto: every CPU has a reactor, so other busy processes share their "
+                    "cores; --pin yes pins them)"
+                  : "");
   }
   std::vector<shard::Shard*> shards;
   for (auto& r : reactors_) shards.push_back(&r->shard());

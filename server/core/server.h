@@ -79,6 +79,7 @@ class Server {
  private:
   Config config_;
   std::vector<std::unique_ptr<Reactor>> reactors_;
+  std::vector<int> allowed_cpus_;  // the CPUs the process may use, at start
   std::vector<uint16_t> slot_owner_;
   bool single_shard_ = false;
   std::atomic<uint64_t> next_client_id_{1};
