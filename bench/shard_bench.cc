@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "shard/base/slot.h"
 #include "shard/db.h"
 
 // Present only when mimalloc is linked in (weak: the bench also builds without it).
@@ -173,6 +174,22 @@ void BM_SetDelCycle(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_SetDelCycle)->Arg(1)->Arg(1024)->Arg(100'000);
+
+// The slot of a key, which routes every command to its shard: an untagged lock key
+// ("lock:<n>", range 0), a 36-byte UUID key (1), a tagged key (2).
+void BM_KeySlot(benchmark::State& state) {
+  const auto& keys = Keys();
+  std::vector<std::string> ks;
+  for (size_t i = 0; i < 1024; ++i) {
+    if (state.range(0) == 0) ks.push_back(keys[i]);
+    if (state.range(0) == 1) ks.push_back("lock:" + Token(36));
+    if (state.range(0) == 2) ks.push_back("{app1}" + keys[i]);
+  }
+  size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(KeySlot(ks[i++ & 1023]));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_KeySlot)->Arg(0)->Arg(1)->Arg(2);
 
 }  // namespace
 }  // namespace deadbolt::shard

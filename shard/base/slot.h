@@ -13,4 +13,7 @@ constexpr int kNumSlots = 16384;
 // thread.
 uint16_t KeySlot(std::string_view key);
 
+// CRC16-CCITT (XMODEM) of `s`, as Redis Cluster computes it.
+uint16_t Crc16(std::string_view s);
+
 }  // namespace deadbolt::shard

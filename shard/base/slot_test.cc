@@ -8,6 +8,34 @@
 namespace deadbolt::shard {
 namespace {
 
+// The CRC bit by bit, as the polynomial defines it: what the sliced tables must agree with.
+uint16_t Crc16BitByBit(std::string_view s) {
+  uint16_t crc = 0;
+  for (unsigned char c : s) {
+    crc = static_cast<uint16_t>(crc ^ (c << 8));
+    for (int bit = 0; bit < 8; ++bit) {
+      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
+                           : static_cast<uint16_t>(crc << 1);
+    }
+  }
+  return crc;
+}
+
+TEST(SlotTest, SlicedCrcAgreesWithTheBitwiseOneAtEveryLength) {
+  EXPECT_EQ(Crc16("123456789"), 0x31C3);
+  uint32_t x = 12345;
+  for (int len = 0; len <= 70; ++len) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::string s(len, '\0');
+      for (char& c : s) {
+        x = x * 1103515245u + 12345u;
+        c = static_cast<char>(x >> 16);
+      }
+      ASSERT_EQ(Crc16(s), Crc16BitByBit(s)) << "length " << len;
+    }
+  }
+}
+
 TEST(SlotTest, KnownValues) {
   // The CRC16-XMODEM check value: CRC("123456789") == 0x31C3 == 12739 (< 16384).
   EXPECT_EQ(KeySlot("123456789"), 0x31C3);
