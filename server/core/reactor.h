@@ -317,6 +317,11 @@ class Reactor {
   std::atomic<bool> stop_{false};
   std::vector<std::pair<Task*, Task*>> outbox_;  // per target: chain built this turn
   std::vector<Task*> local_tasks_;
+  // Nodes of tasks that ran here, reused by NewTask (DoneTask).
+  static constexpr size_t kMaxSpareTasks = 4096;
+  std::vector<Task*> spare_tasks_;
+  Task* NewTask(absl::AnyInvocable<void()> fn);
+  void DoneTask(Task* t);
   bool messages_this_turn_ = false;  // sent or received a cross-reactor message (Spin)
 
   int64_t now_ms_ = 0;

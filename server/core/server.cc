@@ -35,11 +35,9 @@ Server::Server(const Config& config) : config_(config) {
   }
   single_shard_ = config_.threads == 1;
   journal_health_ = std::make_unique<JournalHealth>(config_.threads);
-  // Slots are split into contiguous ranges, one per shard, as a cluster splits them over nodes.
-  slot_owner_.resize(shard::kNumSlots);
-  for (int s = 0; s < shard::kNumSlots; s++) {
-    slot_owner_[s] = static_cast<uint16_t>(OwnerOfSlot(s, config_.threads));
-  }
+  // Slots are split into contiguous ranges, one per shard, as a cluster splits them over nodes
+  // (OwnerOfSlot).
+  shards_ = config_.threads;
   std::random_device rd;
   static const char kHex[] = "0123456789abcdef";
   for (int i = 0; i < 40; i++) run_id_ += kHex[rd() % 16];
