@@ -154,6 +154,8 @@ const std::vector<Setting>& Settings() {
                                 : c.pin == Config::Pin::kNo ? "no"
                                                             : "auto");
            }},
+          {"move-connections", true, BoolSetter(&Config::move_connections),
+           BoolGetter(&Config::move_connections)},
           {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
           {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
           {"busy-reply-threshold", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
@@ -388,7 +390,7 @@ std::string Config::Usage() {
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
          "                       [--loglevel LEVEL] [--pin auto|yes|no] [--spin-us US]\n"
          "                       [--busy-reply-threshold MS] [--lua-time-limit MS]\n"
-         "                       [--pipeline-order sent|key]\n"
+         "                       [--pipeline-order sent|key] [--move-connections yes|no]\n"
          "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"
          "                       [--dir PATH] [--auto-aof-rewrite-percentage N]\n"
          "                       [--auto-aof-rewrite-min-size BYTES]\n"

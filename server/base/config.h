@@ -60,6 +60,10 @@ struct Config {
   // order, so commands for different shards run at once; replies still leave in order.
   enum class PipelineOrder : uint8_t { kSent, kKey };
   PipelineOrder pipeline_order = PipelineOrder::kSent;
+  // --move-connections: a connection whose keys keep landing on another reactor's shard moves
+  // to that reactor (Connection::NotePlace), so a client that uses one hash tag, or one
+  // tenant's keys, runs every command locally wherever it was accepted.
+  bool move_connections = true;
   // --restart-delay: lock acquisitions are refused for this many ms after start
   // (server/cmdtable/restart_delay.h).
   int64_t restart_delay_ms = 0;

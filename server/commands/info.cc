@@ -161,33 +161,29 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
   if (Wants(sections, "stats", true)) {
     const ReactorStats& s = snap.stats;
     section("Stats");
-    absl::StrAppend(&out, "total_connections_received:", s.connections_received, "\r\n",
-                    "total_commands_processed:", s.commands_processed, "\r\n",
-                    "total_net_input_bytes:", s.net_input_bytes, "\r\n",
-                    "total_net_output_bytes:", s.net_output_bytes, "\r\n",
-                    "rejected_connections:", s.rejected_connections, "\r\n",
-                    "expired_keys:", s.expired_keys, "\r\n",
-                    "scripts_native_runs:", s.script_native_runs, "\r\n",
-                    "scripts_lua_runs:", s.script_lua_runs, "\r\n",
-                    "expire_cycle_cpu_milliseconds:", s.expire_cycle_us / 1000, "\r\n",
-                    "evicted_keys:0\r\n",
-                    "keyspace_hits:", s.keyspace_hits, "\r\n",
-                    "keyspace_misses:", s.keyspace_misses, "\r\n", "pubsub_channels:",
-                    snap.pubsub_totals.channels, "\r\n", "pubsub_patterns:",
-                    snap.pubsub_totals.patterns, "\r\n", "pubsubshard_channels:",
-                    snap.pubsub_totals.shard_channels, "\r\n", "total_error_replies:", s.total_error_replies,
-                    "\r\n", "cross_shard_messages:", s.messages_sent, "\r\n",
-                    "eventloop_cycles:", s.eventloop_cycles, "\r\n",
-                    "eventloop_duration_sum:", s.eventloop_duration_us, "\r\n",
-                    "eventloop_duration_max:", s.eventloop_duration_max_us, "\r\n",
-                    "tx_locked_keys:", s.tx_locked_keys, "\r\n",
-                    "tx_waiting:", s.tx_waiting, "\r\n",
-                    "cross_shard_messages_received:", s.messages_received, "\r\n",
-                    "cross_shard_batches:", s.batches_sent, "\r\n",
-                    "cross_shard_wakeups_sent:", s.wakeups_sent, "\r\n",
-                    "cross_shard_wakeups_received:", s.wakeups_received, "\r\n",
-                    "cross_shard_spins:", s.spins, "\r\n",
-                    "cross_shard_spin_hits:", s.spin_hits, "\r\n");
+    absl::StrAppend(
+        &out, "total_connections_received:", s.connections_received, "\r\n",
+        "total_commands_processed:", s.commands_processed, "\r\n",
+        "total_net_input_bytes:", s.net_input_bytes, "\r\n",
+        "total_net_output_bytes:", s.net_output_bytes, "\r\n",
+        "rejected_connections:", s.rejected_connections, "\r\n", "expired_keys:", s.expired_keys,
+        "\r\n", "scripts_native_runs:", s.script_native_runs, "\r\n",
+        "scripts_lua_runs:", s.script_lua_runs, "\r\n",
+        "expire_cycle_cpu_milliseconds:", s.expire_cycle_us / 1000, "\r\n", "evicted_keys:0\r\n",
+        "keyspace_hits:", s.keyspace_hits, "\r\n", "keyspace_misses:", s.keyspace_misses, "\r\n",
+        "pubsub_channels:", snap.pubsub_totals.channels, "\r\n",
+        "pubsub_patterns:", snap.pubsub_totals.patterns, "\r\n",
+        "pubsubshard_channels:", snap.pubsub_totals.shard_channels, "\r\n",
+        "total_error_replies:", s.total_error_replies, "\r\n",
+        "cross_shard_messages:", s.messages_sent, "\r\n", "eventloop_cycles:", s.eventloop_cycles,
+        "\r\n", "eventloop_duration_sum:", s.eventloop_duration_us, "\r\n",
+        "eventloop_duration_max:", s.eventloop_duration_max_us, "\r\n",
+        "tx_locked_keys:", s.tx_locked_keys, "\r\n", "tx_waiting:", s.tx_waiting, "\r\n",
+        "cross_shard_messages_received:", s.messages_received, "\r\n",
+        "cross_shard_batches:", s.batches_sent, "\r\n", "cross_shard_wakeups_sent:", s.wakeups_sent,
+        "\r\n", "cross_shard_wakeups_received:", s.wakeups_received, "\r\n",
+        "cross_shard_spins:", s.spins, "\r\n", "cross_shard_spin_hits:", s.spin_hits, "\r\n",
+        "connections_moved:", s.connections_moved_in, "\r\n");
     // Per reactor: what it sent to the others (messages, in how many chains), what it ran for
     // them, the wake-ups it caused and got, and how often its spin caught a message.
     for (size_t i = 0; i < snap.per_reactor.size(); i++) {
@@ -195,13 +191,12 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
       char mean[32];
       snprintf(mean, sizeof(mean), "%.2f",
                r.batches_sent ? static_cast<double>(r.messages_sent) / r.batches_sent : 0.0);
-      absl::StrAppend(&out, "reactor", i, ":commands=", r.commands_processed,
-                      ",messages_sent=", r.messages_sent, ",messages_received=",
-                      r.messages_received, ",batches_sent=", r.batches_sent,
-                      ",mean_batch=", mean, ",wakeups_sent=", r.wakeups_sent,
-                      ",wakeups_received=", r.wakeups_received, ",spins=", r.spins,
-                      ",spin_hits=", r.spin_hits, ",eventloop_cycles=", r.eventloop_cycles,
-                      "\r\n");
+      absl::StrAppend(
+          &out, "reactor", i, ":commands=", r.commands_processed,
+          ",messages_sent=", r.messages_sent, ",messages_received=", r.messages_received,
+          ",batches_sent=", r.batches_sent, ",mean_batch=", mean, ",wakeups_sent=", r.wakeups_sent,
+          ",wakeups_received=", r.wakeups_received, ",spins=", r.spins, ",spin_hits=", r.spin_hits,
+          ",moved_in=", r.connections_moved_in, ",eventloop_cycles=", r.eventloop_cycles, "\r\n");
     }
     // Redis 7.2's name for wrong passwords; the clients closed before AUTH are deadbolt's own.
     absl::StrAppend(&out, "acl_access_denied_auth:", s.acl_access_denied_auth, "\r\n",

@@ -247,6 +247,8 @@ void Connection::OnRead(const char* data, size_t n) {
   }
   if (close_after_reply_) return;  // input after QUIT or a protocol error is ignored
   in_.append(data, n);
+  if (moving_) [[unlikely]]
+    return;  // runs on the reactor it moves to
   ProcessInput();
 }
 
@@ -596,6 +598,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   if (spec->shard_handler) {
     // With one shard every key is this reactor's (KeyShard would say 0, or -1 for none).
     shard = spec->has_keys() && !reactor_->server().single_shard() ? KeyShard(spec, args) : -1;
+    if (shard >= 0) NotePlace(shard);
     if (shard == -1) shard = reactor_->id();
     if (shard == kSpansShards && !spec->conn_handler) {
       ReplyError(errors::kCrossShard);

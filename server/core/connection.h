@@ -473,6 +473,56 @@ class Connection {
   void PubSubTeardown();
   std::unique_ptr<PubSubClient> pubsub_;
   std::unique_ptr<TlsSession> tls_;  // set by Reactor::Adopt for --tls-port's clients
+
+  // --- placement (connection_exec.cc): moving to the reactor that owns the client's keys ---
+  // Every single-shard keyed command votes for its shard (a majority vote: the leader gains one
+  // for a command on its shard and loses one for any other). After kPlaceWindow votes, a leader
+  // that is another reactor's shard and leads by kPlaceLead (about 7 commands in 8 for it) is
+  // where the connection moves (move_to_), once it is idle (Reactor::StartMove). Keys spread
+  // over the shards never lead by that much (by about the square root of the window).
+  static constexpr uint16_t kPlaceWindow = 256;
+  static constexpr uint16_t kPlaceLead = 192;
+  static constexpr int64_t kPlaceMinGapMs = 1000;  // at most one move a second
+  [[gnu::always_inline]] void NotePlace(int shard) {
+    if (shard == place_shard_) {
+      place_lead_++;
+    } else if (place_lead_ == 0) {
+      place_shard_ = shard;
+      place_lead_ = 1;
+    } else {
+      place_lead_--;
+    }
+    if (++place_seen_ == kPlaceWindow) [[unlikely]]
+      PlaceWindowDone();
+  }
+  void PlaceWindowDone();
+  // Nothing of it is out or waiting anywhere, and it has no state that lives outside it
+  // (transactions, subscriptions, blocking calls, TLS, ...): it may move.
+  bool Movable() const;
+  int place_shard_ = -1;
+  uint16_t place_lead_ = 0;
+  uint16_t place_seen_ = 0;
+  int move_to_ = -1;     // decided: moves when next idle
+  bool moving_ = false;  // its recv is being cancelled; input is kept, not run
+  int64_t moved_ms_ = 0;
+};
+
+// A connection on its way to another reactor: its socket and session, copied (the Connection
+// object stays behind and is freed there).
+struct MovedConnection {
+  int fd = -1;
+  uint64_t id = 0;
+  std::string peer, local;
+  int db = 0;
+  int resp = 2;
+  bool authenticated = false;
+  std::string user;
+  std::string name, lib_name, lib_ver;
+  const CommandSpec* last_cmd = nullptr;
+  int64_t created_ms = 0, last_interaction_ms = 0, moved_ms = 0;
+  bool no_evict = false, no_touch = false;
+  std::string input;   // bytes received and not yet run
+  std::string output;  // replies not yet sent
 };
 
 }  // namespace deadbolt::server

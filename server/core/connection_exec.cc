@@ -559,4 +559,99 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
   run->tx.Lock([run] { run->NextPhase(); });
 }
 
+// --- placement: a connection moves to the reactor that owns its keys ---
+
+void Connection::PlaceWindowDone() {
+  const int own = reactor_->id();
+  if (place_shard_ == own) {
+    move_to_ = -1;  // its keys are here again: a move not yet made is off
+  } else if (place_lead_ >= kPlaceLead && reactor_->config().move_connections && !tls_ &&
+             reactor_->now_ms() - moved_ms_ >= kPlaceMinGapMs) {
+    move_to_ = place_shard_;
+  }
+  place_shard_ = -1;
+  place_lead_ = 0;
+  place_seen_ = 0;
+}
+
+bool Connection::Movable() const {
+  return !closing_ && refs_ == 0 && inflight_ == 0 && pending_.empty() && !relay_ &&
+         !deferred_spec_ && !paused_ && !pause_held_ && !quiet_ && !close_after_reply_ && !held_ &&
+         hold_marks_.empty() && sending_.empty() && !send_in_flight_ && !processing_ &&
+         !in_multi_ && queued_.empty() && watched_.empty() && !exec_ && !exec_releasing_ &&
+         fan_outs_.empty() && !block_state_ && !pubsub_ && !monitor_ && !tls_ && !reply_off_ &&
+         !skip_next_ && recv_armed_;
+}
+
+void Reactor::StartMove(Connection* c) {
+  if (c->moving_ || !c->Movable() || c->move_to_ == id_) return;  // tried again after a send
+  c->moving_ = true;
+  // Input that arrives until the recv has ended is kept and run on the new reactor.
+  CancelRecv(c);
+}
+
+void Reactor::FinishMove(Connection* c) {
+  MovedConnection m;
+  m.fd = c->fd_;
+  m.id = c->id_;
+  m.peer = c->peer_;
+  m.local = c->local_;
+  m.db = c->db_index_;
+  m.resp = c->resp_;
+  m.authenticated = c->authenticated_;
+  m.user = c->user_->name();
+  m.name = std::move(c->name_);
+  m.lib_name = std::move(c->lib_name_);
+  m.lib_ver = std::move(c->lib_ver_);
+  m.last_cmd = c->last_cmd_;
+  m.created_ms = c->created_ms_;
+  m.last_interaction_ms = c->last_interaction_ms_;
+  m.moved_ms = now_ms_;
+  m.no_evict = c->no_evict;
+  m.no_touch = c->no_touch;
+  m.input.assign(c->in_, c->in_start_, std::string::npos);
+  m.output = std::move(c->out_);
+  const int target = c->move_to_;
+  // The object stays here until the turn ends (a caller may be inside it); the socket, the
+  // client id and the client count go with the session.
+  c->fd_ = -1;
+  c->closing_ = true;
+  conns_.erase(c->id_);
+  MaybeFree(c);
+  Send(target, [m = std::move(m)]() mutable { Reactor::Current()->AdoptMoved(std::move(m)); });
+}
+
+void Reactor::AdoptMoved(MovedConnection m) {
+  acl::User* user = acl_users().Find(m.user);
+  if (!user || !user->enabled()) {
+    // Its user went meanwhile (ACL DELUSER, or off): as Redis, such a client is disconnected.
+    close(m.fd);
+    server_->connected_clients().fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  auto* c = new Connection(this, m.fd, m.id, std::move(m.peer), std::move(m.local));
+  c->user_ = user;
+  c->set_authenticated(m.authenticated);
+  c->db_index_ = m.db;
+  c->resp_ = m.resp;
+  c->name_ = std::move(m.name);
+  c->lib_name_ = std::move(m.lib_name);
+  c->lib_ver_ = std::move(m.lib_ver);
+  c->last_cmd_ = m.last_cmd;
+  c->created_ms_ = m.created_ms;
+  c->last_interaction_ms_ = m.last_interaction_ms;
+  c->moved_ms_ = m.moved_ms;
+  c->no_evict = m.no_evict;
+  c->no_touch = m.no_touch;
+  c->out_ = std::move(m.output);
+  conns_[c->id()] = c;
+  stats_.connections_moved_in++;
+  ArmRecv(c);
+  if (!c->out_.empty()) MarkForFlush(c);
+  if (!m.input.empty()) {
+    c->in_ = std::move(m.input);
+    c->ProcessInput();
+  }
+}
+
 }  // namespace deadbolt::server

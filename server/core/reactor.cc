@@ -759,7 +759,7 @@ void Reactor::FlushConnections() {
   for (size_t i = 0; i < flush_list_.size(); i++) {
     Connection* c = flush_list_[i];
     c->in_flush_list_ = false;
-    if (c->closing_) continue;
+    if (c->closing_ || c->moving_) continue;  // a moving one's output leaves from its new home
     if (c->OverOutputLimit()) {  // replies that came from other shards, pub/sub messages
       c->CloseForOutputLimit();
       continue;
@@ -791,13 +791,15 @@ void Reactor::CloseConnection(Connection* c) {
   c->closing_ = true;
   c->OnClose();
   shutdown(c->fd(), SHUT_RDWR);
-  if (c->recv_armed_) {
-    io_uring_sqe* sqe = GetSqe();
-    io_uring_prep_cancel64(sqe, Encode(c, kOpRecv), 0);
-    io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpIgnore));
-  }
+  if (c->recv_armed_) CancelRecv(c);
   server_->connected_clients().fetch_sub(1, std::memory_order_relaxed);
   MaybeFree(c);
+}
+
+void Reactor::CancelRecv(Connection* c) {
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_cancel64(sqe, Encode(c, kOpRecv), 0);
+  io_uring_sqe_set_data64(sqe, Encode(nullptr, kOpIgnore));
 }
 
 void Reactor::MaybeFree(Connection* c) {
@@ -894,12 +896,28 @@ void Reactor::OnRecv(Connection* c, int res, uint32_t flags) {
     uint16_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
     if (!c->closing_) c->OnRead(buf_base_ + size_t{bid} * kBufSize, res);
     RecycleBuffer(bid);
-    if (!more && !c->closing_ && !c->recv_armed_) ArmRecv(c);
+    if (!more && !c->closing_ && !c->recv_armed_) {
+      if (c->moving_) {
+        FinishMove(c);
+      } else {
+        ArmRecv(c);
+      }
+    }
   } else if (res == -ENOBUFS) {
     // Every buffer was in use; they are back now.
-    if (!c->closing_ && !c->recv_armed_) ArmRecv(c);
+    if (!c->closing_ && !c->recv_armed_) {
+      if (c->moving_) {
+        FinishMove(c);
+      } else {
+        ArmRecv(c);
+      }
+    }
   } else if (!more) {
-    CloseConnection(c);  // EOF (0) or an error
+    if (res == -ECANCELED && c->moving_ && !c->closing_) {
+      FinishMove(c);  // StartMove's cancel: the socket goes to its new reactor
+    } else {
+      CloseConnection(c);  // EOF (0) or an error
+    }
   }
   MaybeFree(c);
 }
@@ -927,6 +945,8 @@ void Reactor::OnSend(Connection* c, int res) {
   }
   c->sending_.clear();
   if (c->sending_.capacity() > (1 << 20)) std::string().swap(c->sending_);
+  if (c->move_to_ >= 0) [[unlikely]]
+    StartMove(c);  // moves now if it is idle, else after a later send
   MarkForFlush(c);
 }
 
@@ -1076,8 +1096,10 @@ void Reactor::Turn() {
     }
     c->in_free_list_ = false;
     if (c->CanFree()) {
-      conns_.erase(c->id());
-      close(c->fd());
+      if (c->fd() >= 0) {  // (-1: moved to another reactor, which has the socket now)
+        conns_.erase(c->id());
+        close(c->fd());
+      }
       delete c;
       if (accept_backoff_.paused()) ResumeAccept();  // a descriptor is free again
     }

@@ -33,6 +33,7 @@ namespace deadbolt::server {
 
 class Connection;
 class Server;
+struct MovedConnection;  // connection.h
 
 // Owned by its own thread from Start() to Join(): only that thread touches its ring, shard and
 // connections. Other threads reach it only through Send()/Post(), which enqueue a task on its
@@ -49,6 +50,14 @@ class Reactor {
   std::optional<std::string> Init();
   // Main thread, before Start(): the CPU the reactor's thread will run on (-1: any).
   void set_cpu(int cpu) { cpu_ = cpu; }
+  // Connection placement (connection_exec.cc): StartMove cancels an idle connection's recv to
+  // send it to the reactor its keys are on (Connection::move_to_); FinishMove, when the recv
+  // has ended, hands the socket and session over; AdoptMoved, on the new reactor, takes them.
+  void StartMove(Connection* c);
+  void FinishMove(Connection* c);
+  void AdoptMoved(MovedConnection m);
+  // Cancels c's multishot recv; its last completion comes without IORING_CQE_F_MORE.
+  void CancelRecv(Connection* c);
   int cpu() const { return cpu_; }
   void Start();
   void Join();

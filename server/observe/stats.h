@@ -21,6 +21,7 @@ struct CommandStats {
 struct ReactorStats {
   uint64_t connections_received = 0;
   uint64_t rejected_connections = 0;
+  uint64_t connections_moved_in = 0;  // placement: clients that moved here from another reactor
   uint64_t commands_processed = 0;
   uint64_t net_input_bytes = 0;
   uint64_t net_output_bytes = 0;
@@ -61,6 +62,7 @@ struct ReactorStats {
   void Add(const ReactorStats& o) {
     connections_received += o.connections_received;
     rejected_connections += o.rejected_connections;
+    connections_moved_in += o.connections_moved_in;
     commands_processed += o.commands_processed;
     net_input_bytes += o.net_input_bytes;
     net_output_bytes += o.net_output_bytes;
