@@ -590,12 +590,14 @@ void Reactor::FlushOutboxes() {
 void Reactor::DrainInbox() {
   // Bounded so that a flood of messages cannot starve this reactor's own sockets.
   int i = 0;
+  draining_ = true;
   for (; i < 4096; i++) {
     Task* t = inbox_.Pop();
     if (!t) break;
     t->fn();
     DoneTask(t);
   }
+  draining_ = lap_fresh_ = false;
   if (i > 0) {
     stats_.messages_received += static_cast<uint64_t>(i);
     messages_this_turn_ = true;
