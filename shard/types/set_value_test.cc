@@ -196,7 +196,7 @@ TEST(SetValueTest, EntryOwnsTheSet) {
   SetValue* s = owned.release();
   Entry* e = MakeSetEntry("k", s, 5);
   EXPECT_EQ(TypeOf(e), ValueType::kSet);
-  EXPECT_EQ(SetOf(e), s);
+  EXPECT_EQ(SetOf(e).block(), s);
   DestroyEntry(e);
 }
 
