@@ -21,30 +21,38 @@ namespace {
 
 // A series of changes to the set of pos's key. A block-held set is changed where it is (the
 // Entry's pointer follows it, as SetValue::Add moves it); an inline intset is copied into a
-// block first (SetValue::FromInline), which the edit owns. Commit then gives the key the Entry
-// its result calls for: inline when it FitsInline(), else holding the block (MakeSetEntry's
-// rule), swapping a new Entry in when the form or the inline bytes changed.
+// block (SetValue::FromInline), which the edit owns, at the first change that changes
+// something (an SADD of members already there, an SREM of absent ones, allocate nothing).
+// Commit then gives the key the Entry its result calls for: inline when it FitsInline(), else
+// holding the block (MakeSetEntry's rule), swapping a new Entry in when the form or the inline
+// bytes changed.
 class SetEdit {
  public:
   explicit SetEdit(Entry* e) : e_(e) {
-    if (e->has_inline_value()) {
-      owned_ = SetValue::FromInline(e->inline_value());
-      set_ = owned_;
-    } else {
-      set_ = SetBlockOf(e);
-    }
+    if (!e->has_inline_value()) set_ = SetBlockOf(e);
   }
   ~SetEdit() { delete owned_; }
   SetEdit(const SetEdit&) = delete;
   SetEdit& operator=(const SetEdit&) = delete;
 
-  const SetValue& get() const { return *set_; }
+  size_t size() const { return set_ ? set_->size() : SetOf(e_).size(); }
+  std::string Random(uint64_t* rng) const {
+    return set_ ? set_->Random(rng) : SetOf(e_).Random(rng);
+  }
   bool Add(std::string_view m) {
+    if (set_ == nullptr) {
+      if (SetOf(e_).Contains(m)) return false;
+      Materialize();
+    }
     bool added;
     Take(SetValue::Add(set_, m, &added));
     return added;
   }
   bool Remove(std::string_view m) {
+    if (set_ == nullptr) {
+      if (!SetOf(e_).Contains(m)) return false;
+      Materialize();
+    }
     bool removed;
     Take(SetValue::Remove(set_, m, &removed));
     return removed;
@@ -65,6 +73,10 @@ class SetEdit {
   }
 
  private:
+  void Materialize() {
+    owned_ = SetValue::FromInline(e_->inline_value());
+    set_ = owned_;
+  }
   void Take(SetValue* next) {
     set_ = next;
     if (owned_ != nullptr) {
@@ -75,8 +87,8 @@ class SetEdit {
   }
 
   Entry* e_;
-  SetValue* set_;
-  SetValue* owned_ = nullptr;
+  SetValue* set_ = nullptr;    // null: still the Entry's inline intset, unchanged
+  SetValue* owned_ = nullptr;  // the block copied from the inline intset
 };
 
 // A new set of `members`.
@@ -134,10 +146,10 @@ OpResult<int64_t> Db::SetRem(std::string_view key, std::span<const std::string_v
   int64_t removed = 0;
   for (std::string_view m : members) {
     removed += edit.Remove(m) ? 1 : 0;
-    if (edit.get().size() == 0) break;
+    if (edit.size() == 0) break;
   }
   if (removed == 0) return removed;
-  if (edit.get().size() == 0) {
+  if (edit.size() == 0) {
     impl_->Remove(pos, Impl::Change::kDeleted);
     impl_->dict.MaybeShrink();
   } else {
@@ -208,7 +220,7 @@ OpResult<std::vector<std::string>> Db::SetPop(std::string_view key, size_t count
   }
   SetEdit edit(e);
   while (out.size() < count) {
-    out.push_back(edit.get().Random(&impl_->rng));
+    out.push_back(edit.Random(&impl_->rng));
     edit.Remove(out.back());
   }
   edit.Commit(*impl_, pos);
