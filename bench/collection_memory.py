@@ -12,12 +12,17 @@ loaded, each a 10-member value, pipelined 1,000 keys at a time; RSS and used_mem
   set       `set:<n>`: SADD of UUID strings;
   intset    `iset:<n>`: SADD of short integers (0..99999), which Redis keeps as an intset.
 
-Throughput: one connection pipelining P pairs of `ZREMRANGEBYSCORE sem -inf <now-10000>` and
-`ZADD sem <now> <uuid>` on keys spread over 1,000 semaphores, for a fixed number of pairs;
-pairs per second.
+Throughput (the semaphore's path, as redis-semaphore's acquire sends it): lockload's
+`semaphore` workload (tools/lockload), pinned as compare.py pins it (server on core 1, lockload
+on core 0): C connections, each pipelining P pairs of `ZREMRANGEBYSCORE sem:<k> -inf <t-W>` and
+`ZADD sem:<k> <t> <uuid>` over 1,000 keys (t: a clock of the connection's, +1 ms per pair, so
+each key keeps about W / 1,000 members per connection: a small, packed sorted set, with one
+member trimmed for one added). Pairs per second and server CPU per pair, the median of R rounds
+in which deadbolt and redis alternate.
 
   /usr/bin/python3 bench/collection_memory.py --deadbolt build/release/server/deadbolt-server
-  /usr/bin/python3 bench/collection_memory.py --types list,set,intset --pairs 0
+  /usr/bin/python3 bench/collection_memory.py --types list,set,intset --semaphore-rounds 0
+  /usr/bin/python3 bench/collection_memory.py --types zset --keys 1000 --semaphore-rounds 5
 """
 
 import argparse
@@ -29,7 +34,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import Resp, Server, proc_rss  # noqa: E402
+from compare import Resp, Server, proc_rss, run_lockload  # noqa: E402
 
 
 def command(kind, k, members, now, rng):
@@ -97,30 +102,19 @@ def measure_memory(cfg, kind, value_kind, keys, members):
             "used_memory_bytes_per_key": (used1 - used0) / keys}
 
 
-def measure_semaphore(cfg, kind, pairs, pipeline):
+def measure_semaphore(cfg, kind):
+    """One run of lockload's semaphore workload against a fresh server, as compare.py measures
+    locks: the server pinned to core 1 (deadbolt --threads 1), lockload to core 0."""
+    args = ["-w", "semaphore", "-c", str(cfg.sem_connections), "-P", str(cfg.pipeline),
+            "--keyspace", str(cfg.sem_keys), "--prefix", "sem:", "--ttl", str(cfg.sem_window)]
     with Server(kind, cfg) as s:
-        c = Resp(s.port, timeout=120)
-        ids = [str(uuid.uuid4()) for _ in range(4096)]
-        now = 1_700_000_000_000
-        t = time.monotonic()
-        done = 0
-        while done < pairs:
-            n = min(pipeline, pairs - done)
-            parts = []
-            for i in range(done, done + n):
-                key = "sem:%d" % (i % 1000)
-                ts = now + i
-                parts.append(Resp.encode("ZREMRANGEBYSCORE", key, "-inf", ts - 10_000))
-                parts.append(Resp.encode("ZADD", key, ts, ids[i % len(ids)]))
-            c.sock.sendall(b"".join(parts))
-            for _ in range(2 * n):
-                r = c.read()
-                if isinstance(r, Exception):
-                    raise r
-            done += n
-        elapsed = time.monotonic() - t
-        c.close()
-    return {"pairs_per_second": pairs / elapsed}
+        res = run_lockload(cfg, s, args, cfg.sem_warmup, cfg.sem_duration)
+    if res["errors"]:
+        raise RuntimeError("%s: semaphore run had errors: %s" % (kind, res["first_error"]))
+    # Each pair is two requests.
+    return {"pairs_per_second": res["ops_per_sec"] / 2,
+            "server_cpu_us_per_pair": res["server_cpu_us_per_op"] * 2,
+            "background_cores": res["background_cores"]}
 
 
 KINDS = ("zset", "list", "set", "intset")
@@ -135,14 +129,23 @@ def main():
     ap.add_argument("--types", default=",".join(KINDS), help="of " + ",".join(KINDS))
     ap.add_argument("--keys", type=int, default=100_000)
     ap.add_argument("--members", type=int, default=10)
-    ap.add_argument("--pairs", type=int, default=200_000, help="semaphore pairs; 0: skip")
-    ap.add_argument("--pipeline", type=int, default=16)
+    ap.add_argument("--lockload", default="build/release/tools/lockload")
+    ap.add_argument("--semaphore-rounds", dest="sem_rounds", type=int, default=3,
+                    help="rounds of the semaphore throughput run; 0: skip it")
+    ap.add_argument("--semaphore-duration", dest="sem_duration", type=float, default=3.0,
+                    help="seconds measured per run")
+    ap.add_argument("--semaphore-warmup", dest="sem_warmup", type=float, default=1.0)
+    ap.add_argument("--semaphore-connections", dest="sem_connections", type=int, default=8)
+    ap.add_argument("--semaphore-keys", dest="sem_keys", type=int, default=1000)
+    ap.add_argument("--semaphore-window", dest="sem_window", type=int, default=10_000,
+                    help="ms of the trim window (members older than t - W are removed)")
+    ap.add_argument("--pipeline", type=int, default=16, help="semaphore pairs per pipeline")
     ap.add_argument("--json", help="write the results here too")
     cfg = ap.parse_args()
     cfg.null_responder = None
     cfg.nice = 0
     out = {}
-    for vk in cfg.types.split(","):
+    for vk in filter(None, cfg.types.split(",")):
         if vk not in KINDS:
             ap.error("unknown type %r" % vk)
         out[vk] = {kind: measure_memory(cfg, kind, vk, cfg.keys, cfg.members)
@@ -157,13 +160,26 @@ def main():
                  d["rss_bytes_per_key"] / r["rss_bytes_per_key"],
                  d["used_memory_bytes_per_key"], r["used_memory_bytes_per_key"],
                  d["used_memory_bytes_per_key"] / r["used_memory_bytes_per_key"]))
-    if cfg.pairs > 0:
-        sem = {kind: measure_semaphore(cfg, kind, cfg.pairs, cfg.pipeline)
-               for kind in ("deadbolt", "redis")}
+    if cfg.sem_rounds > 0:
+        runs = {"deadbolt": [], "redis": []}
+        for r in range(cfg.sem_rounds):
+            order = ("deadbolt", "redis") if r % 2 == 0 else ("redis", "deadbolt")
+            for kind in order:
+                runs[kind].append(measure_semaphore(cfg, kind))
+        sem = {}
+        for kind, rs in runs.items():
+            med = sorted(rs, key=lambda x: x["pairs_per_second"])[len(rs) // 2]
+            sem[kind] = dict(med, runs=rs)
         out["semaphore"] = sem
-        print("semaphore path (ZREMRANGEBYSCORE + ZADD): deadbolt %.0f pairs/s, redis %.0f: "
-              "%.2fx" % (sem["deadbolt"]["pairs_per_second"], sem["redis"]["pairs_per_second"],
-                         sem["deadbolt"]["pairs_per_second"] / sem["redis"]["pairs_per_second"]))
+        d, r = sem["deadbolt"], sem["redis"]
+        print("semaphore path (ZREMRANGEBYSCORE + ZADD; %d connections, %d pairs pipelined, "
+              "median of %d): deadbolt %.0f pairs/s (%.2f us server CPU/pair), redis %.0f "
+              "(%.2f us): %.2fx throughput, %.2fx CPU per pair; background %.2f / %.2f cores"
+              % (cfg.sem_connections, cfg.pipeline, cfg.sem_rounds, d["pairs_per_second"],
+                 d["server_cpu_us_per_pair"], r["pairs_per_second"], r["server_cpu_us_per_pair"],
+                 d["pairs_per_second"] / r["pairs_per_second"],
+                 d["server_cpu_us_per_pair"] / r["server_cpu_us_per_pair"],
+                 d["background_cores"], r["background_cores"]))
     if cfg.json:
         with open(cfg.json, "w") as f:
             json.dump(out, f, indent=1)

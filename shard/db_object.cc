@@ -56,9 +56,11 @@ std::optional<Db::ObjectInfo> Db::Object(std::string_view key, int64_t now_ms) {
     }
     case Entry::Kind::kSet: {
       // Redis 7.0 has intset and hashtable (7.2 adds listpack for small sets).
-      auto* s = static_cast<const SetValue*>(e->object());
-      info.encoding = s->form() == SetValue::Form::kInts ? "intset" : "hashtable";
-      info.bytes += s->AllocatedBytes();
+      // A small intset lives in the Entry: its bytes, and no block.
+      const SetView s = SetOf(e);
+      if (e->has_inline_value()) info.bytes += e->inline_value().size();
+      info.encoding = s.is_intset() ? "intset" : "hashtable";
+      info.bytes += s.AllocatedBytes();
       break;
     }
   }

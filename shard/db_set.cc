@@ -1,9 +1,9 @@
 // Db: the set commands (SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP SRANDMEMBER SSCAN and
 // the store of SINTERSTORE/SUNIONSTORE/SDIFFSTORE), with Redis 7's t_set.c semantics. The value
-// is a SetValue (set_value.h): a change that moves it to another block stores the new one in the
-// key's Entry (Entry::set_object); the key's TTL covers the whole set. The set
-// algebra itself (SINTER ...) is computed by the commands from SetMembers of each key, as the
-// keys may live on several shards.
+// is a SetValue (set_value.h), or a small intset inline in the key's Entry; reads see both
+// through SetView (SetOf), changes go through SetEdit. The key's TTL covers the whole set. The
+// set algebra itself (SINTER ...) is computed by the commands from SetMembers of each key, as
+// the keys may live on several shards.
 
 #include <algorithm>
 #include <memory>
@@ -19,17 +19,77 @@ namespace deadbolt::shard {
 
 namespace {
 
-// Adds or removes m in the set `e` holds, keeping the Entry's pointer on the block to keep.
-bool AddTo(Entry* e, std::string_view m) {
-  bool added;
-  e->set_object(SetValue::Add(SetOf(e), m, &added));
-  return added;
-}
-bool RemoveFrom(Entry* e, std::string_view m) {
-  bool removed;
-  e->set_object(SetValue::Remove(SetOf(e), m, &removed));
-  return removed;
-}
+// A series of changes to the set of pos's key. A block-held set is changed where it is (the
+// Entry's pointer follows it, as SetValue::Add moves it); an inline intset is copied into a
+// block (SetValue::FromInline), which the edit owns, at the first change that changes
+// something (an SADD of members already there, an SREM of absent ones, allocate nothing).
+// Commit then gives the key the Entry its result calls for: inline when it FitsInline(), else
+// holding the block (MakeSetEntry's rule), swapping a new Entry in when the form or the inline
+// bytes changed.
+class SetEdit {
+ public:
+  explicit SetEdit(Entry* e) : e_(e) {
+    if (!e->has_inline_value()) set_ = SetBlockOf(e);
+  }
+  ~SetEdit() { delete owned_; }
+  SetEdit(const SetEdit&) = delete;
+  SetEdit& operator=(const SetEdit&) = delete;
+
+  size_t size() const { return set_ ? set_->size() : SetOf(e_).size(); }
+  std::string Random(uint64_t* rng) const {
+    return set_ ? set_->Random(rng) : SetOf(e_).Random(rng);
+  }
+  bool Add(std::string_view m) {
+    if (set_ == nullptr) {
+      if (SetOf(e_).Contains(m)) return false;
+      Materialize();
+    }
+    bool added;
+    Take(SetValue::Add(set_, m, &added));
+    return added;
+  }
+  bool Remove(std::string_view m) {
+    if (set_ == nullptr) {
+      if (!SetOf(e_).Contains(m)) return false;
+      Materialize();
+    }
+    bool removed;
+    Take(SetValue::Remove(set_, m, &removed));
+    return removed;
+  }
+  // After a change that left the set non-empty: the key's Entry holds the result, and the
+  // change is reported.
+  template <typename ImplT>
+  void Commit(ImplT& impl, Dict::Pos pos) {
+    if (set_->FitsInline()) {
+      // The new Entry copies the bytes; Swap then frees the old one (and a block it held).
+      impl.Swap(pos, MakeInlineSetEntry(e_->key(), *set_, e_->expire_at()));
+    } else if (owned_ != nullptr) {
+      SetValue* s = owned_;
+      owned_ = nullptr;  // MakeSetEntry takes it, also when it throws
+      impl.Swap(pos, MakeSetEntry(e_->key(), s, e_->expire_at()));
+    }
+    impl.Modified(pos);
+  }
+
+ private:
+  void Materialize() {
+    owned_ = SetValue::FromInline(e_->inline_value());
+    set_ = owned_;
+  }
+  void Take(SetValue* next) {
+    set_ = next;
+    if (owned_ != nullptr) {
+      owned_ = next;  // Add/Remove freed the block it replaced
+    } else {
+      e_->set_object(next);
+    }
+  }
+
+  Entry* e_;
+  SetValue* set_ = nullptr;    // null: still the Entry's inline intset, unchanged
+  SetValue* owned_ = nullptr;  // the block copied from the inline intset
+};
 
 // A new set of `members`.
 SetValue* NewSet(auto members) {
@@ -68,9 +128,10 @@ OpResult<int64_t> Db::SetAdd(std::string_view key, std::span<const std::string_v
   }
   Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
+  SetEdit edit(e);
   int64_t added = 0;
-  for (std::string_view m : members) added += AddTo(e, m) ? 1 : 0;
-  if (added > 0) impl_->Modified(pos);
+  for (std::string_view m : members) added += edit.Add(m) ? 1 : 0;
+  if (added > 0) edit.Commit(*impl_, pos);
   return added;
 }
 
@@ -81,17 +142,18 @@ OpResult<int64_t> Db::SetRem(std::string_view key, std::span<const std::string_v
   if (!pos) return int64_t{0};
   Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
+  SetEdit edit(e);
   int64_t removed = 0;
   for (std::string_view m : members) {
-    removed += RemoveFrom(e, m) ? 1 : 0;
-    if (SetOf(e)->size() == 0) break;
+    removed += edit.Remove(m) ? 1 : 0;
+    if (edit.size() == 0) break;
   }
   if (removed == 0) return removed;
-  if (SetOf(e)->size() == 0) {
+  if (edit.size() == 0) {
     impl_->Remove(pos, Impl::Change::kDeleted);
     impl_->dict.MaybeShrink();
   } else {
-    impl_->Modified(pos);
+    edit.Commit(*impl_, pos);
   }
   return removed;
 }
@@ -103,8 +165,9 @@ OpResult<std::vector<std::string>> Db::SetMembers(std::string_view key, int64_t 
   if (!pos) return out;
   const Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
-  out.reserve(SetOf(e)->size());
-  SetOf(e)->ForEach([&](std::string_view m) { out.emplace_back(m); });
+  const SetView set = SetOf(e);
+  out.reserve(set.size());
+  set.ForEach([&](std::string_view m) { out.emplace_back(m); });
   return out;
 }
 
@@ -114,7 +177,7 @@ OpResult<bool> Db::SetIsMember(std::string_view key, std::string_view member, in
   if (!pos) return false;
   const Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
-  return SetOf(e)->Contains(member);
+  return SetOf(e).Contains(member);
 }
 
 OpResult<std::vector<bool>> Db::SetMIsMember(std::string_view key,
@@ -126,7 +189,8 @@ OpResult<std::vector<bool>> Db::SetMIsMember(std::string_view key,
   if (!pos) return out;
   const Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
-  for (size_t i = 0; i < members.size(); ++i) out[i] = SetOf(e)->Contains(members[i]);
+  const SetView set = SetOf(e);
+  for (size_t i = 0; i < members.size(); ++i) out[i] = set.Contains(members[i]);
   return out;
 }
 
@@ -136,7 +200,7 @@ OpResult<int64_t> Db::SetCard(std::string_view key, int64_t now_ms) {
   if (!pos) return int64_t{0};
   const Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
-  return static_cast<int64_t>(SetOf(e)->size());
+  return static_cast<int64_t>(SetOf(e).size());
 }
 
 OpResult<std::vector<std::string>> Db::SetPop(std::string_view key, size_t count,
@@ -148,17 +212,18 @@ OpResult<std::vector<std::string>> Db::SetPop(std::string_view key, size_t count
   Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
   if (count == 0) return out;
-  if (count >= SetOf(e)->size()) {
-    SetOf(e)->ForEach([&](std::string_view m) { out.emplace_back(m); });
+  if (count >= SetOf(e).size()) {
+    SetOf(e).ForEach([&](std::string_view m) { out.emplace_back(m); });
     impl_->Remove(pos, Impl::Change::kDeleted);
     impl_->dict.MaybeShrink();
     return out;
   }
+  SetEdit edit(e);
   while (out.size() < count) {
-    out.push_back(SetOf(e)->Random(&impl_->rng));
-    RemoveFrom(e, out.back());
+    out.push_back(edit.Random(&impl_->rng));
+    edit.Remove(out.back());
   }
-  impl_->Modified(pos);
+  edit.Commit(*impl_, pos);
   return out;
 }
 
@@ -170,16 +235,16 @@ OpResult<std::vector<std::string>> Db::SetRandMember(std::string_view key, int64
   if (!pos) return out;
   const Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
-  const SetValue* set = SetOf(e);
+  const SetView set = SetOf(e);
   if (count < 0) {
     const uint64_t n = static_cast<uint64_t>(-(count + 1)) + 1;
     out.reserve(n);
-    for (uint64_t i = 0; i < n; ++i) out.push_back(set->Random(&impl_->rng));
+    for (uint64_t i = 0; i < n; ++i) out.push_back(set.Random(&impl_->rng));
     return out;
   }
   std::vector<std::string> all;
-  all.reserve(set->size());
-  set->ForEach([&](std::string_view m) { all.emplace_back(m); });
+  all.reserve(set.size());
+  set.ForEach([&](std::string_view m) { all.emplace_back(m); });
   if (static_cast<uint64_t>(count) >= all.size()) return all;
   // A partial Fisher-Yates shuffle: `count` distinct picks.
   for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
@@ -199,7 +264,7 @@ OpResult<SScanResult> Db::SetScan(std::string_view key, uint64_t cursor, std::st
   const Entry* e = pos.entry();
   if (e->kind() != Entry::Kind::kSet) return OpStatus::kWrongType;
   const bool all = pattern == "*";
-  result.cursor = SetOf(e)->Scan(cursor, count, [&](std::string_view m) {
+  result.cursor = SetOf(e).Scan(cursor, count, [&](std::string_view m) {
     if (all || GlobMatch(pattern, m)) result.members.emplace_back(m);
   });
   return result;

@@ -105,19 +105,19 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
     impl_->view_members.clear();
     ListOf(e)->ForEach([&](std::string_view v) { out->members.push_back(KeepForView(v)); });
   } else if (e->kind() == Entry::Kind::kSet) {
-    // A set's members are views into its table or packed bytes, except an intset's, which are
-    // formatted, and packed UUIDs: those are kept in impl_->view_members (valid as the other
-    // views are).
+    // A set's members are views into its table or packed bytes, except an intset's (inline in
+    // the Entry or not), which are formatted, and packed UUIDs: those are kept in
+    // impl_->view_members (valid as the other views are).
     out->type = ValueType::kSet;
     out->str = {};
-    const SetValue* set = SetOf(e);
-    if (set->form() == SetValue::Form::kInts) {
+    const SetView set = SetOf(e);
+    if (set.is_intset()) {
       impl_->view_members.clear();
-      set->ForEach([&](std::string_view m) { impl_->view_members.emplace_back(m); });
+      set.ForEach([&](std::string_view m) { impl_->view_members.emplace_back(m); });
       for (const std::string& m : impl_->view_members) out->members.push_back(m);
     } else {
       impl_->view_members.clear();
-      set->ForEach([&](std::string_view m) { out->members.push_back(KeepForView(m)); });
+      set.ForEach([&](std::string_view m) { out->members.push_back(KeepForView(m)); });
     }
   } else {
     out->type = ValueType::kString;

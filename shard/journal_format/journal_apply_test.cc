@@ -217,6 +217,49 @@ TEST_F(JournalApplyTest, UuidMembersRoundTripThroughViewsAndSnapshots) {
   }
 }
 
+// Integer sets, one small enough to live inline in its Entry and one in a block, with TTLs,
+// written from a View and from a Snapshot, replay to the same members, TTL and form.
+TEST_F(JournalApplyTest, IntsetsInlineAndNotRoundTrip) {
+  Shard src{0, 1};
+  Db& d = src.db(0);
+  std::vector<std::string> small = {"-7", "0", "42", "100000", "9999999999"};
+  std::vector<std::string> big;
+  for (int i = 0; i < 300; ++i) big.push_back(std::to_string(i * 11));
+  std::vector<std::string_view> sv(small.begin(), small.end()), bv(big.begin(), big.end());
+  ASSERT_EQ(*d.SetAdd("small", sv, now), 5);
+  ASSERT_EQ(*d.SetAdd("big", bv, now), 300);
+  ASSERT_EQ(d.ExpireAt("small", now + 60'000, ExpireCond::kNone, now), 1);
+  ASSERT_EQ(d.ExpireAt("big", now + 70'000, ExpireCond::kNone, now), 1);
+  for (bool use_view : {true, false}) {
+    std::string buf;
+    JournalWriter w(&buf);
+    w.BeginFrame();
+    KeyView view;
+    for (std::string_view key : {"small", "big"}) {
+      if (use_view) {
+        ASSERT_TRUE(d.View(key, now, &view));
+        w.Put(0, key, view);
+      } else {
+        w.Put(0, key, *d.Snapshot(key, now));
+      }
+    }
+    ASSERT_TRUE(w.EndFrame());
+    Shard dst{0, 1};
+    JournalScan scan = ScanJournal(buf, [&](const JournalRecord& r) {
+      EXPECT_TRUE(ApplyJournalRecord(r, dst, now));
+      return true;
+    });
+    EXPECT_EQ(scan.status, Status::kOk);
+    for (std::string_view key : {"small", "big"}) {
+      EXPECT_EQ(*dst.db(0).SetMembers(key, now), *d.SetMembers(key, now)) << key << use_view;
+      EXPECT_EQ(dst.db(0).Pttl(key, now), d.Pttl(key, now)) << key;
+      EXPECT_STREQ(dst.db(0).Object(key, now)->encoding, "intset");
+      EXPECT_EQ(dst.db(0).Object(key, now)->bytes, d.Object(key, now)->bytes) << key;
+    }
+    EXPECT_EQ(*dst.db(0).SetMembers("small", now), small);
+  }
+}
+
 TEST_F(JournalApplyTest, PutOfAHash) {
   std::vector<std::pair<std::string, std::string>> fields = {
       {"f1", "v1"}, {"", "empty field"}, {"empty value", ""}, {Binary(), Binary()}};

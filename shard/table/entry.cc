@@ -31,7 +31,8 @@ size_t Entry::BlockSize(size_t key_len, size_t value_area_len, int64_t expire_at
   return kHeaderOffset + 1 + lengths + ExpireWidth(expire_at) + key_len + value_area_len;
 }
 
-Entry* Entry::Allocate(Kind kind, std::string_view key, size_t value_area_len, int64_t at) {
+Entry* Entry::Allocate(Kind kind, std::string_view key, size_t value_area_len, int64_t at,
+                       bool inline_value) {
   // Keys are bounded by the protocol's bulk limit (512 MiB by default); values past 4 GiB never
   // come here (MakeString stores them as a HeapString).
   if (key.size() > kWideLimit || value_area_len > kWideLimit) throw std::bad_alloc();
@@ -45,6 +46,7 @@ Entry* Entry::Allocate(Kind kind, std::string_view key, size_t value_area_len, i
   if (ew != 0) flags |= kHasExpire;
   if (ew == 8) flags |= kWideExpire;
   if (wide) flags |= kWideLengths;
+  if (inline_value) flags |= kInlineValue;
   p[0] = static_cast<char>(flags);
   if (wide) {
     Store32(p + 1, static_cast<uint32_t>(key.size()));
@@ -85,8 +87,16 @@ Entry* Entry::MakeObject(Kind kind, std::string_view key, void* object, int64_t 
   return e;
 }
 
+Entry* Entry::MakeInlineObject(Kind kind, std::string_view key, std::string_view bytes,
+                               int64_t expire_at) {
+  Entry* e = Allocate(kind, key, bytes.size(), expire_at, /*inline_value=*/true);
+  if (!bytes.empty()) std::memcpy(e->value_area(), bytes.data(), bytes.size());
+  return e;
+}
+
 Entry* Entry::Rebuild(const Entry* old, int64_t expire_at) {
-  Entry* e = Allocate(old->kind(), old->key(), old->value_area_len(), expire_at);
+  Entry* e = Allocate(old->kind(), old->key(), old->value_area_len(), expire_at,
+                      old->has_inline_value());
   if (old->value_area_len() != 0) {
     std::memcpy(e->value_area(), old->value_area(), old->value_area_len());
   }

@@ -20,13 +20,16 @@ class HeapString;  // shard/table/heap_string.h
 //
 //   offset 0   Entry* next            chain link of the Dict bucket (8 bytes)
 //   offset 8   uint8  flags           kind (3 bits) | has-expire | wide-expire | wide-lengths
+//                                     | inline-value
 //   offset 9   lengths                short: u8 key_len, u8 value_len        (2 bytes)
 //                                     wide:  u32 key_len, u32 value_len      (8 bytes)
 //   then       expire_at (unix ms)    none, 6 bytes (48-bit, values < 2^48, i.e. until year
 //                                     10889) or 8 bytes (any other int64)
 //   then       key bytes
 //   then       value area             kInlineString: the string bytes
-//                                     other kinds: an 8-byte owning pointer
+//                                     other kinds: an 8-byte owning pointer, or with the
+//                                     inline-value flag the value's own bytes (a small intset,
+//                                     shard/types/set_value.h), which shard/types/ reads
 //
 // A lock key "lock:123456" (11 bytes) holding a 36-byte uuid with a TTL takes
 // 8 + 1 + 2 + 6 + 11 + 36 = 64 bytes: one 64-byte allocator size class.
@@ -62,6 +65,11 @@ class Entry {
   // An entry of an object kind (kHash) holding `object`, which it owns from then on. If this
   // throws, `object` is still the caller's. (shard/types/ wraps it: MakeHashEntry.)
   static Entry* MakeObject(Kind kind, std::string_view key, void* object, int64_t expire_at);
+  // An entry of an object kind whose value is `bytes`, kept in the entry itself instead of a
+  // separate block (has_inline_value(); shard/types/ wraps it: MakeSetEntry for a small intset).
+  // It owns nothing else: FreeShell frees it.
+  static Entry* MakeInlineObject(Kind kind, std::string_view key, std::string_view bytes,
+                                 int64_t expire_at);
   // A copy of `old` with another expire time. The value object (if any) moves to the new entry:
   // free `old` with FreeShell afterwards, not Destroy.
   static Entry* Rebuild(const Entry* old, int64_t expire_at);
@@ -124,8 +132,12 @@ class Entry {
   // kHash only.
   HashValue* hash() const { return static_cast<HashValue*>(LoadPtr()); }
   ZSetValue* zset() const { return static_cast<ZSetValue*>(LoadPtr()); }
-  // Any object kind (not a string): the value object it owns, for shard/types/ to cast.
+  // Any object kind (not a string) without has_inline_value(): the value object it owns, for
+  // shard/types/ to cast.
   void* object() const { return LoadPtr(); }
+  // An object kind built by MakeInlineObject: the value is these bytes of the entry.
+  bool has_inline_value() const { return (flags() & kInlineValue) != 0; }
+  std::string_view inline_value() const { return {value_area(), value_area_len()}; }
   // Any object kind: the value object that replaces the one it held (which is then the
   // caller's; a set that moved to a bigger block, shard/types/set_value.h).
   void set_object(void* p) { StorePtr(p); }
@@ -141,6 +153,7 @@ class Entry {
   static constexpr uint8_t kHasExpire = 0x08;
   static constexpr uint8_t kWideExpire = 0x10;
   static constexpr uint8_t kWideLengths = 0x20;
+  static constexpr uint8_t kInlineValue = 0x40;
   static constexpr size_t kHeaderOffset = sizeof(Entry*);
   static constexpr int64_t kCompactExpireLimit = int64_t{1} << 48;
 
@@ -151,7 +164,8 @@ class Entry {
     if (at == kNoExpire) return 0;
     return (at >= 0 && at < kCompactExpireLimit) ? 6 : 8;
   }
-  static Entry* Allocate(Kind kind, std::string_view key, size_t value_area_len, int64_t at);
+  static Entry* Allocate(Kind kind, std::string_view key, size_t value_area_len, int64_t at,
+                         bool inline_value = false);
 
   const char* bytes() const { return reinterpret_cast<const char*>(this); }
   char* bytes() { return reinterpret_cast<char*>(this); }

@@ -69,6 +69,14 @@ std::optional<int64_t> SetValue::CanonicalInt(std::string_view s) {
   return static_cast<int64_t>(u);
 }
 
+SetValue* SetValue::FromInline(std::string_view bytes) {
+  const auto width = static_cast<uint8_t>(bytes[0]);
+  SetValue* s = Allocate(Form::kInts, width, bytes.size() - 1);
+  s->count_ = static_cast<uint32_t>((bytes.size() - 1) / width);
+  if (bytes.size() > 1) std::memcpy(s->data(), bytes.data() + 1, bytes.size() - 1);
+  return s;
+}
+
 size_t SetValue::AllocatedBytes() const {
   if (form_ != Form::kTable) return sizeof(SetValue) + Room(used());
   size_t bytes = sizeof(SetValue) + sizeof(Dict*) + sizeof(Dict) + table()->bucket_bytes();
@@ -77,27 +85,6 @@ size_t SetValue::AllocatedBytes() const {
     return true;
   });
   return bytes;
-}
-
-int64_t SetValue::IntAt(size_t i) const {
-  const char* p = data() + i * width_;
-  switch (width_) {
-    case 2: {
-      int16_t v;
-      std::memcpy(&v, p, 2);
-      return v;
-    }
-    case 4: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    default: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-  }
 }
 
 void SetValue::IntSetAt(size_t i, int64_t v) {
@@ -111,19 +98,6 @@ void SetValue::IntSetAt(size_t i, int64_t v) {
   } else {
     std::memcpy(p, &v, 8);
   }
-}
-
-size_t SetValue::IntLowerBound(int64_t v) const {
-  size_t lo = 0, hi = count_;
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (IntAt(mid) < v) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
 }
 
 SetValue* SetValue::IntInsert(SetValue* s, int64_t v) {
@@ -285,6 +259,12 @@ std::string SetValue::Random(uint64_t* rng) const {
     if (pick-- == 0) out = std::string(m);
   });
   return out;
+}
+
+std::string SetView::Random(uint64_t* rng) const {
+  if (set_) return set_->Random(rng);
+  char buf[24];
+  return std::string(ints_.Format(NextRandom(rng) % ints_.count, buf));
 }
 
 }  // namespace deadbolt::shard

@@ -15,6 +15,61 @@
 
 namespace deadbolt::shard {
 
+// The sorted slots of an intset (fixed-width little-endian integers of 2, 4 or 8 bytes), where
+// ever they are: a SetValue block or an inline Entry. A view: valid while they do not change.
+struct IntSlots {
+  const char* data;
+  uint8_t width;
+  size_t count;
+
+  int64_t At(size_t i) const {
+    const char* p = data + i * width;
+    if (width == 2) {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    if (width == 4) {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  // Index of the first member >= v.
+  size_t LowerBound(int64_t v) const {
+    size_t lo = 0, hi = count;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (At(mid) < v) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+  bool Has(int64_t v) const {
+    const size_t at = LowerBound(v);
+    return at < count && At(at) == v;
+  }
+  // Member i as text, formatted into buf (24 bytes) without the locale.
+  std::string_view Format(size_t i, char* buf) const {
+    const int64_t v = At(i);
+    char* end = buf + 24;
+    char* p = end;
+    uint64_t u = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+    do {
+      *--p = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (v < 0) *--p = '-';
+    return {p, static_cast<size_t>(end - p)};
+  }
+};
+
 // Owned by the Entry that points at it, on the shard's reactor thread.
 //
 // Three forms, with the limits of Redis 7.2's defaults:
@@ -41,11 +96,20 @@ namespace deadbolt::shard {
 //
 // A set only ever moves towards the table form (ints -> packed when a non-integer arrives and
 // everything fits, ints or packed -> table when a limit is passed), never back, as in Redis.
+//
+// Inline: a small intset (FitsInline: at most kMaxInlineBytes as [u8 width][slots]) is not kept
+// in a SetValue block at all but in the key's Entry (Entry::MakeInlineObject; MakeSetEntry in
+// value_kinds.h decides), so a 10-member set of short integers is one 64-byte Entry instead of a
+// 32-byte Entry and a 48-byte block (bench/RESULTS.md, "Memory per small collection"). Reads go
+// through SetView, which covers both; a change copies the inline intset into a SetValue
+// (FromInline), edits it, and the caller builds the key's new Entry (shard/db_set.cc).
 class SetValue {
  public:
   static constexpr size_t kMaxIntsetEntries = 512;  // set-max-intset-entries
   static constexpr size_t kMaxPackedEntries = 128;  // set-max-listpack-entries
   static constexpr size_t kMaxPackedLen = 64;       // set-max-listpack-value
+  // Largest inline intset, width byte included: below 256 keeps the Entry's short lengths.
+  static constexpr size_t kMaxInlineBytes = 255;
 
   enum class Form : uint8_t { kInts, kPacked, kTable };
 
@@ -65,6 +129,17 @@ class SetValue {
   size_t AllocatedBytes() const;
 
   bool Contains(std::string_view m) const;
+
+  // An intset small enough to live in its key's Entry, and those bytes: [u8 width][slots].
+  bool FitsInline() const { return form_ == Form::kInts && InlineSize() <= kMaxInlineBytes; }
+  size_t InlineSize() const { return 1 + used(); }
+  void WriteInline(char* out) const {
+    out[0] = static_cast<char>(width_);
+    if (count_ != 0) std::memcpy(out + 1, data(), used());
+  }
+  // A new intset block holding the inline intset `bytes` (as WriteInline wrote them).
+  static SetValue* FromInline(std::string_view bytes);
+
   // Adds m; *added tells whether it was not there. Returns the set to keep: `s`, or a new block
   // that replaces it (`s` is freed then). If it throws, `s` is as it was.
   [[nodiscard]] static SetValue* Add(SetValue* s, std::string_view m, bool* added);
@@ -106,10 +181,10 @@ class SetValue {
     return t;
   }
 
-  int64_t IntAt(size_t i) const;
+  IntSlots ints() const { return {data(), width_, count_}; }
+  int64_t IntAt(size_t i) const { return ints().At(i); }
   void IntSetAt(size_t i, int64_t v);
-  // Index of the first member >= v.
-  size_t IntLowerBound(int64_t v) const;
+  size_t IntLowerBound(int64_t v) const { return ints().LowerBound(v); }
   static SetValue* IntInsert(SetValue* s, int64_t v);
   std::optional<size_t> PackedFind(std::string_view m) const;
   // New blocks holding s's members (s is left as it is): packed with `extra` bytes of room more,
@@ -136,19 +211,7 @@ void SetValue::ForEach(Fn&& fn) const {
   switch (form_) {
     case Form::kInts: {
       char buf[24];
-      for (size_t i = 0; i < count_; ++i) {
-        const int64_t v = IntAt(i);
-        // Formats v without the locale: digits from the end.
-        char* end = buf + sizeof buf;
-        char* p = end;
-        uint64_t u = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-        do {
-          *--p = static_cast<char>('0' + u % 10);
-          u /= 10;
-        } while (u != 0);
-        if (v < 0) *--p = '-';
-        fn(std::string_view(p, static_cast<size_t>(end - p)));
-      }
+      for (size_t i = 0; i < count_; ++i) fn(ints().Format(i, buf));
       return;
     }
     case Form::kPacked: {
@@ -187,5 +250,48 @@ uint64_t SetValue::Scan(uint64_t cursor, size_t count, Fn&& fn) const {
   } while (cursor != 0 && --steps_left > 0 && seen < count);
   return cursor;
 }
+
+// A read-only view of a set key's value, wherever it is: a SetValue block, or an intset inline
+// in the key's Entry (SetOf in value_kinds.h builds it). Valid until the set changes. Used on
+// the shard's reactor thread.
+class SetView {
+ public:
+  explicit SetView(const SetValue* set) : set_(set) {}
+  // An inline intset: [u8 width][slots], as SetValue::WriteInline wrote them.
+  explicit SetView(std::string_view inline_bytes)
+      : ints_{inline_bytes.data() + 1, static_cast<uint8_t>(inline_bytes[0]),
+              (inline_bytes.size() - 1) / static_cast<uint8_t>(inline_bytes[0])} {}
+
+  bool is_inline() const { return set_ == nullptr; }
+  // The block, when not inline.
+  const SetValue* block() const { return set_; }
+  bool is_intset() const { return set_ == nullptr || set_->form() == SetValue::Form::kInts; }
+  size_t size() const { return set_ ? set_->size() : ints_.count; }
+  bool Contains(std::string_view m) const {
+    if (set_) return set_->Contains(m);
+    std::optional<int64_t> v = SetValue::CanonicalInt(m);
+    return v && ints_.Has(*v);
+  }
+  // Bytes of the value outside the Entry (0 inline); for reports.
+  size_t AllocatedBytes() const { return set_ ? set_->AllocatedBytes() : 0; }
+  // As SetValue's.
+  std::string Random(uint64_t* rng) const;
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    if (set_) return set_->ForEach(fn);
+    char buf[24];
+    for (size_t i = 0; i < ints_.count; ++i) fn(ints_.Format(i, buf));
+  }
+  template <typename Fn>
+  uint64_t Scan(uint64_t cursor, size_t count, Fn&& fn) const {
+    if (set_) return set_->Scan(cursor, count, fn);
+    ForEach(fn);
+    return 0;
+  }
+
+ private:
+  const SetValue* set_ = nullptr;
+  IntSlots ints_{nullptr, 2, 0};
+};
 
 }  // namespace deadbolt::shard

@@ -196,8 +196,90 @@ TEST(SetValueTest, EntryOwnsTheSet) {
   SetValue* s = owned.release();
   Entry* e = MakeSetEntry("k", s, 5);
   EXPECT_EQ(TypeOf(e), ValueType::kSet);
-  EXPECT_EQ(SetOf(e), s);
+  EXPECT_EQ(SetOf(e).block(), s);
   DestroyEntry(e);
+}
+
+// The inline form's limit: [u8 width][slots] up to kMaxInlineBytes (255), i.e. 127 members of
+// 2 bytes or 63 of 4; MakeSetEntry keeps exactly those in the Entry, and the view reads them
+// back as the block would.
+TEST(SetValueTest, InlineIntsetAtItsThresholds) {
+  struct Case {
+    int64_t base;  // members are base, base + 1, ...
+    size_t fits;   // the most that fit inline
+  };
+  for (Case c : {Case{0, 127}, Case{100'000, 63}, Case{int64_t{1} << 40, 31}}) {
+    for (size_t n : {size_t{1}, c.fits, c.fits + 1}) {
+      Set owned;
+      for (size_t i = 0; i < n; ++i) owned.Add(std::to_string(c.base + static_cast<int64_t>(i)));
+      ASSERT_EQ(owned->form(), SetValue::Form::kInts);
+      EXPECT_EQ(owned->FitsInline(), n <= c.fits) << c.base << " " << n;
+      std::vector<std::string> want;
+      owned->ForEach([&](std::string_view m) { want.emplace_back(m); });
+      SetValue* s = owned.release();
+      Entry* e = MakeSetEntry("key", s, 1'700'000'000'000);
+      EXPECT_EQ(TypeOf(e), ValueType::kSet);
+      EXPECT_EQ(e->expire_at(), 1'700'000'000'000);
+      const SetView v = SetOf(e);
+      if (n <= c.fits) {
+        ASSERT_TRUE(e->has_inline_value());
+        ASSERT_TRUE(v.is_inline());
+        EXPECT_EQ(e->inline_value().size(), 1 + n * (c.base == 0 ? 2 : c.base < (1 << 30) ? 4 : 8));
+        EXPECT_EQ(e->block_size(), Entry::BlockSize(3, e->inline_value().size(), 1));
+        EXPECT_EQ(v.AllocatedBytes(), 0u);
+      } else {
+        EXPECT_FALSE(e->has_inline_value());
+        EXPECT_EQ(v.block(), s);
+      }
+      EXPECT_TRUE(v.is_intset());
+      EXPECT_EQ(v.size(), n);
+      std::vector<std::string> got;
+      v.ForEach([&](std::string_view m) { got.emplace_back(m); });
+      EXPECT_EQ(got, want);
+      EXPECT_TRUE(v.Contains(std::to_string(c.base)));
+      EXPECT_TRUE(v.Contains(std::to_string(c.base + static_cast<int64_t>(n) - 1)));
+      EXPECT_FALSE(v.Contains(std::to_string(c.base + static_cast<int64_t>(n))));
+      EXPECT_FALSE(v.Contains("0" + std::to_string(c.base)));  // not canonical
+      EXPECT_FALSE(v.Contains("x"));
+      uint64_t rng = 7;
+      for (int i = 0; i < 20; ++i) EXPECT_TRUE(v.Contains(v.Random(&rng)));
+      std::vector<std::string> scanned;
+      EXPECT_EQ(v.Scan(123, 1, [&](std::string_view m) { scanned.emplace_back(m); }), 0u);
+      EXPECT_EQ(scanned, want);
+      // Back to a block (what an edit starts from), equal member for member.
+      if (e->has_inline_value()) {
+        SetValue* copy = SetValue::FromInline(e->inline_value());
+        std::vector<std::string> again;
+        copy->ForEach([&](std::string_view m) { again.emplace_back(m); });
+        EXPECT_EQ(again, want);
+        EXPECT_EQ(copy->size(), n);
+        EXPECT_TRUE(copy->FitsInline());
+        delete copy;
+      }
+      DestroyEntry(e);
+    }
+  }
+}
+
+// Negative members, and the widest ones, read back through the inline form.
+TEST(SetValueTest, InlineIntsetKeepsSignsAndExtremes) {
+  Set owned;
+  const std::vector<std::string> members = {"-9223372036854775808", "-32769", "-1", "0",
+                                            "32768", "9223372036854775807"};
+  for (const std::string& m : members) owned.Add(m);
+  Entry* e = MakeSetEntry("k", owned.release(), Entry::kNoExpire);
+  ASSERT_TRUE(e->has_inline_value());
+  std::vector<std::string> got;
+  SetOf(e).ForEach([&](std::string_view m) { got.emplace_back(m); });
+  EXPECT_EQ(got, members);
+  // A TTL of another width rebuilds the Entry; the inline value goes with it.
+  Entry* r = Entry::Rebuild(e, int64_t{1} << 50);
+  Entry::FreeShell(e);
+  ASSERT_TRUE(r->has_inline_value());
+  got.clear();
+  SetOf(r).ForEach([&](std::string_view m) { got.emplace_back(m); });
+  EXPECT_EQ(got, members);
+  DestroyEntry(r);
 }
 
 }  // namespace

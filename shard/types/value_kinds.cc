@@ -26,7 +26,7 @@ void DestroyEntry(Entry* e) {
       delete ListOf(e);
       break;
     case Entry::Kind::kSet:
-      delete SetOf(e);
+      if (!e->has_inline_value()) delete SetBlockOf(e);
       break;
   }
   Entry::FreeShell(e);
@@ -59,8 +59,19 @@ Entry* MakeListEntry(std::string_view key, ListValue* list, int64_t expire_at) {
   }
 }
 
+Entry* MakeInlineSetEntry(std::string_view key, const SetValue& set, int64_t expire_at) {
+  char bytes[SetValue::kMaxInlineBytes];
+  set.WriteInline(bytes);
+  return Entry::MakeInlineObject(Entry::Kind::kSet, key, {bytes, set.InlineSize()}, expire_at);
+}
+
 Entry* MakeSetEntry(std::string_view key, SetValue* set, int64_t expire_at) {
   try {
+    if (set->FitsInline()) {
+      Entry* e = MakeInlineSetEntry(key, *set, expire_at);
+      delete set;
+      return e;
+    }
     return Entry::MakeObject(Entry::Kind::kSet, key, set, expire_at);
   } catch (...) {
     delete set;

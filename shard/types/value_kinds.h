@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "shard/table/entry.h"
+#include "shard/types/set_value.h"
 #include "shard/types/value_type.h"
 
 namespace deadbolt::shard {
@@ -15,7 +16,6 @@ namespace deadbolt::shard {
 class HashValue;
 class ZSetValue;
 class ListValue;
-class SetValue;
 
 // Pure functions over entries, called on the thread that owns them (the shard's reactor).
 
@@ -46,10 +46,20 @@ Entry* MakeHashEntry(std::string_view key, HashValue* hash, int64_t expire_at);
 // A new entry for a sorted set key. Takes ownership of `zset`, also when it throws.
 Entry* MakeZSetEntry(std::string_view key, ZSetValue* zset, int64_t expire_at);
 // A new entry for a list key / a set key. Each takes ownership of its value, also when it throws.
+// A set that FitsInline() is copied into the entry (Entry::MakeInlineObject) and freed.
 Entry* MakeListEntry(std::string_view key, ListValue* list, int64_t expire_at);
 Entry* MakeSetEntry(std::string_view key, SetValue* set, int64_t expire_at);
-// The value object of a kList / kSet entry.
+// A new entry for a set key holding a copy of `set`, which must FitsInline(); `set` stays the
+// caller's.
+Entry* MakeInlineSetEntry(std::string_view key, const SetValue& set, int64_t expire_at);
+// The value object of a kList entry.
 inline ListValue* ListOf(const Entry* e) { return static_cast<ListValue*>(e->object()); }
-inline SetValue* SetOf(const Entry* e) { return static_cast<SetValue*>(e->object()); }
+// The value of a kSet entry, inline or not.
+inline SetView SetOf(const Entry* e) {
+  if (e->has_inline_value()) return SetView(e->inline_value());
+  return SetView(static_cast<const SetValue*>(e->object()));
+}
+// The block of a kSet entry without an inline value.
+inline SetValue* SetBlockOf(const Entry* e) { return static_cast<SetValue*>(e->object()); }
 
 }  // namespace deadbolt::shard

@@ -634,6 +634,12 @@ class JournalListSetTest(JournalCase):
         ok("SADD", "s:uuid", UUID_LOWER, UUID_UPPER, UUID_MIXED, "1")
         ok("SREM", "s:uuid", "1")
         ok("ZADD", "z:uuid", "1", UUID_LOWER, "1", UUID_UPPER, "0", UUID_MIXED)
+        # Integer sets on both sides of the inline limit (127 two-byte members live in the
+        # key's entry, shard/types/set_value.h): out past it and back, with a TTL.
+        ok("SADD", "s:edge", *[str(i) for i in range(130)])
+        ok("PEXPIRE", "s:edge", "90000")
+        ok("SREM", "s:edge", *[str(i) for i in range(0, 130, 13)])
+        ok("SADD", "s:wide", *[str(i * 1000) for i in range(200)])
 
     def verify(self, c):
         def members(*args):
@@ -663,7 +669,13 @@ class JournalListSetTest(JournalCase):
         self.assertEqual(members("SMEMBERS", "s:uuid"), sorted(u))
         self.assertEqual(decode(c.cmd("ZRANGE", "z:uuid", "0", "-1", "WITHSCORES")),
                          [u[2], b"0", u[1], b"1", u[0], b"1"])
-        self.assertEqual(c.cmd("DBSIZE"), integer(15))
+        self.assertEqual(decode(c.cmd("SMEMBERS", "s:edge")),
+                         [str(i).encode() for i in range(130) if i % 13])
+        self.assertTrue(0 < to_int(c.cmd("PTTL", "s:edge")) <= 90000)
+        self.assertEqual(decode(c.cmd("SMEMBERS", "s:wide")),
+                         [str(i * 1000).encode() for i in range(200)])
+        self.assertEqual(c.cmd("OBJECT", "ENCODING", "s:edge"), bulk("intset"))
+        self.assertEqual(c.cmd("DBSIZE"), integer(17))
 
     def test_sigkill_rewrite_and_threads_change(self):
         c = self.start(threads=2, fsync="always")

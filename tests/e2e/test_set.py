@@ -92,6 +92,41 @@ class BasicTest(SetTestCase):
         self.assertReply(integer(1), "SISMEMBER", "ints", "999")
         self.assertEqual(self.members("SMEMBERS", "ints"), {i.encode() for i in ints})
 
+    def test_intsets_across_the_inline_limit(self):
+        # deadbolt keeps an intset of up to 255 bytes (127 two-byte members, 63 of four, 31 of
+        # eight) in the key's own entry and moves it to a block past that; Redis keeps an
+        # intset up to 512 members. The replies do not change at either edge.
+        want = []
+        for i in range(130):
+            self.assertReply(integer(1), "SADD", "s", str(i * 2))
+            want.append(str(i * 2))
+            if i in (0, 126, 127, 129):
+                self.assertReply(bulks(*want), "SMEMBERS", "s")
+                self.assertReply(bulk("intset"), "OBJECT", "ENCODING", "s")
+            if i == 10:
+                self.assertReply(integer(1), "PEXPIRE", "s", "100000")
+        self.assertReply(integer(130), "SCARD", "s")
+        self.assertReply(integer(3), "SREM", "s", "0", "2", "258", "1")
+        want = want[2:-1]
+        self.assertReply(bulks(*want), "SMEMBERS", "s")
+        self.assertReply(array(integer(1), integer(0)), "SMISMEMBER", "s", "4", "5")
+        ttl = harness.decode(self.c.cmd("PTTL", "s"))
+        self.assertTrue(0 < ttl <= 100000, ttl)
+        # Wider members rewrite every slot: 4 then 8 bytes, past the limit and back.
+        self.assertReply(integer(1), "SADD", "s", "70000")
+        self.assertReply(integer(1), "SADD", "s", "-5000000000")
+        self.assertReply(bulks("-5000000000", *want, "70000"), "SMEMBERS", "s")
+        self.assertReply(integer(100), "SREM", "s", *want[:100])
+        self.assertReply(bulks("-5000000000", *want[100:], "70000"), "SMEMBERS", "s")
+        self.assertReply(bulk("intset"), "OBJECT", "ENCODING", "s")
+        popped = harness.decode(self.c.cmd("SPOP", "s", "5"))
+        self.assertEqual(len(popped), 5)
+        self.assertReply(integer(len(want) - 100 + 2 - 5), "SCARD", "s")
+        self.assertReply(array(integer(0)), "SMISMEMBER", "s", popped[0])
+        # A non-integer: no longer an intset.
+        self.assertReply(integer(1), "SADD", "s", "x")
+        self.assertReply(bulk("hashtable"), "OBJECT", "ENCODING", "s")
+
     def test_resp3_sets(self):
         c3 = self.conn()
         c3.cmd("HELLO", "3")

@@ -57,6 +57,8 @@ const char* WorkloadName(Workload w) {
       return "ping";
     case Workload::kMset:
       return "mset";
+    case Workload::kSemaphore:
+      return "semaphore";
   }
   return "?";
 }
@@ -109,11 +111,16 @@ load
   -n, --requests N    measure N requests instead of a duration
   --warmup S          run S seconds unmeasured first (0)
 workload
-  -w, --workload W    acquire | cycle | extend | get | set | ping | mset (acquire)
+  -w, --workload W    acquire | cycle | extend | get | set | ping | mset | semaphore (acquire)
                         acquire: SET key tok NX PX ttl
                         cycle:   acquire, then release the keys it got
                         extend:  --extend pexpire (PEXPIRE key ttl) | set (SET key tok XX PX ttl)
                         mset:    MSET key1 tok key2 tok, the two keys placed by --mset
+                        semaphore: redis-semaphore's acquire path, a pair of requests on one
+                                 key: ZREMRANGEBYSCORE key -inf t-ttl, ZADD key t member; t is
+                                 a clock of the connection's own, +1 per pair, and member its
+                                 token with the pair number (mod 4096) in the last 3 digits;
+                                 2 requests in the results (-P, --rate and -n count pairs)
   --release R         cycle release: delifeq (DELIFEQ key tok) | delex (DELEX key IFEQ tok)
                       | evalsha (SCRIPT LOAD the compare-and-delete script, EVALSHA it) (delifeq)
   --extend E          pexpire | set (pexpire)
@@ -240,6 +247,8 @@ std::string ParseOptions(int argc, char** argv, Options* o, bool* help) {
         o->workload = Workload::kPing;
       } else if (value == "mset") {
         o->workload = Workload::kMset;
+      } else if (value == "semaphore") {
+        o->workload = Workload::kSemaphore;
       } else {
         return bad();
       }

@@ -7,7 +7,7 @@
 
 namespace deadbolt::lockload {
 
-enum class Workload : uint8_t { kAcquire, kCycle, kExtend, kGet, kSet, kPing, kMset };
+enum class Workload : uint8_t { kAcquire, kCycle, kExtend, kGet, kSet, kPing, kMset, kSemaphore };
 enum class ReleaseMode : uint8_t { kDelIfEq, kDelEx, kEvalSha };
 enum class ExtendMode : uint8_t { kPexpire, kSetXX };
 enum class KeyDist : uint8_t { kUniform, kZipf, kHot };

@@ -85,6 +85,10 @@ const char* ReqKindName(ReqKind k) {
       return "ping";
     case ReqKind::kMset:
       return "mset";
+    case ReqKind::kZTrim:
+      return "zremrangebyscore";
+    case ReqKind::kZAdd:
+      return "zadd";
     case ReqKind::kCount:
       break;
   }
@@ -119,6 +123,7 @@ RequestSet::RequestSet(const Options& opts, std::string_view evalsha)
       dist_(opts.keys),
       cycle_(opts.workload == Workload::kCycle),
       ttl_(std::to_string(opts.ttl_ms)),
+      ttl_ms_(opts.ttl_ms),
       release_(opts.release),
       extend_(opts.extend),
       mset_(opts.mset),
@@ -142,6 +147,9 @@ RequestSet::RequestSet(const Options& opts, std::string_view evalsha)
       break;
     case Workload::kMset:
       primary_ = ReqKind::kMset;
+      break;
+    case Workload::kSemaphore:
+      primary_ = ReqKind::kZTrim;
       break;
   }
   auto set = [&](ReqKind k, int argc, std::initializer_list<std::string_view> before_key,
@@ -176,6 +184,9 @@ RequestSet::RequestSet(const Options& opts, std::string_view evalsha)
   set(ReqKind::kPing, 1, {"PING"}, false, Bits({ReplyType::kSimple}));
   set(ReqKind::kMset, 5, {"MSET"}, true, Bits({ReplyType::kOk}));
   two_keys_[static_cast<size_t>(ReqKind::kMset)] = true;
+  const uint32_t any_int = Bits({ReplyType::kInt0, ReplyType::kInt1, ReplyType::kInt});
+  set(ReqKind::kZTrim, 4, {"ZREMRANGEBYSCORE"}, true, any_int);
+  set(ReqKind::kZAdd, 4, {"ZADD"}, true, zero_or_one);
 
   if (opts.workload == Workload::kMset) {
     // A complete {tag} in the prefix fixes every key's slot; otherwise the digits, which hold
@@ -273,10 +284,65 @@ std::string RequestSet::Suffix(ReqKind kind, std::string_view token) const {
       return Bulk(token);
     case ReqKind::kGet:
     case ReqKind::kPing:
+    case ReqKind::kZTrim:  // WriteSemaphorePair writes their arguments
+    case ReqKind::kZAdd:
     case ReqKind::kCount:
       break;
   }
   return {};
+}
+
+namespace {
+
+// "$<len>\r\n<v>\r\n" for an integer v.
+char* WriteIntBulk(char* p, int64_t v) {
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), v);
+  const size_t n = static_cast<size_t>(end - digits);
+  *p++ = '$';
+  if (n >= 10) *p++ = static_cast<char>('0' + n / 10);
+  *p++ = static_cast<char>('0' + n % 10);
+  *p++ = '\r';
+  *p++ = '\n';
+  memcpy(p, digits, n);
+  p += n;
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
+}  // namespace
+
+char* RequestSet::WriteSemaphorePair(char* p, uint32_t key, std::string_view prefix,
+                                     int64_t clock, std::string_view token) const {
+  static constexpr char kInf[] = "$4\r\n-inf\r\n";
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::string& trim = head_[static_cast<size_t>(ReqKind::kZTrim)];
+  memcpy(p, trim.data(), trim.size());
+  p += trim.size();
+  p = WriteKey(p, key, prefix);
+  memcpy(p, kInf, sizeof(kInf) - 1);
+  p += sizeof(kInf) - 1;
+  p = WriteIntBulk(p, clock - ttl_ms_);
+  const std::string& add = head_[static_cast<size_t>(ReqKind::kZAdd)];
+  memcpy(p, add.data(), add.size());
+  p += add.size();
+  p = WriteKey(p, key, prefix);
+  p = WriteIntBulk(p, clock);
+  *p++ = '$';
+  *p++ = '3';
+  *p++ = '6';
+  *p++ = '\r';
+  *p++ = '\n';
+  memcpy(p, token.data(), kTokenLen - 3);
+  p += kTokenLen - 3;
+  const auto n = static_cast<uint64_t>(clock);
+  *p++ = kHex[(n >> 8) & 15];
+  *p++ = kHex[(n >> 4) & 15];
+  *p++ = kHex[n & 15];
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
 }
 
 size_t RequestSet::MaxRequestSize() const {
@@ -289,7 +355,11 @@ size_t RequestSet::MaxRequestSize() const {
     const size_t keyed = key + Suffix(static_cast<ReqKind>(k), token).size();
     most = std::max(most, head_[k].size() + (two_keys_[k] ? 2 : 1) * keyed);
   }
-  return most;
+  // The semaphore's pair: two heads, two keys, "-inf", three numbers and a token.
+  size_t pair = head_[static_cast<size_t>(ReqKind::kZTrim)].size() +
+                head_[static_cast<size_t>(ReqKind::kZAdd)].size() + 2 * key + 10 + 3 * 27 +
+                (5 + kTokenLen + 2);
+  return std::max(most, pair);
 }
 
 }  // namespace deadbolt::lockload

@@ -16,7 +16,20 @@
 namespace deadbolt::lockload {
 
 // The commands lockload sends.
-enum class ReqKind : uint8_t { kAcquire, kRelease, kExtend, kGet, kSet, kPing, kMset, kCount };
+// kZTrim and kZAdd are the semaphore's pair (RequestSet::WriteSemaphorePair), always sent
+// together, kZTrim first.
+enum class ReqKind : uint8_t {
+  kAcquire,
+  kRelease,
+  kExtend,
+  kGet,
+  kSet,
+  kPing,
+  kMset,
+  kZTrim,
+  kZAdd,
+  kCount
+};
 const char* ReqKindName(ReqKind k);
 
 // Redis Cluster's slot of `key` (CRC16/XMODEM of the key, or of its {hash tag}, mod 16384): how
@@ -132,6 +145,16 @@ class RequestSet {
     return p;
   }
 
+  // semaphore: whether the primary request is the pair kZTrim + kZAdd (WriteSemaphorePair, not
+  // Write), two requests and two replies.
+  bool pairs() const { return primary_ == ReqKind::kZTrim; }
+  // semaphore: writes the pair on key `key` at `p` (MaxRequestSize() bytes of room):
+  // ZREMRANGEBYSCORE <key> -inf <clock - ttl>, then ZADD <key> <clock> <member>, where member
+  // is `token` with its last three characters replaced by `clock` mod 4096 in hex (still a
+  // version-4 UUID, as redis-semaphore's members are). Returns the end.
+  char* WriteSemaphorePair(char* p, uint32_t key, std::string_view prefix, int64_t clock,
+                           std::string_view token) const;
+
   // Whether reply type `t` is a valid answer to `kind` (errors never are).
   bool Expected(ReqKind kind, ReplyType t) const {
     return (expected_[static_cast<size_t>(kind)] >> static_cast<unsigned>(t)) & 1;
@@ -145,6 +168,7 @@ class RequestSet {
   ReqKind primary_;
   bool cycle_;
   std::string ttl_;
+  int64_t ttl_ms_;
   std::string head_[static_cast<size_t>(ReqKind::kCount)];  // "*6\r\n$3\r\nSET\r\n"
   bool has_key_[static_cast<size_t>(ReqKind::kCount)] = {};
   bool two_keys_[static_cast<size_t>(ReqKind::kCount)] = {};

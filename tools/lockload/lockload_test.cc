@@ -460,5 +460,47 @@ TEST(RequestSetTest, EachConnectionWritesItsOwnPrefix) {
   }
 }
 
+// The semaphore's pair: two well-formed commands back to back, the trim window below the
+// clock, the member the token with the clock's last 12 bits in its last three digits, and the
+// whole within MaxRequestSize (a three-digit key length and a clock past 10 digits included).
+TEST(RequestSetTest, WritesTheSemaphorePair) {
+  Options o;
+  o.workload = Workload::kSemaphore;
+  o.ttl_ms = 10'000;
+  Rng rng(3);
+  const std::string tok = MakeToken(&rng);
+  for (const std::string& prefix : {std::string("sem:"), std::string(120, 's')}) {
+    o.prefix = prefix;
+    RequestSet reqs(o, "");
+    EXPECT_TRUE(reqs.pairs());
+    EXPECT_EQ(reqs.primary(), ReqKind::kZTrim);
+    for (int64_t clock : {int64_t{1'700'000'000'123}, int64_t{9'000'000'000'000'000'000}}) {
+      std::string buf(reqs.MaxRequestSize(), '\0');
+      char* end = reqs.WriteSemaphorePair(buf.data(), 4294967295u, prefix, clock, tok);
+      ASSERT_LE(static_cast<size_t>(end - buf.data()), buf.size());
+      buf.resize(static_cast<size_t>(end - buf.data()));
+      const int64_t first = ScanReply(buf.data(), buf.size());
+      ASSERT_GT(first, 0);
+      const std::string key = prefix + "4294967295";
+      EXPECT_EQ(Args(std::string_view(buf).substr(0, static_cast<size_t>(first))),
+                (std::vector<std::string>{"ZREMRANGEBYSCORE", key, "-inf",
+                                          std::to_string(clock - 10'000)}));
+      std::string member = tok;
+      const char* hex = "0123456789abcdef";
+      member[33] = hex[(clock >> 8) & 15];
+      member[34] = hex[(clock >> 4) & 15];
+      member[35] = hex[clock & 15];
+      EXPECT_EQ(Args(std::string_view(buf).substr(static_cast<size_t>(first))),
+                (std::vector<std::string>{"ZADD", key, std::to_string(clock), member}));
+    }
+    EXPECT_TRUE(reqs.Expected(ReqKind::kZTrim, ReplyType::kInt));
+    EXPECT_TRUE(reqs.Expected(ReqKind::kZAdd, ReplyType::kInt1));
+    EXPECT_FALSE(reqs.Expected(ReqKind::kZAdd, ReplyType::kError));
+  }
+  // Other workloads are not pairs.
+  o.workload = Workload::kAcquire;
+  EXPECT_FALSE(RequestSet(o, "").pairs());
+}
+
 }  // namespace
 }  // namespace deadbolt::lockload

@@ -61,6 +61,7 @@ struct Worker::Conn {
   std::string token;
   std::string_view prefix;  // RequestSet::prefix(i) of this connection
   std::array<std::string, static_cast<size_t>(ReqKind::kCount)> suffix;
+  int64_t sem_clock = 1'700'000'000'000;  // semaphore: the pairs' clock (ms), +1 per pair
 
   // Requests: [0, out_sent) has gone out; [out_sent, out_flight) is with the kernel;
   // [out_flight, out_len) waits for the next send.
@@ -190,7 +191,8 @@ std::string Worker::SetUp() {
     c->out = std::make_unique<char[]>(c->out_cap);
     c->in_cap = kRecvBufSize;
     c->in = std::make_unique<char[]>(c->in_cap);
-    const uint32_t ring_size = std::bit_ceil(in_flight);
+    // A semaphore pair is two requests awaiting replies.
+    const uint32_t ring_size = std::bit_ceil(in_flight * (reqs_.pairs() ? 2 : 1));
     c->pend = std::make_unique<Pending[]>(ring_size);
     c->pend_mask = ring_size - 1;
     if (reqs_.cycle()) c->rel = std::make_unique<uint32_t[]>(in_flight);
@@ -259,6 +261,17 @@ bool Worker::TakeBudget(int64_t now) {
 }
 
 void Worker::Append(Conn* c, ReqKind kind, uint32_t key, int64_t intended, bool measured) {
+  if (kind == ReqKind::kZTrim) {  // the semaphore's pair
+    char* end = reqs_.WriteSemaphorePair(c->out.get() + c->out_len, key, c->prefix,
+                                         c->sem_clock++, c->token);
+    c->out_len = static_cast<size_t>(end - c->out.get());
+    c->pend[c->pend_tail & c->pend_mask] = Pending{intended, key, ReqKind::kZTrim, measured};
+    ++c->pend_tail;
+    c->pend[c->pend_tail & c->pend_mask] = Pending{intended, key, ReqKind::kZAdd, measured};
+    ++c->pend_tail;
+    sent_ += 2;
+    return;
+  }
   const uint32_t key2 = reqs_.two_keys(kind) ? reqs_.PickPartner(key, &c->rng) : 0;
   char* end = reqs_.Write(c->out.get() + c->out_len, kind, key,
                           c->suffix[static_cast<size_t>(kind)], key2, c->prefix);
