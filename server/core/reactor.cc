@@ -969,8 +969,49 @@ void Reactor::Tick() {
   if (id_ == 0 && (config_.maxmemory > 0 || MemoryLimit::Over())) {
     MemoryLimit::Refresh(config_.maxmemory);
   }
+  if (MemoryLimit::Over() && config_.maxmemory > 0 &&
+      config_.maxmemory_policy != Config::MaxmemoryPolicy::kNoEviction) {
+    // volatile-ttl: every reactor evicts from its own shard while the process is over, also
+    // for writes that other reactors let through (EvictForMemory).
+    EvictLocal();
+  } else {
+    UpdateEvictable();  // whatever the policy, so that it is known when one is set
+  }
   next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
   if (config_.timeout > 0 && now_ms_ >= next_idle_check_ms_) CloseIdleClients();
+}
+
+bool Reactor::EvictForMemory() {
+  if (config_.maxmemory_policy == Config::MaxmemoryPolicy::kNoEviction) return false;
+  return EvictLocal() || MemoryLimit::evictable_shards() > 0;
+}
+
+bool Reactor::EvictLocal() {
+  shard::Shard::EvictSkip skip;
+  if (!locks_.idle()) {
+    skip = [this](int db, std::string_view key) { return locks_.Blocked(db, key); };
+  }
+  bool under = true;
+  while (MemoryLimit::StillOver(config_.maxmemory)) {
+    std::optional<size_t> freed =
+        shard_.EvictVolatileTtl(config_.maxmemory_samples, now_ms_, skip);
+    if (!freed) {
+      under = false;
+      break;
+    }
+    stats_.evicted_keys++;
+    MemoryLimit::NoteEvicted(*freed, config_.maxmemory);
+  }
+  UpdateEvictable();
+  return under;
+}
+
+void Reactor::UpdateEvictable() {
+  const bool evictable = shard_.ExpiresSize() > 0;
+  if (evictable != evictable_) {
+    MemoryLimit::CountEvictableShard(evictable ? 1 : -1);
+    evictable_ = evictable;
+  }
 }
 
 // --timeout: closes clients idle for longer, as Redis does — except subscribers and clients

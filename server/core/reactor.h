@@ -73,6 +73,13 @@ class Reactor {
   // This reactor's copy of the ACL users (server/acl/acl.h); ACL SETUSER changes every copy.
   acl::Users& acl_users() { return acl_users_; }
   PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
+  // Over maxmemory, before a command runs: whether it may run. With volatile-ttl this reactor
+  // first evicts keys with a TTL from its own shard, soonest-to-expire first, until the process
+  // is under (MemoryLimit's estimate), passing over keys a cross-shard transaction holds; each
+  // eviction is a deletion the journal writes and INFO counts (evicted_keys). When its shard
+  // has nothing left, the command may still run while another shard has keys with a TTL: their
+  // reactors evict on their next tick (no shard asks another). False with noeviction.
+  bool EvictForMemory();
   const char* ring_mode() const { return ring_mode_; }
 
   // --- timing commands (INFO commandstats/latencystats, SLOWLOG; server/observe/introspect.h) ---
@@ -251,6 +258,10 @@ class Reactor {
   void FlushOutboxes();
   void FlushConnections();
   void Tick();
+  // EvictForMemory's work on this shard: true once the process is under the limit.
+  bool EvictLocal();
+  // Tells MemoryLimit whether this shard has keys with a TTL (evictable_).
+  void UpdateEvictable();
   void CloseIdleClients();
   void Wake();
   void WakeFromHere(Reactor& r);
@@ -267,6 +278,7 @@ class Reactor {
   int cpu_ = -1;
   shard::Shard shard_;
   ReactorStats stats_;
+  bool evictable_ = false;  // counted in MemoryLimit::evictable_shards()
   uint64_t lap_start_ = 0;
   uint64_t last_lap_ = 0;
   // The open run of fast calls (StartTiming): their commands' stats, and the last one's spec.
