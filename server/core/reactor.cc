@@ -46,6 +46,10 @@ constexpr unsigned kBufSize = 16 * 1024;
 constexpr int kBufGroup = 0;
 // Bounds how long one active-expiry tick may run, so lock traffic never stalls behind it.
 constexpr int64_t kExpireBudgetUs = 1000;
+// One call of EvictLocal evicts for at most this long (Redis's limit at its default
+// maxmemory-eviction-tenacity, 10); past it the command runs and the ticks go on evicting, so
+// that a limit lowered far below the data does not stall the reactor for the whole of it.
+constexpr int64_t kEvictBudgetUs = 500;
 constexpr size_t kExpireStep = 256;  // buckets visited per active-expiry step
 // Output of a connection with commands out on other shards waits for their replies up to this
 // size, so that a pipeline's replies leave in one send (FlushConnections).
@@ -992,7 +996,8 @@ bool Reactor::EvictLocal() {
     skip = [this](int db, std::string_view key) { return locks_.Blocked(db, key); };
   }
   bool under = true;
-  while (MemoryLimit::StillOver(config_.maxmemory)) {
+  const int64_t start = MonotonicUs();
+  for (uint64_t n = 1; MemoryLimit::StillOver(config_.maxmemory); ++n) {
     std::optional<size_t> freed =
         shard_.EvictVolatileTtl(config_.maxmemory_samples, now_ms_, skip);
     if (!freed) {
@@ -1001,6 +1006,8 @@ bool Reactor::EvictLocal() {
     }
     stats_.evicted_keys++;
     MemoryLimit::NoteEvicted(*freed, config_.maxmemory);
+    // Out of time (checked every 16 keys): as Redis's EVICT_RUNNING, the command runs.
+    if (n % 16 == 0 && MonotonicUs() - start > kEvictBudgetUs) break;
   }
   UpdateEvictable();
   return under;

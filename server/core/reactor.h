@@ -258,7 +258,8 @@ class Reactor {
   void FlushOutboxes();
   void FlushConnections();
   void Tick();
-  // EvictForMemory's work on this shard: true once the process is under the limit.
+  // EvictForMemory's work on this shard: true once the process is under the limit, or when
+  // its time (500 us a call) ran out first; false when the shard has nothing left to evict.
   bool EvictLocal();
   // Tells MemoryLimit whether this shard has keys with a TTL (evictable_).
   void UpdateEvictable();

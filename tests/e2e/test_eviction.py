@@ -18,9 +18,9 @@ from test_journal import JournalCase  # noqa: E402
 from test_maxmemory import OOM, info_memory  # noqa: E402
 
 VALUE = "v" * (16 * 1024)
-VOLATILE = 200  # keys with a TTL, key i expiring after 10000 + 10 * i seconds
+VOLATILE = 400  # keys with a TTL, key i expiring after 10000 + 10 * i seconds
 KEEP = 40       # keys without a TTL written before the fill
-FILL_MB = 2     # what is written past the limit (keys without a TTL)
+FILL_MB = 3     # what is written past the limit (keys without a TTL)
 
 
 def setUpModule():
@@ -46,8 +46,11 @@ def ttl_key(i):
 
 def fill_past_the_limit(test, c):
     """Writes VOLATILE keys with TTLs and KEEP without, sets maxmemory a little above what the
-    server uses, then writes FILL_MB without TTLs. Returns the ranks of the evicted keys (0:
-    the soonest to expire) and the fill's replies."""
+    server uses, then writes FILL_MB without TTLs. Returns the fill's replies."""
+    if info_memory(c).get("mem_allocator") == "libc":
+        # An ASan build: used_memory is the resident set, and freed memory waits in ASan's
+        # quarantine instead of being reused, so what eviction frees never shows.
+        test.skipTest("needs the allocator's own measure of used memory (mimalloc)")
     for i in range(KEEP):
         test.assertEqual(c.cmd("SET", "{ev}keep:%d" % i, VALUE), OK)
     # Sent in shuffled order, so that the table's order says nothing of the TTL order.
@@ -59,7 +62,13 @@ def fill_past_the_limit(test, c):
     test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", str(used + 1024 * 1024)), OK)
     test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", "volatile-ttl"), OK)
     replies = []
-    for j in range(FILL_MB * 1024 * 1024 // len(VALUE)):
+    planned = FILL_MB * 1024 * 1024 // len(VALUE)
+    # deadbolt's used memory is the allocator's committed bytes, which grow 1 MB at a time and
+    # may hold room committed ahead: if the planned fill evicted nothing yet, go on until the
+    # first eviction (bounded: 4 MB more).
+    for j in range(planned + 256):
+        if j >= planned and int(info_stats(c)["evicted_keys"]) > 0:
+            break
         replies.append(c.cmd("SET", "{ev}fill:%d" % j, VALUE))
         # deadbolt measures its memory once per tick (10 ms): let it see the fill grow, as
         # redis-server sees every byte at once (this is pacing, not a timing assertion).
@@ -109,7 +118,7 @@ class VolatileTtlTest(harness.ServerTestCase):
         evicted = [i for i in range(VOLATILE)
                    if c.cmd("EXISTS", ttl_key(i)) == harness.integer(0)]
         n = len(evicted)
-        # The fill is 2 MB, the limit 1 MB above the start: some keys must have gone, not all
+        # The fill is 3 MB, the limit 1 MB above the start: some keys must have gone, not all
         # (deadbolt measures the allocator's committed memory, which grows 1 MB at a time, so it
         # may evict up to about 1 MB more than redis-server does).
         self.assertGreater(n, 16, evicted)
