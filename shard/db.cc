@@ -18,6 +18,14 @@ namespace {
 // RandomKey draws this many times before walking the table for a live key.
 constexpr int kRandomKeyTries = 100;
 
+// splitmix64 (the Dict's Random uses the same generator on the same state).
+uint64_t SplitMix(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 }  // namespace
 
 // --- Impl: the keyspace change functions ---
@@ -286,6 +294,38 @@ void Db::Flush() {
   impl_->dict.Clear();
   impl_->expires = 0;
   impl_->expire_cursor = 0;
+}
+
+void Db::SampleVolatile(size_t count, std::vector<std::pair<std::string, int64_t>>* out) {
+  Impl& d = *impl_;
+  if (d.expires == 0 || count == 0) return;
+  // Redis samples its table of TTL keys (dictGetSomeKeys); here TTL keys share the one table,
+  // so walk it from a random cursor and keep those that have one.
+  uint64_t cursor = SplitMix(&d.rng);
+  size_t found = 0, visits = 0;
+  const size_t budget = 10 * count;
+  auto take = [&](Entry* e) {
+    if (found < count && e->has_expire()) {
+      out->emplace_back(std::string(e->key()), e->expire_at());
+      ++found;
+    }
+    return false;  // keep it
+  };
+  // Past the budget, go on while nothing was found: at most the whole table once more.
+  const size_t limit = budget + d.dict.bucket_count() + 1;
+  while (found < count && visits < limit && (found == 0 || visits < budget)) {
+    cursor = d.dict.Scan(cursor, take, &visits);
+  }
+}
+
+std::optional<size_t> Db::Evict(std::string_view key, int64_t now_ms) {
+  std::optional<ObjectInfo> info = Object(key, now_ms);
+  if (!info) return std::nullopt;
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  impl_->Remove(pos, Impl::Change::kDeleted);
+  impl_->dict.MaybeShrink();
+  return info->bytes;
 }
 
 size_t Db::ActiveExpire(int64_t now_ms, size_t max_visits) {

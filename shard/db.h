@@ -317,6 +317,16 @@ class Db {
   bool Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms,
                bool with_lock_record = false);
 
+  // --- eviction (maxmemory-policy volatile-ttl; Shard::EvictOne) ---
+  // Adds to *out up to `count` keys that have a TTL, with their expire times, from a random
+  // place in the table: consecutive scan steps, looking at 10 * count buckets at most, or on
+  // until one is found while the Db has any (so a Db whose TTL keys are sparse still yields
+  // one). Keys already expired count too; nothing is removed.
+  void SampleVolatile(size_t count, std::vector<std::pair<std::string, int64_t>>* out);
+  // Removes the key as DEL does (watchers, lock waiters and the journal hear of a deletion)
+  // and returns its bytes as MEMORY USAGE counts them; nullopt when it is missing or expired.
+  std::optional<size_t> Evict(std::string_view key, int64_t now_ms);
+
   // Who hears of key changes (WATCH, lock waiters). A Db nobody observes pays one emptiness
   // check per change. An observer is added once and removed before it is destroyed.
   void AddObserver(KeyObserver* o);

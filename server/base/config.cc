@@ -213,15 +213,24 @@ const std::vector<Setting>& Settings() {
            [](const Config& c) { return c.client_output_buffer_limit.Format(); }},
           {"maxmemory", true, IntSetter(&Config::maxmemory, 0, INT64_MAX, true),
            IntGetter(&Config::maxmemory)},
-          // Only noeviction, the lock-safe policy, is built: no lock is dropped to make room.
+          // noeviction, the lock-safe default (no lock is dropped to make room), and
+          // volatile-ttl (keys with a TTL go, soonest-to-expire first).
           {"maxmemory-policy", true,
-           [](Config&, std::string_view v) -> std::optional<std::string> {
-             if (AsciiLower(v) != "noeviction") {
-               return std::string("argument(s) must be one of the following: noeviction");
+           [](Config& c, std::string_view v) -> std::optional<std::string> {
+             const std::string l = AsciiLower(v);
+             if (l == "noeviction") {
+               c.maxmemory_policy = Config::MaxmemoryPolicy::kNoEviction;
+             } else if (l == "volatile-ttl") {
+               c.maxmemory_policy = Config::MaxmemoryPolicy::kVolatileTtl;
+             } else {
+               return std::string(
+                   "argument(s) must be one of the following: volatile-ttl, noeviction");
              }
              return std::nullopt;
            },
-           [](const Config&) { return std::string("noeviction"); }},
+           [](const Config& c) { return std::string(MaxmemoryPolicyName(c.maxmemory_policy)); }},
+          {"maxmemory-samples", true, IntSetter(&Config::maxmemory_samples, 1, 64),
+           IntGetter(&Config::maxmemory_samples)},
           {"slowlog-log-slower-than", true,
            IntSetter(&Config::slowlog_log_slower_than, -1, INT64_MAX),
            IntGetter(&Config::slowlog_log_slower_than)},
@@ -347,6 +356,10 @@ std::vector<int> ReactorCpus(Config::Pin pin, int threads, const std::vector<int
   return cpus;
 }
 
+const char* MaxmemoryPolicyName(Config::MaxmemoryPolicy p) {
+  return p == Config::MaxmemoryPolicy::kVolatileTtl ? "volatile-ttl" : "noeviction";
+}
+
 const char* FsyncName(Config::Fsync f) {
   switch (f) {
     case Config::Fsync::kAlways:
@@ -383,7 +396,8 @@ std::optional<int64_t> ParseMemory(std::string_view s) {
 std::string Config::Usage() {
   return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
          "                       [--aclfile PATH] [--protected-mode yes|no] [--maxmemory BYTES]\n"
-         "                       [--maxmemory-policy noeviction]\n"
+         "                       [--maxmemory-policy noeviction|volatile-ttl]\n"
+         "                       [--maxmemory-samples N]\n"
          "                       [--client-output-buffer-limit \"CLASS HARD SOFT SECS ...\"]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--max-multibulk-len N]\n"

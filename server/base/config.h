@@ -31,9 +31,14 @@ struct Config {
   int64_t max_multibulk_len = 1024 * 1024;
   int64_t client_query_buffer_limit = 1024LL * 1024 * 1024;
   int64_t maxclients = 10000;
-  // maxmemory (0: none) with the noeviction policy: over it, commands that may grow the data are
-  // refused with OOM (server/cmdtable/memory_limit.h). No eviction policy is built yet.
+  // maxmemory (0: none): over it, with the noeviction policy, commands that may grow the data
+  // are refused with OOM; with volatile-ttl, every command first evicts keys with a TTL,
+  // soonest-to-expire first, from the shard of the reactor that runs it, and is refused only
+  // when no shard has one left (server/cmdtable/memory_limit.h).
   int64_t maxmemory = 0;
+  enum class MaxmemoryPolicy : uint8_t { kNoEviction, kVolatileTtl };
+  MaxmemoryPolicy maxmemory_policy = MaxmemoryPolicy::kNoEviction;
+  int maxmemory_samples = 5;  // keys with a TTL sampled per db and eviction (Redis's default)
   // client-output-buffer-limit: unread replies a client may leave, per class (output_limit.h).
   OutputBufferLimits client_output_buffer_limit;
   int hz = 100;          // active-expiry ticks per second, per reactor
@@ -110,6 +115,7 @@ struct Config {
 };
 
 const char* FsyncName(Config::Fsync f);
+const char* MaxmemoryPolicyName(Config::MaxmemoryPolicy p);
 
 // The CPU each of `threads` reactors is pinned to (-1: not pinned) under `pin`, given the CPUs
 // the process may use (sched_getaffinity), in order.

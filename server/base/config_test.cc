@@ -157,10 +157,28 @@ TEST(ConfigTest, NoParameterIsBothHonouredAndOfNoEffect) {
   std::map<std::string, int> seen;
   for (const auto& [name, value] : Config().Get("*")) seen[name]++;
   for (const auto& [name, n] : seen) EXPECT_EQ(n, 1) << name;
-  for (const char* honoured : {"maxmemory", "maxmemory-policy", "protected-mode",
-                               "client-output-buffer-limit", "busy-reply-threshold"}) {
+  for (const char* honoured :
+       {"maxmemory", "maxmemory-policy", "maxmemory-samples", "protected-mode",
+        "client-output-buffer-limit", "busy-reply-threshold"}) {
     for (const auto& p : NoEffectParams()) EXPECT_NE(std::string(p.first), honoured);
   }
+}
+
+TEST(ConfigTest, MaxmemoryPolicyAndSamples) {
+  Config c;
+  EXPECT_EQ(c.maxmemory_policy, Config::MaxmemoryPolicy::kNoEviction);
+  EXPECT_EQ(c.maxmemory_samples, 5);
+  EXPECT_EQ(c.Set("maxmemory-policy", "VOLATILE-TTL"), std::nullopt);
+  EXPECT_EQ(c.maxmemory_policy, Config::MaxmemoryPolicy::kVolatileTtl);
+  EXPECT_EQ(c.Get("maxmemory-policy")[0].second, "volatile-ttl");
+  EXPECT_TRUE(c.Set("maxmemory-policy", "lfu").has_value());
+  EXPECT_EQ(c.maxmemory_policy, Config::MaxmemoryPolicy::kVolatileTtl);
+  EXPECT_EQ(c.Set("maxmemory-samples", "10"), std::nullopt);
+  EXPECT_EQ(c.maxmemory_samples, 10);
+  EXPECT_TRUE(c.Set("maxmemory-samples", "0").has_value());
+  EXPECT_TRUE(c.Set("maxmemory-samples", "65").has_value());
+  EXPECT_EQ(c.Set("maxmemory-policy", "noeviction"), std::nullopt);
+  EXPECT_EQ(c.maxmemory_policy, Config::MaxmemoryPolicy::kNoEviction);
 }
 
 }  // namespace

@@ -83,7 +83,6 @@ const std::vector<std::pair<const char*, const char*>>& NoEffectParams() {
       {"masteruser", ""},
       {"maxmemory-clients", "0"},
       {"maxmemory-eviction-tenacity", "10"},
-      {"maxmemory-samples", "5"},
       {"min-replicas-max-lag", "10"},
       {"min-replicas-to-write", "0"},
       {"min-slaves-max-lag", "10"},

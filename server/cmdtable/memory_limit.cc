@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "server/base/error_strings.h"
@@ -13,6 +14,9 @@ extern "C" void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_
 namespace deadbolt::server {
 
 std::atomic<bool> MemoryLimit::over_{false};
+std::atomic<size_t> MemoryLimit::used_{0};
+std::atomic<size_t> MemoryLimit::slack_{0};
+std::atomic<int> MemoryLimit::evictable_shards_{0};
 
 size_t RssBytes() {
   std::ifstream f("/proc/self/statm");
@@ -30,10 +34,29 @@ size_t UsedMemoryBytes() {
   return RssBytes();
 }
 
-bool MemoryLimit::Refresh(int64_t maxmemory) {
-  const bool over = maxmemory > 0 && UsedMemoryBytes() > static_cast<size_t>(maxmemory);
+bool MemoryLimit::Update(int64_t maxmemory, size_t used) {
+  const size_t before = used_.exchange(used, std::memory_order_relaxed);
+  size_t slack = slack_.load(std::memory_order_relaxed);
+  if (maxmemory <= 0 || used > before) {
+    slack = 0;  // no limit, or the writes used up the room evictions made
+  } else {
+    slack -= std::min(slack, before - used);  // what the allocator gave back is counted there
+  }
+  slack_.store(slack, std::memory_order_relaxed);
+  const bool over = StillOver(maxmemory);
   over_.store(over, std::memory_order_relaxed);
   return over;
+}
+
+bool MemoryLimit::StillOver(int64_t maxmemory) {
+  const size_t used = used_.load(std::memory_order_relaxed);
+  const size_t slack = slack_.load(std::memory_order_relaxed);
+  return maxmemory > 0 && used > slack && used - slack > static_cast<size_t>(maxmemory);
+}
+
+void MemoryLimit::NoteEvicted(size_t bytes, int64_t maxmemory) {
+  slack_.fetch_add(bytes, std::memory_order_relaxed);
+  if (!StillOver(maxmemory)) over_.store(false, std::memory_order_relaxed);
 }
 
 std::optional<std::string_view> OomRefusal(const CommandSpec& spec, bool in_multi,

@@ -1,9 +1,21 @@
 #pragma once
-// maxmemory with the noeviction policy, Redis's and the lock-safe one: while the process uses
+// maxmemory. With the noeviction policy, Redis's and the lock-safe one: while the process uses
 // more than maxmemory, commands that may grow the data (flag kDenyOom: SET, SETNX, LOCK.ACQUIRE,
 // HSET, ZADD, ... and lock-acquiring scripts) are refused with Redis's OOM error, while reads,
 // deletes, expiries and releases (DEL, DELIFEQ, LOCK.RELEASE, LOCK.EXTEND, PEXPIRE, the release
 // scripts) keep working. Nothing is evicted: a lock is never dropped to make room.
+//
+// With volatile-ttl, a command that arrives while the process is over first has its reactor
+// evict keys with a TTL from its own shard, soonest-to-expire first (Reactor::EvictForMemory,
+// shard::Shard::EvictVolatileTtl), until the process is under. When that shard has no key with a
+// TTL left, the command still runs if another shard has some (every reactor also evicts from its
+// own shard on its tick while the process is over); when none has, it is refused as above.
+//
+// What "under" means: used memory is the allocator's committed bytes, which freeing a key does
+// not lower at once (the allocator keeps the block for the next write). So the bytes evicted
+// are counted off the last measurement (the "slack") until the allocator grows again, which
+// means the writes have used the room up; then the slack is forgotten and a new measurement
+// decides.
 
 #include <atomic>
 #include <cstddef>
@@ -22,17 +34,35 @@ size_t UsedMemoryBytes();
 size_t RssBytes();
 
 // Shared by every reactor. The first reactor measures on its timer (hz) and after CONFIG SET
-// maxmemory; any thread reads the verdict, one relaxed load per command.
+// maxmemory; any thread reads the verdict, one relaxed load per command. Evicting reactors add
+// what they freed.
 class MemoryLimit {
  public:
-  // Measures UsedMemoryBytes() against maxmemory (0: no limit) and records the verdict.
-  static bool Refresh(int64_t maxmemory);
+  // Measures UsedMemoryBytes() against maxmemory (0: no limit) and records the verdict: over
+  // when the measurement less the slack exceeds maxmemory. The slack is dropped when the
+  // measurement grew since the last one, and shrinks by what the allocator gave back.
+  static bool Refresh(int64_t maxmemory) { return Update(maxmemory, UsedMemoryBytes()); }
   static bool Over() { return over_.load(std::memory_order_relaxed); }
-  // Tests: the verdict without measuring.
+  // Whether the last measurement less the slack is above maxmemory (what eviction works off).
+  static bool StillOver(int64_t maxmemory);
+  // An evicting reactor freed `bytes`: counted as slack, and the verdict cleared once under.
+  static void NoteEvicted(size_t bytes, int64_t maxmemory);
+  // Reactors whose shard has keys with a TTL (volatile-ttl): a reactor with none left lets a
+  // command run while this is not 0, as those reactors evict on their tick.
+  static int evictable_shards() { return evictable_shards_.load(std::memory_order_relaxed); }
+  static void CountEvictableShard(int delta) {
+    evictable_shards_.fetch_add(delta, std::memory_order_relaxed);
+  }
+  // Tests: the verdict without measuring; and Refresh with a given measurement.
   static void SetOver(bool over) { over_.store(over, std::memory_order_relaxed); }
+  static bool Update(int64_t maxmemory, size_t used);
+  static size_t slack() { return slack_.load(std::memory_order_relaxed); }
 
  private:
   static std::atomic<bool> over_;
+  static std::atomic<size_t> used_;   // the last measurement
+  static std::atomic<size_t> slack_;  // bytes evicted since the allocator last grew
+  static std::atomic<int> evictable_shards_;
 };
 
 // Redis's refusal over maxmemory (processCommand's OOM check), for a call about to run or be

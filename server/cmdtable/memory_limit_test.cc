@@ -43,5 +43,27 @@ TEST(MemoryLimitTest, RefreshComparesWithTheProcessMemory) {
   EXPECT_FALSE(MemoryLimit::Over());
 }
 
+TEST(MemoryLimitTest, EvictedBytesCountUntilTheAllocatorGrows) {
+  constexpr int64_t kMax = 1000;
+  MemoryLimit::Update(0, 0);
+  EXPECT_TRUE(MemoryLimit::Update(kMax, 1500));
+  EXPECT_TRUE(MemoryLimit::StillOver(kMax));
+  MemoryLimit::NoteEvicted(300, kMax);  // 1500 - 300: still over
+  EXPECT_TRUE(MemoryLimit::Over());
+  MemoryLimit::NoteEvicted(250, kMax);  // 1500 - 550 = 950: under
+  EXPECT_FALSE(MemoryLimit::StillOver(kMax));
+  EXPECT_FALSE(MemoryLimit::Over());
+  // The allocator kept the freed blocks: the same measurement stays under.
+  EXPECT_FALSE(MemoryLimit::Update(kMax, 1500));
+  EXPECT_EQ(MemoryLimit::slack(), 550u);
+  // It gave 100 bytes back: those are no longer slack.
+  EXPECT_FALSE(MemoryLimit::Update(kMax, 1400));
+  EXPECT_EQ(MemoryLimit::slack(), 450u);
+  // It grew: the writes used the room up, a fresh verdict.
+  EXPECT_TRUE(MemoryLimit::Update(kMax, 1401));
+  EXPECT_EQ(MemoryLimit::slack(), 0u);
+  EXPECT_FALSE(MemoryLimit::Update(0, 1401));  // no limit
+}
+
 }  // namespace
 }  // namespace deadbolt::server

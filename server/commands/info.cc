@@ -105,7 +105,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                     "used_memory_rss:", rss, "\r\n", "used_memory_rss_human:", Human(rss), "\r\n",
                     "maxmemory:", config.maxmemory, "\r\n",
                     "maxmemory_human:", Human(static_cast<size_t>(config.maxmemory)), "\r\n",
-                    "maxmemory_policy:noeviction\r\n",
+                    "maxmemory_policy:", MaxmemoryPolicyName(config.maxmemory_policy), "\r\n",
                     "mem_allocator:", mi_process_info ? "mimalloc" : "libc", "\r\n");
   }
   if (Wants(sections, "persistence", true)) {
@@ -169,8 +169,9 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
         "rejected_connections:", s.rejected_connections, "\r\n", "expired_keys:", s.expired_keys,
         "\r\n", "scripts_native_runs:", s.script_native_runs, "\r\n",
         "scripts_lua_runs:", s.script_lua_runs, "\r\n",
-        "expire_cycle_cpu_milliseconds:", s.expire_cycle_us / 1000, "\r\n", "evicted_keys:0\r\n",
-        "keyspace_hits:", s.keyspace_hits, "\r\n", "keyspace_misses:", s.keyspace_misses, "\r\n",
+        "expire_cycle_cpu_milliseconds:", s.expire_cycle_us / 1000, "\r\n",
+        "evicted_keys:", s.evicted_keys, "\r\n", "keyspace_hits:", s.keyspace_hits, "\r\n",
+        "keyspace_misses:", s.keyspace_misses, "\r\n",
         "pubsub_channels:", snap.pubsub_totals.channels, "\r\n",
         "pubsub_patterns:", snap.pubsub_totals.patterns, "\r\n",
         "pubsubshard_channels:", snap.pubsub_totals.shard_channels, "\r\n",

@@ -492,8 +492,9 @@ void Connection::Dispatch(CmdArgs args) {
       return;
     }
   }
-  if (MemoryLimit::Over()) {
-    // Over maxmemory (noeviction): as Redis, refuse what may grow the data, and queueing inside
+  if (MemoryLimit::Over() && !reactor_->EvictForMemory()) [[unlikely]] {
+    // Over maxmemory, after eviction (volatile-ttl) from this reactor's shard, if any, as Redis
+    // evicts before every command: as Redis, refuse what may grow the data, and queueing inside
     // MULTI; reads, deletes and releases run.
     const bool is_exec = in_multi_ && spec->name == "exec";
     bool exec_denyoom = false;

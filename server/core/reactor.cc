@@ -46,6 +46,10 @@ constexpr unsigned kBufSize = 16 * 1024;
 constexpr int kBufGroup = 0;
 // Bounds how long one active-expiry tick may run, so lock traffic never stalls behind it.
 constexpr int64_t kExpireBudgetUs = 1000;
+// One call of EvictLocal evicts for at most this long (Redis's limit at its default
+// maxmemory-eviction-tenacity, 10); past it the command runs and the ticks go on evicting, so
+// that a limit lowered far below the data does not stall the reactor for the whole of it.
+constexpr int64_t kEvictBudgetUs = 500;
 constexpr size_t kExpireStep = 256;  // buckets visited per active-expiry step
 // Output of a connection with commands out on other shards waits for their replies up to this
 // size, so that a pipeline's replies leave in one send (FlushConnections).
@@ -1012,8 +1016,51 @@ void Reactor::Tick() {
   if (id_ == 0 && (config_.maxmemory > 0 || MemoryLimit::Over())) {
     MemoryLimit::Refresh(config_.maxmemory);
   }
+  if (MemoryLimit::Over() && config_.maxmemory > 0 &&
+      config_.maxmemory_policy != Config::MaxmemoryPolicy::kNoEviction) {
+    // volatile-ttl: every reactor evicts from its own shard while the process is over, also
+    // for writes that other reactors let through (EvictForMemory).
+    EvictLocal();
+  } else {
+    UpdateEvictable();  // whatever the policy, so that it is known when one is set
+  }
   next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
   if (config_.timeout > 0 && now_ms_ >= next_idle_check_ms_) CloseIdleClients();
+}
+
+bool Reactor::EvictForMemory() {
+  if (config_.maxmemory_policy == Config::MaxmemoryPolicy::kNoEviction) return false;
+  return EvictLocal() || MemoryLimit::evictable_shards() > 0;
+}
+
+bool Reactor::EvictLocal() {
+  shard::Shard::EvictSkip skip;
+  if (!locks_.idle()) {
+    skip = [this](int db, std::string_view key) { return locks_.Blocked(db, key); };
+  }
+  bool under = true;
+  const int64_t start = MonotonicUs();
+  for (uint64_t n = 1; MemoryLimit::StillOver(config_.maxmemory); ++n) {
+    std::optional<size_t> freed = shard_.EvictVolatileTtl(config_.maxmemory_samples, now_ms_, skip);
+    if (!freed) {
+      under = false;
+      break;
+    }
+    stats_.evicted_keys++;
+    MemoryLimit::NoteEvicted(*freed, config_.maxmemory);
+    // Out of time (checked every 16 keys): as Redis's EVICT_RUNNING, the command runs.
+    if (n % 16 == 0 && MonotonicUs() - start > kEvictBudgetUs) break;
+  }
+  UpdateEvictable();
+  return under;
+}
+
+void Reactor::UpdateEvictable() {
+  const bool evictable = shard_.ExpiresSize() > 0;
+  if (evictable != evictable_) {
+    MemoryLimit::CountEvictableShard(evictable ? 1 : -1);
+    evictable_ = evictable;
+  }
 }
 
 // --timeout: closes clients idle for longer, as Redis does — except subscribers and clients

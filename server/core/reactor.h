@@ -82,6 +82,13 @@ class Reactor {
   // This reactor's copy of the ACL users (server/acl/acl.h); ACL SETUSER changes every copy.
   acl::Users& acl_users() { return acl_users_; }
   PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
+  // Over maxmemory, before a command runs: whether it may run. With volatile-ttl this reactor
+  // first evicts keys with a TTL from its own shard, soonest-to-expire first, until the process
+  // is under (MemoryLimit's estimate), passing over keys a cross-shard transaction holds; each
+  // eviction is a deletion the journal writes and INFO counts (evicted_keys). When its shard
+  // has nothing left, the command may still run while another shard has keys with a TTL: their
+  // reactors evict on their next tick (no shard asks another). False with noeviction.
+  bool EvictForMemory();
   const char* ring_mode() const { return ring_mode_; }
 
   // --- timing commands (INFO commandstats/latencystats, SLOWLOG; server/observe/introspect.h) ---
@@ -272,6 +279,11 @@ class Reactor {
   void FlushOutboxes();
   void FlushConnections();
   void Tick();
+  // EvictForMemory's work on this shard: true once the process is under the limit, or when
+  // its time (500 us a call) ran out first; false when the shard has nothing left to evict.
+  bool EvictLocal();
+  // Tells MemoryLimit whether this shard has keys with a TTL (evictable_).
+  void UpdateEvictable();
   void CloseIdleClients();
   void Wake();
   void WakeFromHere(Reactor& r);
@@ -288,6 +300,7 @@ class Reactor {
   int cpu_ = -1;
   shard::Shard shard_;
   ReactorStats stats_;
+  bool evictable_ = false;  // counted in MemoryLimit::evictable_shards()
   uint64_t lap_start_ = 0;
   bool draining_ = false;   // DrainInbox is running tasks
   bool lap_fresh_ = false;  // lap_start_ was marked by the last EndTiming of this drain

@@ -26,6 +26,7 @@ struct ReactorStats {
   uint64_t net_input_bytes = 0;
   uint64_t net_output_bytes = 0;
   uint64_t expired_keys = 0;
+  uint64_t evicted_keys = 0;  // maxmemory-policy volatile-ttl
   // EVAL/EVALSHA calls run natively (the catalogue) and in the embedded Lua.
   uint64_t script_native_runs = 0;
   uint64_t script_lua_runs = 0;
@@ -67,6 +68,7 @@ struct ReactorStats {
     net_input_bytes += o.net_input_bytes;
     net_output_bytes += o.net_output_bytes;
     expired_keys += o.expired_keys;
+    evicted_keys += o.evicted_keys;
     script_native_runs += o.script_native_runs;
     script_lua_runs += o.script_lua_runs;
     expire_cycle_us += o.expire_cycle_us;
