@@ -120,21 +120,50 @@ bool Selector::unrestricted() const {
   return every && all_keys_ && all_channels_;
 }
 
+// As Redis: a command allowed or refused whole (alone, by category, by +@all) loses the first
+// arguments allowed for it.
 void Selector::SetAllCommands(bool allow) {
   std::fill(allowed_.begin(), allowed_.end(), allow ? 1 : 0);
   all_commands_ = allow;
+  first_args_.clear();
+}
+
+void Selector::SetBit(int id, bool allow) {
+  allowed_[id] = allow ? 1 : 0;
+  if (static_cast<size_t>(id) < first_args_.size()) first_args_[id].clear();
 }
 
 void Selector::SetCommand(const CommandSpec& spec, bool allow) {
-  allowed_[spec.acl_id] = allow ? 1 : 0;
-  for (const CommandSpec& sub : spec.subcommands) allowed_[sub.acl_id] = allow ? 1 : 0;
+  SetBit(spec.acl_id, allow);
+  for (const CommandSpec& sub : spec.subcommands) SetBit(sub.acl_id, allow);
 }
 
 void Selector::SetCategory(std::string_view category, bool allow) {
   const CommandTable& t = CommandTable::Get();
   for (size_t id = 0; id < t.AclCount(); id++) {
-    if (HasCategory(t.AclSpec(static_cast<int>(id)), category)) allowed_[id] = allow ? 1 : 0;
+    if (HasCategory(t.AclSpec(static_cast<int>(id)), category)) {
+      SetBit(static_cast<int>(id), allow);
+    }
   }
+}
+
+bool Selector::FirstArgAllowed(const CommandSpec& spec, CmdArgs args) const {
+  if (args.size() < 2 || static_cast<size_t>(spec.acl_id) >= first_args_.size()) return false;
+  for (const std::string& a : first_args_[spec.acl_id]) {
+    if (EqNoCase(a, args[1])) return true;
+  }
+  return false;
+}
+
+// "+select|0": `spec` (a command without subcommands) with that first argument. Redis keeps the
+// case given (ACL LIST shows it) and compares without it.
+void Selector::AddFirstArg(const CommandSpec& spec, std::string_view arg) {
+  if (first_args_.size() < allowed_.size()) first_args_.resize(allowed_.size());
+  std::vector<std::string>& args = first_args_[spec.acl_id];
+  for (const std::string& a : args) {
+    if (EqNoCase(a, arg)) return;
+  }
+  args.emplace_back(arg);
 }
 
 std::optional<std::string> Selector::ApplyRule(std::string_view rule) {
@@ -215,7 +244,20 @@ std::optional<std::string> Selector::ApplyRule(std::string_view rule) {
       SetCategory(std::string_view(name).substr(1), allow);
       return std::nullopt;
     }
-    // "+select|0" (a first argument) is Redis's too; deadbolt knows only real subcommands.
+    const size_t bar = name.rfind('|');
+    if (allow && bar != std::string::npos) {
+      // "+client|setname" (a subcommand) or "+select|0" (a first argument).
+      const CommandSpec* cmd = CommandTable::Get().FindFullName(name.substr(0, bar));
+      if (cmd == nullptr) return std::string(kUnknownName);
+      if (cmd->name.find('|') != std::string::npos) {
+        return std::string("Allowing first-arg of a subcommand is not supported");
+      }
+      if (bar + 1 == name.size()) return std::string("Syntax error");
+      if (cmd->subcommands.empty()) {
+        AddFirstArg(*cmd, rule.substr(bar + 2));  // as given: '+' and the name are ASCII
+        return std::nullopt;
+      }
+    }
     const CommandSpec* spec = CommandTable::Get().FindFullName(name);
     if (spec == nullptr) return std::string(kUnknownName);
     SetCommand(*spec, allow);
@@ -439,6 +481,15 @@ std::string Selector::DescribeCommands() const {
         fake[sub->acl_id] = allowed_[sub->acl_id];
       }
     }
+    // Its first arguments, in the order given, while the command is not allowed whole.
+    if (!allowed_[s->acl_id] && static_cast<size_t>(s->acl_id) < first_args_.size()) {
+      for (const std::string& a : first_args_[s->acl_id]) {
+        out += " +";
+        out += s->name;
+        out += '|';
+        out += a;
+      }
+    }
   }
   return out;
 }
@@ -611,7 +662,11 @@ std::string Users::Serialize() const {
 std::optional<Denial> Selector::Check(const CommandSpec& spec, const CommandSpec& sub,
                                       CmdArgs args, size_t* pos) const {
   *pos = 0;
-  if (!CommandAllowed(sub)) return Denial{Denial::kCommand, sub.name};
+  // AUTH, HELLO, QUIT and RESET are never refused (Redis's CMD_NO_AUTH): a user may always
+  // switch to another.
+  if (!CommandAllowed(sub) && !(sub.flags & kNoAuth) && !FirstArgAllowed(sub, args)) {
+    return Denial{Denial::kCommand, sub.name};
+  }
   if (!(spec.flags & kPubSub)) {
     // Keys: read for a read-only command, read and write for anything else (Redis asks for
     // what each key spec says; deadbolt's table has no key specs, so a write needs both).

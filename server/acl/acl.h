@@ -73,9 +73,15 @@ class Selector {
   void SetAllCommands(bool allow);
   void SetCategory(std::string_view category, bool allow);
   void SetCommand(const CommandSpec& spec, bool allow);
+  void SetBit(int acl_id, bool allow);
+  void AddFirstArg(const CommandSpec& spec, std::string_view arg);
+  bool FirstArgAllowed(const CommandSpec& spec, CmdArgs args) const;
 
   bool all_commands_ = false;     // +@all: future commands too
   std::vector<uint8_t> allowed_;  // by CommandSpec::acl_id
+  // "+select|0": the first arguments allowed for a command not allowed whole, by acl_id (empty
+  // until one is given).
+  std::vector<std::vector<std::string>> first_args_;
   bool all_keys_ = false;
   std::vector<KeyPattern> keys_;
   bool all_channels_ = false;

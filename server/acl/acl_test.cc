@@ -200,6 +200,48 @@ TEST(AclUsersTest, FileRoundTrip) {
   EXPECT_TRUE(Users::Parse("user a on\nuser a off\n", &again).has_value());
 }
 
+TEST(AclFirstArgTest, AllowsOneFirstArgumentAsRedisDoes) {
+  User u = Make({"on", "~*", "-@all", "+select|0", "+select|SIX", "+select|six"});
+  EXPECT_EQ(u.DescribeCommands(), "-@all +select|0 +select|SIX");  // case kept, compared without
+  EXPECT_FALSE(CheckCall(u, {"select", "0"}));
+  EXPECT_FALSE(CheckCall(u, {"select", "six"}));
+  EXPECT_EQ(CheckCall(u, {"select", "1"})->object, "select");
+  EXPECT_EQ(CheckCall(u, {"get", "0"})->object, "get");
+  // A command allowed or refused whole, alone or by category, forgets its first arguments.
+  ASSERT_FALSE(u.ApplyRule("+@connection"));
+  EXPECT_EQ(u.DescribeCommands(), "-@all +@connection");
+  ASSERT_FALSE(u.ApplyRule("-select"));
+  EXPECT_EQ(CheckCall(u, {"select", "0"})->object, "select");
+  ASSERT_FALSE(u.ApplyRule("+select|5"));
+  ASSERT_FALSE(u.ApplyRule("-@all"));
+  EXPECT_EQ(CheckCall(u, {"select", "5"})->object, "select");
+  User all = Make({"+@all", "+select|5"});
+  EXPECT_EQ(all.DescribeCommands(), "+@all");
+  User sel = Make({"-@all", "+select|5", "(+select|7 ~x)"});
+  EXPECT_EQ(sel.Describe(), "off resetchannels -@all +select|5 (~x resetchannels -@all +select|7)");
+  EXPECT_FALSE(CheckCall(sel, {"select", "7"}));
+}
+
+TEST(AclFirstArgTest, BadFirstArgRules) {
+  User u("u");
+  EXPECT_EQ(*u.ApplyRule("-select|0"), "Unknown command or category name in ACL");
+  EXPECT_EQ(*u.ApplyRule("+select|"), "Syntax error");
+  EXPECT_EQ(*u.ApplyRule("+client|setname|x"),
+            "Allowing first-arg of a subcommand is not supported");
+  EXPECT_EQ(*u.ApplyRule("+client|nosuch"), "Unknown command or category name in ACL");
+  EXPECT_EQ(*u.ApplyRule("+nosuch|x"), "Unknown command or category name in ACL");
+  EXPECT_EQ(*u.ApplyRule("+select|0|1"), "Unknown command or category name in ACL");
+}
+
+TEST(AclCheckTest, AuthIsNeverRefused) {
+  // As Redis (CMD_NO_AUTH): a user without any command may still switch to another.
+  User u = Make({"on", "nopass", "-@all"});
+  EXPECT_FALSE(CheckCall(u, {"auth", "x", "y"}));
+  EXPECT_FALSE(CheckCall(u, {"hello", "3"}));
+  EXPECT_FALSE(CheckCall(u, {"reset"}));
+  EXPECT_TRUE(CheckCall(u, {"ping"}));
+}
+
 // The selector tests' user, as Redis 7.0.15 took it and printed it.
 User SelectorUser() {
   return Make({"on", "~root:*", "+@all", "-@dangerous", "(~sel:* +get %R~ro:* &ch*)",

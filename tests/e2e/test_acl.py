@@ -361,6 +361,43 @@ class AclTest(harness.ServerTestCase):
         listed = [x for x in self.c.call("ACL", "LIST") if x.startswith(b"user app1 ")]
         self.assertEqual(listed, [b"user app1 off sanitize-payload resetchannels -@all"])
 
+    def test_first_argument_rules(self):
+        # "+select|0": a command without subcommands allowed with that first argument only.
+        self.assertReply(OK, "ACL", "SETUSER", "app2", "on", "nopass", "~*", "-@all",
+                         "+select|0", "+select|SIX", "(+select|7 ~x)")
+        listed = [x for x in self.c.call("ACL", "LIST") if x.startswith(b"user app2 ")]
+        self.assertEqual(listed, [b"user app2 on nopass ~* resetchannels -@all +select|0 "
+                                  b"+select|SIX (~x resetchannels -@all +select|7)"])
+        c = self.conn()
+        self.assertReplies([
+            (("AUTH", "app2", "x"), OK),
+            (("SELECT", "0"), OK),
+            (("SELECT", "7"), OK),
+            (("SELECT", "1"), noperm_cmd("select")),
+            (("SELECT", "six"), error("ERR value is not an integer or out of range")),
+            (("PING",), noperm_cmd("ping")),
+            (("AUTH", "app2", "x"), OK),  # AUTH is never refused
+        ], c=c)
+        self.assertEqual(self.c.cmd("ACL", "DRYRUN", "app2", "SELECT", "1"),
+                         bulk("This user has no permissions to run the 'select' command"))
+        # Allowed whole (here by category), the command forgets its first arguments.
+        self.assertReply(OK, "ACL", "SETUSER", "app2", "clearselectors", "+@connection",
+                         "-select")
+        listed = [x for x in self.c.call("ACL", "LIST") if x.startswith(b"user app2 ")]
+        self.assertEqual(listed, [b"user app2 on nopass ~* resetchannels -@all +@connection "
+                                  b"-select"])
+        self.assertReply(noperm_cmd("select"), "SELECT", "0", c=c)
+        self.assertReplies([
+            (("ACL", "SETUSER", "app2", "-select|0"),
+             error("ERR Error in ACL SETUSER modifier '-select|0': Unknown command or category "
+                   "name in ACL")),
+            (("ACL", "SETUSER", "app2", "+select|"),
+             error("ERR Error in ACL SETUSER modifier '+select|': Syntax error")),
+            (("ACL", "SETUSER", "app2", "+client|setname|x"),
+             error("ERR Error in ACL SETUSER modifier '+client|setname|x': Allowing first-arg "
+                   "of a subcommand is not supported")),
+        ])
+
     def test_setuser_errors(self):
         self.assertReplies([
             (("ACL", "SETUSER", "app1", "badrule"),
