@@ -105,7 +105,7 @@ void GetUser(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   rb.MapHeader(6);
   rb.Bulk("flags");
   const std::vector<std::string> flags = u->Flags();
-  rb.ArrayHeader(flags.size());
+  rb.SetHeader(flags.size());  // a set in RESP3, as Redis
   for (const std::string& f : flags) rb.Bulk(f);
   rb.Bulk("passwords");
   rb.ArrayHeader(u->password_hashes().size());

@@ -335,6 +335,18 @@ class AclTest(harness.ServerTestCase):
         self.assertReply(noperm_cmd("get"), "GET", "k1", c=c)
         self.assertEqual(self.c.call("ACL", "GETUSER", "app2")[-1], [])
 
+    def test_getuser_resp3(self):
+        # RESP3: flags a set, each selector a map, as Redis 7.0.
+        self.assertReply(OK, "ACL", "SETUSER", "app2", "(~a* +get)")
+        c = self.conn()
+        c.cmd("HELLO", "3")
+        self.assertReply(
+            b"%6\r\n$5\r\nflags\r\n~1\r\n$3\r\noff\r\n$9\r\npasswords\r\n*0\r\n"
+            b"$8\r\ncommands\r\n$5\r\n-@all\r\n$4\r\nkeys\r\n$0\r\n\r\n"
+            b"$8\r\nchannels\r\n$0\r\n\r\n$9\r\nselectors\r\n*1\r\n%3\r\n"
+            b"$8\r\ncommands\r\n$10\r\n-@all +get\r\n$4\r\nkeys\r\n$3\r\n~a*\r\n"
+            b"$8\r\nchannels\r\n$0\r\n\r\n", "ACL", "GETUSER", "app2", c=c)
+
     def test_selector_errors(self):
         self.assertReplies([
             (("ACL", "SETUSER", "app1", "(~a*", "+get"),
