@@ -661,7 +661,7 @@ std::string Users::Serialize() const {
 
 std::optional<Denial> Selector::Check(const CommandSpec& spec, const CommandSpec& sub,
                                       CmdArgs args, size_t* pos) const {
-  *pos = 0;
+  if (pos != nullptr) *pos = 0;
   // AUTH, HELLO, QUIT and RESET are never refused (Redis's CMD_NO_AUTH): a user may always
   // switch to another.
   if (!CommandAllowed(sub) && !(sub.flags & kNoAuth) && !FirstArgAllowed(sub, args)) {
@@ -676,7 +676,7 @@ std::optional<Denial> Selector::Check(const CommandSpec& spec, const CommandSpec
     spec.ForEachKey(args, [&](int i) {
       if (!denial && !KeyAllowed(args[i], perms)) {
         denial = Denial{Denial::kKey, std::string(args[i])};
-        *pos = static_cast<size_t>(i);
+        if (pos != nullptr) *pos = static_cast<size_t>(i);
       }
     });
     return denial;
@@ -685,13 +685,13 @@ std::optional<Denial> Selector::Check(const CommandSpec& spec, const CommandSpec
   const std::string& n = spec.name;
   if (n == "publish" || n == "spublish") {
     if (args.size() > 1 && !ChannelAllowed(args[1], false)) {
-      *pos = 1;
+      if (pos != nullptr) *pos = 1;
       return Denial{Denial::kChannel, std::string(args[1])};
     }
   } else if (n == "subscribe" || n == "ssubscribe" || n == "psubscribe") {
     for (size_t i = 1; i < args.size(); i++) {
       if (!ChannelAllowed(args[i], n == "psubscribe")) {
-        *pos = i;
+        if (pos != nullptr) *pos = i;
         return Denial{Denial::kChannel, std::string(args[i])};
       }
     }
@@ -699,22 +699,37 @@ std::optional<Denial> Selector::Check(const CommandSpec& spec, const CommandSpec
   return std::nullopt;
 }
 
-std::optional<Denial> Check(const User& user, const CommandSpec& spec, const CommandSpec& sub,
-                            CmdArgs args) {
+namespace {
+
+// A user with selectors: allowed when the root or one selector allows the call; else Redis's
+// most relevant refusal (the worse reason, then the later argument).
+[[gnu::noinline]] std::optional<Denial> CheckWithSelectors(const User& user,
+                                                           const CommandSpec& spec,
+                                                           const CommandSpec& sub,
+                                                           CmdArgs args) {
   size_t pos = 0;
   std::optional<Denial> worst = user.root().Check(spec, sub, args, &pos);
-  if (!worst) return std::nullopt;
   for (const Selector& s : user.selectors()) {
+    if (!worst) break;
     size_t p = 0;
     std::optional<Denial> d = s.Check(spec, sub, args, &p);
-    if (!d) return std::nullopt;
-    // Redis's "most relevant" refusal: the worse reason, then the later argument.
-    if (d->reason > worst->reason || (d->reason == worst->reason && p > pos)) {
+    if (!d) {
+      worst.reset();
+    } else if (d->reason > worst->reason || (d->reason == worst->reason && p > pos)) {
       worst = std::move(d);
       pos = p;
     }
   }
   return worst;
+}
+
+}  // namespace
+
+std::optional<Denial> Check(const User& user, const CommandSpec& spec, const CommandSpec& sub,
+                            CmdArgs args) {
+  // Without selectors (the usual case) the root's answer is the answer: a tail call.
+  if (user.selectors().empty()) [[likely]] return user.root().Check(spec, sub, args, nullptr);
+  return CheckWithSelectors(user, spec, sub, args);
 }
 
 std::string DenialError(const Denial& d) {

@@ -64,8 +64,10 @@ class Selector {
   // A channel (PUBLISH, SUBSCRIBE), or a pattern (PSUBSCRIBE: only a pattern the user was given
   // literally, as Redis).
   bool ChannelAllowed(std::string_view channel, bool is_pattern) const;
+  // "+select|0": whether the call's first argument is one allowed for `spec`.
+  bool FirstArgAllowed(const CommandSpec& spec, CmdArgs args) const;
   // This selector's check of a call (see acl::Check): nothing when it allows it, else the
-  // denial, and in `*pos` the argument it is about (0 for the command).
+  // denial, and in `*pos` (when given) the argument it is about (0 for the command).
   std::optional<Denial> Check(const CommandSpec& spec, const CommandSpec& sub, CmdArgs args,
                               size_t* pos) const;
 
@@ -75,7 +77,6 @@ class Selector {
   void SetCommand(const CommandSpec& spec, bool allow);
   void SetBit(int acl_id, bool allow);
   void AddFirstArg(const CommandSpec& spec, std::string_view arg);
-  bool FirstArgAllowed(const CommandSpec& spec, CmdArgs args) const;
 
   bool all_commands_ = false;     // +@all: future commands too
   std::vector<uint8_t> allowed_;  // by CommandSpec::acl_id
