@@ -110,36 +110,170 @@ bool KeyPattern::Matches(std::string_view key) const {
   return shard::GlobMatch(pattern, key);
 }
 
+// --- Selector ---
+
+Selector::Selector() { allowed_.assign(CommandTable::Get().AclCount(), 0); }
+
+bool Selector::unrestricted() const {
+  bool every = all_commands_;
+  for (uint8_t a : allowed_) every = every && a != 0;
+  return every && all_keys_ && all_channels_;
+}
+
+// As Redis: a command allowed or refused whole (alone, by category, by +@all) loses the first
+// arguments allowed for it.
+void Selector::SetAllCommands(bool allow) {
+  std::fill(allowed_.begin(), allowed_.end(), allow ? 1 : 0);
+  all_commands_ = allow;
+  first_args_.clear();
+}
+
+void Selector::SetBit(int id, bool allow) {
+  allowed_[id] = allow ? 1 : 0;
+  if (static_cast<size_t>(id) < first_args_.size()) first_args_[id].clear();
+}
+
+void Selector::SetCommand(const CommandSpec& spec, bool allow) {
+  SetBit(spec.acl_id, allow);
+  for (const CommandSpec& sub : spec.subcommands) SetBit(sub.acl_id, allow);
+}
+
+void Selector::SetCategory(std::string_view category, bool allow) {
+  const CommandTable& t = CommandTable::Get();
+  for (size_t id = 0; id < t.AclCount(); id++) {
+    if (HasCategory(t.AclSpec(static_cast<int>(id)), category)) {
+      SetBit(static_cast<int>(id), allow);
+    }
+  }
+}
+
+bool Selector::FirstArgAllowed(const CommandSpec& spec, CmdArgs args) const {
+  if (args.size() < 2 || static_cast<size_t>(spec.acl_id) >= first_args_.size()) return false;
+  for (const std::string& a : first_args_[spec.acl_id]) {
+    if (EqNoCase(a, args[1])) return true;
+  }
+  return false;
+}
+
+// "+select|0": `spec` (a command without subcommands) with that first argument. Redis keeps the
+// case given (ACL LIST shows it) and compares without it.
+void Selector::AddFirstArg(const CommandSpec& spec, std::string_view arg) {
+  if (first_args_.size() < allowed_.size()) first_args_.resize(allowed_.size());
+  std::vector<std::string>& args = first_args_[spec.acl_id];
+  for (const std::string& a : args) {
+    if (EqNoCase(a, arg)) return;
+  }
+  args.emplace_back(arg);
+}
+
+std::optional<std::string> Selector::ApplyRule(std::string_view rule) {
+  if (EqNoCase(rule, "allkeys") || rule == "~*") {
+    all_keys_ = true;
+    keys_.assign(1, KeyPattern{"*", kKeyReadWrite});
+    return std::nullopt;
+  }
+  if (EqNoCase(rule, "resetkeys")) {
+    all_keys_ = false;
+    keys_.clear();
+    return std::nullopt;
+  }
+  if (EqNoCase(rule, "allchannels") || rule == "&*") {
+    all_channels_ = true;
+    channels_.assign(1, "*");
+    return std::nullopt;
+  }
+  if (EqNoCase(rule, "resetchannels")) {
+    all_channels_ = false;
+    channels_.clear();
+    return std::nullopt;
+  }
+  if (EqNoCase(rule, "allcommands") || EqNoCase(rule, "+@all")) {
+    SetAllCommands(true);
+    return std::nullopt;
+  }
+  if (EqNoCase(rule, "nocommands") || EqNoCase(rule, "-@all")) {
+    SetAllCommands(false);
+    return std::nullopt;
+  }
+  if (rule.empty()) return std::string("Syntax error");
+  const char c = rule[0];
+  if (c == '~' || c == '%') {
+    uint8_t perms = kKeyReadWrite;
+    std::string_view pattern;
+    if (c == '~') {
+      pattern = rule.substr(1);
+    } else {
+      const size_t tilde = rule.find('~');
+      if (tilde == std::string_view::npos || tilde == 1) return std::string("Syntax error");
+      perms = 0;
+      for (char f : rule.substr(1, tilde - 1)) {
+        if (f == 'R' || f == 'r') {
+          perms |= kKeyRead;
+        } else if (f == 'W' || f == 'w') {
+          perms |= kKeyWrite;
+        } else {
+          return std::string("Syntax error");
+        }
+      }
+      pattern = rule.substr(tilde + 1);
+    }
+    if (all_keys_) return std::string(kKeyAfterAll);
+    if (pattern == "*" && perms == kKeyReadWrite) return ApplyRule("allkeys");
+    for (KeyPattern& k : keys_) {
+      if (k.pattern == pattern) {
+        k.perms |= perms;
+        return std::nullopt;
+      }
+    }
+    keys_.push_back(KeyPattern{std::string(pattern), perms});
+    return std::nullopt;
+  }
+  if (c == '&') {
+    if (all_channels_) return std::string(kChannelAfterAll);
+    std::string pattern(rule.substr(1));
+    if (std::find(channels_.begin(), channels_.end(), pattern) == channels_.end()) {
+      channels_.push_back(std::move(pattern));
+    }
+    return std::nullopt;
+  }
+  if (c == '+' || c == '-') {
+    const bool allow = c == '+';
+    std::string name = Lower(rule.substr(1));
+    if (!name.empty() && name[0] == '@') {
+      if (!IsCategory(std::string_view(name).substr(1))) return std::string(kUnknownName);
+      SetCategory(std::string_view(name).substr(1), allow);
+      return std::nullopt;
+    }
+    const size_t bar = name.rfind('|');
+    if (allow && bar != std::string::npos) {
+      // "+client|setname" (a subcommand) or "+select|0" (a first argument).
+      const CommandSpec* cmd = CommandTable::Get().FindFullName(name.substr(0, bar));
+      if (cmd == nullptr) return std::string(kUnknownName);
+      if (cmd->name.find('|') != std::string::npos) {
+        return std::string("Allowing first-arg of a subcommand is not supported");
+      }
+      if (bar + 1 == name.size()) return std::string("Syntax error");
+      if (cmd->subcommands.empty()) {
+        AddFirstArg(*cmd, rule.substr(bar + 2));  // as given: '+' and the name are ASCII
+        return std::nullopt;
+      }
+    }
+    const CommandSpec* spec = CommandTable::Get().FindFullName(name);
+    if (spec == nullptr) return std::string(kUnknownName);
+    SetCommand(*spec, allow);
+    return std::nullopt;
+  }
+  return std::string("Syntax error");
+}
+
 // --- User ---
 
-User::User(std::string name) : name_(std::move(name)) {
-  allowed_.assign(CommandTable::Get().AclCount(), 0);
-  Refresh();
-}
+User::User(std::string name) : name_(std::move(name)) { Refresh(); }
 
 void User::Refresh() {
   static std::atomic<uint64_t> versions{0};
   version_ = ++versions;
-  bool every = all_commands_;
-  for (uint8_t a : allowed_) every = every && a != 0;
-  unrestricted_ = every && all_keys_ && all_channels_;
-}
-
-void User::SetAllCommands(bool allow) {
-  std::fill(allowed_.begin(), allowed_.end(), allow ? 1 : 0);
-  all_commands_ = allow;
-}
-
-void User::SetCommand(const CommandSpec& spec, bool allow) {
-  allowed_[spec.acl_id] = allow ? 1 : 0;
-  for (const CommandSpec& sub : spec.subcommands) allowed_[sub.acl_id] = allow ? 1 : 0;
-}
-
-void User::SetCategory(std::string_view category, bool allow) {
-  const CommandTable& t = CommandTable::Get();
-  for (size_t id = 0; id < t.AclCount(); id++) {
-    if (HasCategory(t.AclSpec(static_cast<int>(id)), category)) allowed_[id] = allow ? 1 : 0;
-  }
+  unrestricted_ = root_.unrestricted();
 }
 
 std::optional<std::string> User::ApplyRule(std::string_view rule) {
@@ -173,39 +307,29 @@ std::optional<std::string> User::ApplyRule(std::string_view rule) {
     sanitize_ = 2;
     return done();
   }
-  if (EqNoCase(rule, "allkeys") || rule == "~*") {
-    all_keys_ = true;
-    keys_.assign(1, KeyPattern{"*", kKeyReadWrite});
-    return done();
-  }
-  if (EqNoCase(rule, "resetkeys")) {
-    all_keys_ = false;
-    keys_.clear();
-    return done();
-  }
-  if (EqNoCase(rule, "allchannels") || rule == "&*") {
-    all_channels_ = true;
-    channels_.assign(1, "*");
-    return done();
-  }
-  if (EqNoCase(rule, "resetchannels")) {
-    all_channels_ = false;
-    channels_.clear();
-    return done();
-  }
-  if (EqNoCase(rule, "allcommands") || EqNoCase(rule, "+@all")) {
-    SetAllCommands(true);
-    return done();
-  }
-  if (EqNoCase(rule, "nocommands") || EqNoCase(rule, "-@all")) {
-    SetAllCommands(false);
+  if (EqNoCase(rule, "clearselectors")) {
+    selectors_.clear();
     return done();
   }
   if (EqNoCase(rule, "reset")) {
-    for (std::string_view r : {"resetpass", "resetkeys", "resetchannels", "off", "-@all",
-                               "sanitize-payload"}) {
+    for (std::string_view r : {"resetpass", "resetkeys", "resetchannels", "off", "clearselectors",
+                               "-@all", "sanitize-payload"}) {
       ApplyRule(r);
     }
+    return done();
+  }
+  if (rule.size() >= 2 && rule.front() == '(' && rule.back() == ')') {
+    // A selector: its rules separated by spaces, all applied or none.
+    Selector sel;
+    std::string_view inner = rule.substr(1, rule.size() - 2);
+    while (!inner.empty()) {
+      const size_t sp = inner.find(' ');
+      std::string_view word = inner.substr(0, sp);
+      inner = sp == std::string_view::npos ? std::string_view() : inner.substr(sp + 1);
+      if (word.empty()) continue;
+      if (auto err = sel.ApplyRule(word)) return err;
+    }
+    selectors_.push_back(std::move(sel));
     return done();
   }
   if (rule.empty()) return std::string("Syntax error");
@@ -228,61 +352,33 @@ std::optional<std::string> User::ApplyRule(std::string_view rule) {
     }
     return done();
   }
-  if (c == '~' || c == '%') {
-    uint8_t perms = kKeyReadWrite;
-    std::string_view pattern;
-    if (c == '~') {
-      pattern = rule.substr(1);
-    } else {
-      const size_t tilde = rule.find('~');
-      if (tilde == std::string_view::npos || tilde == 1) return std::string("Syntax error");
-      perms = 0;
-      for (char f : rule.substr(1, tilde - 1)) {
-        if (f == 'R' || f == 'r') {
-          perms |= kKeyRead;
-        } else if (f == 'W' || f == 'w') {
-          perms |= kKeyWrite;
-        } else {
-          return std::string("Syntax error");
-        }
-      }
-      pattern = rule.substr(tilde + 1);
+  if (auto err = root_.ApplyRule(rule)) return err;
+  return done();
+}
+
+std::optional<std::string> MergeSelectorArgs(const std::vector<std::string_view>& args,
+                                             std::vector<std::string>* out) {
+  out->clear();
+  for (size_t i = 0; i < args.size(); i++) {
+    std::string_view a = args[i];
+    if (a.empty() || a.front() != '(' || a.back() == ')') {
+      out->emplace_back(a);
+      continue;
     }
-    if (all_keys_) return std::string(kKeyAfterAll);
-    if (pattern == "*" && perms == kKeyReadWrite) return ApplyRule("allkeys");
-    for (KeyPattern& k : keys_) {
-      if (k.pattern == pattern) {
-        k.perms |= perms;
-        return done();
-      }
+    std::string merged(a);
+    size_t j = i + 1;
+    for (; j < args.size(); j++) {
+      merged += ' ';
+      merged += args[j];
+      if (!args[j].empty() && args[j].back() == ')') break;
     }
-    keys_.push_back(KeyPattern{std::string(pattern), perms});
-    return done();
+    if (j == args.size()) {
+      return "Unmatched parenthesis in acl selector starting at '" + std::string(a) + "'.";
+    }
+    out->push_back(std::move(merged));
+    i = j;
   }
-  if (c == '&') {
-    if (all_channels_) return std::string(kChannelAfterAll);
-    std::string pattern(rule.substr(1));
-    if (std::find(channels_.begin(), channels_.end(), pattern) == channels_.end()) {
-      channels_.push_back(std::move(pattern));
-    }
-    return done();
-  }
-  if (c == '+' || c == '-') {
-    const bool allow = c == '+';
-    std::string name = Lower(rule.substr(1));
-    if (!name.empty() && name[0] == '@') {
-      if (!IsCategory(std::string_view(name).substr(1))) return std::string(kUnknownName);
-      SetCategory(std::string_view(name).substr(1), allow);
-      return done();
-    }
-    // "+select|0" (a first argument) is Redis's too; deadbolt knows only real subcommands.
-    const CommandSpec* spec = CommandTable::Get().FindFullName(name);
-    if (spec == nullptr) return std::string(kUnknownName);
-    SetCommand(*spec, allow);
-    return done();
-  }
-  // Selectors "(...)" are Redis 7's too; deadbolt has none yet.
-  return std::string("Syntax error");
+  return std::nullopt;
 }
 
 std::vector<std::string> User::Flags() const {
@@ -294,7 +390,7 @@ std::vector<std::string> User::Flags() const {
   return flags;
 }
 
-std::string User::DescribeKeys() const {
+std::string Selector::DescribeKeys() const {
   std::string out;
   for (const KeyPattern& k : keys_) {
     if (!out.empty()) out += ' ';
@@ -309,7 +405,7 @@ std::string User::DescribeKeys() const {
   return out;
 }
 
-std::string User::DescribeChannels() const {
+std::string Selector::DescribeChannels() const {
   std::string out;
   for (const std::string& ch : channels_) {
     if (!out.empty()) out += ' ';
@@ -324,7 +420,7 @@ std::string User::DescribeChannels() const {
 // (more of its commands to change than to leave, fewest left wrong, then most fixed) is applied
 // while one fits, then single commands make up the difference (Redis lists those in its hash
 // table's order, which changes from run to run; here by name).
-std::string User::DescribeCommands() const {
+std::string Selector::DescribeCommands() const {
   const CommandTable& t = CommandTable::Get();
   const bool additive = !all_commands_;
   std::string out = additive ? "-@all" : "+@all";
@@ -385,7 +481,26 @@ std::string User::DescribeCommands() const {
         fake[sub->acl_id] = allowed_[sub->acl_id];
       }
     }
+    // Its first arguments, in the order given, while the command is not allowed whole.
+    if (!allowed_[s->acl_id] && static_cast<size_t>(s->acl_id) < first_args_.size()) {
+      for (const std::string& a : first_args_[s->acl_id]) {
+        out += " +";
+        out += s->name;
+        out += '|';
+        out += a;
+      }
+    }
   }
+  return out;
+}
+
+std::string Selector::Describe() const {
+  std::string out = DescribeKeys();
+  if (!out.empty()) out += ' ';
+  if (!all_channels_) out += "resetchannels ";
+  const std::string channels = DescribeChannels();
+  if (!channels.empty()) out += channels + " ";
+  out += DescribeCommands();
   return out;
 }
 
@@ -400,12 +515,12 @@ std::string User::Describe() const {
     out += h;
     out += ' ';
   }
-  const std::string keys = DescribeKeys();
-  if (!keys.empty()) out += keys + " ";
-  if (!all_channels_) out += "resetchannels ";
-  const std::string channels = DescribeChannels();
-  if (!channels.empty()) out += channels + " ";
-  out += DescribeCommands();
+  out += root_.Describe();
+  for (const Selector& s : selectors_) {
+    out += " (";
+    out += s.Describe();
+    out += ')';
+  }
   return out;
 }
 
@@ -418,7 +533,7 @@ bool User::PasswordOk(std::string_view password) const {
   return enabled_ && (nopass_ || ok);
 }
 
-bool User::KeyAllowed(std::string_view key, uint8_t perms) const {
+bool Selector::KeyAllowed(std::string_view key, uint8_t perms) const {
   if (all_keys_) return true;
   for (const KeyPattern& k : keys_) {
     if ((k.perms & perms) == perms && k.Matches(key)) return true;
@@ -426,7 +541,7 @@ bool User::KeyAllowed(std::string_view key, uint8_t perms) const {
   return false;
 }
 
-bool User::ChannelAllowed(std::string_view channel, bool is_pattern) const {
+bool Selector::ChannelAllowed(std::string_view channel, bool is_pattern) const {
   if (all_channels_) return true;
   for (const std::string& p : channels_) {
     if (is_pattern ? p == channel : shard::GlobMatch(p, channel)) return true;
@@ -517,10 +632,15 @@ std::optional<std::string> Users::Parse(std::string_view text, Users* out) {
       return where + "duplicate user '" + name + "'";
     }
     seen.push_back(name);
+    std::vector<std::string> rules;
+    const std::vector<std::string_view> given(words.begin() + 2, words.end());
+    if (auto err = MergeSelectorArgs(given, &rules)) {
+      return where + *err;  // (Redis 7.0.15 crashes on such a line)
+    }
     User fresh(name);
-    for (size_t i = 2; i < words.size(); i++) {
-      if (auto err = fresh.ApplyRule(words[i])) {
-        return where + "Error in applying operation '" + std::string(words[i]) + "': " + *err;
+    for (const std::string& rule : rules) {
+      if (auto err = fresh.ApplyRule(rule)) {
+        return where + "Error in applying operation '" + rule + "': " + *err;
       }
     }
     *users.FindOrCreate(name) = fresh;
@@ -539,17 +659,24 @@ std::string Users::Serialize() const {
 
 // --- the check ---
 
-std::optional<Denial> Check(const User& user, const CommandSpec& spec, const CommandSpec& sub,
-                            CmdArgs args) {
-  if (!user.CommandAllowed(sub)) return Denial{Denial::kCommand, sub.name};
+std::optional<Denial> Selector::Check(const CommandSpec& spec, const CommandSpec& sub,
+                                      CmdArgs args, size_t* pos) const {
+  if (pos != nullptr) *pos = 0;
+  // AUTH, HELLO, QUIT and RESET are never refused (Redis's CMD_NO_AUTH): a user may always
+  // switch to another.
+  if (!CommandAllowed(sub) && !(sub.flags & kNoAuth) && !FirstArgAllowed(sub, args)) {
+    return Denial{Denial::kCommand, sub.name};
+  }
   if (!(spec.flags & kPubSub)) {
     // Keys: read for a read-only command, read and write for anything else (Redis asks for
     // what each key spec says; deadbolt's table has no key specs, so a write needs both).
+    if (all_keys_) return std::nullopt;
     const uint8_t perms = (spec.flags & kReadOnly) ? kKeyRead : kKeyReadWrite;
     std::optional<Denial> denial;
     spec.ForEachKey(args, [&](int i) {
-      if (!denial && !user.KeyAllowed(args[i], perms)) {
+      if (!denial && !KeyAllowed(args[i], perms)) {
         denial = Denial{Denial::kKey, std::string(args[i])};
+        if (pos != nullptr) *pos = static_cast<size_t>(i);
       }
     });
     return denial;
@@ -557,17 +684,52 @@ std::optional<Denial> Check(const User& user, const CommandSpec& spec, const Com
   // Pub/sub: channels, never keys (SPUBLISH's channel routes like a key, as in Redis).
   const std::string& n = spec.name;
   if (n == "publish" || n == "spublish") {
-    if (args.size() > 1 && !user.ChannelAllowed(args[1], false)) {
+    if (args.size() > 1 && !ChannelAllowed(args[1], false)) {
+      if (pos != nullptr) *pos = 1;
       return Denial{Denial::kChannel, std::string(args[1])};
     }
   } else if (n == "subscribe" || n == "ssubscribe" || n == "psubscribe") {
     for (size_t i = 1; i < args.size(); i++) {
-      if (!user.ChannelAllowed(args[i], n == "psubscribe")) {
+      if (!ChannelAllowed(args[i], n == "psubscribe")) {
+        if (pos != nullptr) *pos = i;
         return Denial{Denial::kChannel, std::string(args[i])};
       }
     }
   }
   return std::nullopt;
+}
+
+namespace {
+
+// A user with selectors: allowed when the root or one selector allows the call; else Redis's
+// most relevant refusal (the worse reason, then the later argument).
+[[gnu::noinline]] std::optional<Denial> CheckWithSelectors(const User& user,
+                                                           const CommandSpec& spec,
+                                                           const CommandSpec& sub,
+                                                           CmdArgs args) {
+  size_t pos = 0;
+  std::optional<Denial> worst = user.root().Check(spec, sub, args, &pos);
+  for (const Selector& s : user.selectors()) {
+    if (!worst) break;
+    size_t p = 0;
+    std::optional<Denial> d = s.Check(spec, sub, args, &p);
+    if (!d) {
+      worst.reset();
+    } else if (d->reason > worst->reason || (d->reason == worst->reason && p > pos)) {
+      worst = std::move(d);
+      pos = p;
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+std::optional<Denial> Check(const User& user, const CommandSpec& spec, const CommandSpec& sub,
+                            CmdArgs args) {
+  // Without selectors (the usual case) the root's answer is the answer: a tail call.
+  if (user.selectors().empty()) [[likely]] return user.root().Check(spec, sub, args, nullptr);
+  return CheckWithSelectors(user, spec, sub, args);
 }
 
 std::string DenialError(const Denial& d) {
@@ -604,6 +766,22 @@ std::string_view DenialScriptError(const Denial& d) {
       return errors::kScriptNoPermChannel;
   }
   return {};
+}
+
+std::string DenialAtExec(const Denial& d) {
+  std::string out(errors::kNoPermAtExec);
+  switch (d.reason) {
+    case Denial::kCommand:
+      out += errors::kNoPermAtExecCommand;
+      break;
+    case Denial::kKey:
+      out += errors::kNoPermAtExecKey;
+      break;
+    case Denial::kChannel:
+      out += errors::kNoPermAtExecChannel;
+      break;
+  }
+  return out;
 }
 
 std::string ScriptCallRefusal(const User& user, CmdArgs args, int64_t now_ms) {

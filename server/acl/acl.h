@@ -30,6 +30,65 @@ const std::vector<std::string>& Categories();
 // The SHA-256 of a password, as 64 lower-case hex digits (what ACL LIST shows after '#').
 std::string HashPassword(std::string_view password);
 
+// Why a call is refused.
+struct Denial {
+  enum Reason : uint8_t { kCommand, kKey, kChannel };  // Redis's order: a later one is worse
+  Reason reason;
+  std::string object;  // the command ("get", "client|setname"), key or channel
+};
+
+// One set of rights: commands, key patterns and channel patterns. A user has its root selector
+// (the rules given outside parentheses) and any number of "(...)" selectors (Redis 7); a call
+// is allowed when one of them allows all of it. Owned as its user is.
+class Selector {
+ public:
+  Selector();
+
+  // Applies one selector rule ("~key*", "%R~k*", "&ch*", "+@read", "-get", "allkeys",
+  // "resetchannels", ...). Returns Redis's error text, or nothing.
+  std::optional<std::string> ApplyRule(std::string_view rule);
+  // "~k* resetchannels &c* -@all +get": what ACL LIST shows for it.
+  std::string Describe() const;
+  std::string DescribeKeys() const;
+  std::string DescribeChannels() const;
+  std::string DescribeCommands() const;
+
+  // Every command, every key, every channel.
+  bool unrestricted() const;
+  bool CommandAllowed(const CommandSpec& spec) const {
+    return spec.acl_id >= 0 && static_cast<size_t>(spec.acl_id) < allowed_.size() &&
+           allowed_[spec.acl_id] != 0;
+  }
+  // Whether `key` may be accessed with `perms` (kKeyRead and/or kKeyWrite).
+  bool KeyAllowed(std::string_view key, uint8_t perms) const;
+  // A channel (PUBLISH, SUBSCRIBE), or a pattern (PSUBSCRIBE: only a pattern the user was given
+  // literally, as Redis).
+  bool ChannelAllowed(std::string_view channel, bool is_pattern) const;
+  // "+select|0": whether the call's first argument is one allowed for `spec`.
+  bool FirstArgAllowed(const CommandSpec& spec, CmdArgs args) const;
+  // This selector's check of a call (see acl::Check): nothing when it allows it, else the
+  // denial, and in `*pos` (when given) the argument it is about (0 for the command).
+  std::optional<Denial> Check(const CommandSpec& spec, const CommandSpec& sub, CmdArgs args,
+                              size_t* pos) const;
+
+ private:
+  void SetAllCommands(bool allow);
+  void SetCategory(std::string_view category, bool allow);
+  void SetCommand(const CommandSpec& spec, bool allow);
+  void SetBit(int acl_id, bool allow);
+  void AddFirstArg(const CommandSpec& spec, std::string_view arg);
+
+  bool all_commands_ = false;     // +@all: future commands too
+  std::vector<uint8_t> allowed_;  // by CommandSpec::acl_id
+  // "+select|0": the first arguments allowed for a command not allowed whole, by acl_id (empty
+  // until one is given).
+  std::vector<std::vector<std::string>> first_args_;
+  bool all_keys_ = false;
+  std::vector<KeyPattern> keys_;
+  bool all_channels_ = false;
+  std::vector<std::string> channels_;
+};
+
 // One user. Every reactor keeps its own copy of every user (Users); ACL SETUSER, DELUSER and
 // LOAD change each copy on its own reactor, so a user is only read and written by the reactor
 // that owns the copy, and a connection's pointer to its user stays valid (a deleted user is
@@ -38,14 +97,16 @@ class User {
  public:
   explicit User(std::string name);
 
-  // Applies one rule ("on", ">pass", "~key*", "+@read", "-flushall", "reset", ...). Returns the
-  // error text Redis puts after "Error in ACL SETUSER modifier '<rule>': ", or nothing.
+  // Applies one rule ("on", ">pass", "~key*", "+@read", "-flushall", "reset", "(~k* +get)",
+  // "clearselectors", ...). Returns the error text Redis puts after "Error in ACL SETUSER
+  // modifier '<rule>': ", or nothing.
   std::optional<std::string> ApplyRule(std::string_view rule);
   // What ACL LIST shows after "user <name> ".
   std::string Describe() const;
-  std::string DescribeKeys() const;
-  std::string DescribeChannels() const;
-  std::string DescribeCommands() const;
+  // The root selector's parts (ACL GETUSER's commands, keys and channels).
+  std::string DescribeKeys() const { return root_.DescribeKeys(); }
+  std::string DescribeChannels() const { return root_.DescribeChannels(); }
+  std::string DescribeCommands() const { return root_.DescribeCommands(); }
   std::vector<std::string> Flags() const;  // ACL GETUSER's flags
 
   // Whether `password` opens this user (an enabled user: nopass, or one of its hashes).
@@ -61,36 +122,36 @@ class User {
   bool enabled() const { return enabled_; }
   bool nopass() const { return nopass_; }
   const std::vector<std::string>& password_hashes() const { return passwords_; }
-  bool CommandAllowed(const CommandSpec& spec) const {
-    return spec.acl_id >= 0 && static_cast<size_t>(spec.acl_id) < allowed_.size() &&
-           allowed_[spec.acl_id] != 0;
+  const Selector& root() const { return root_; }
+  const std::vector<Selector>& selectors() const { return selectors_; }
+  // The root selector's rights alone.
+  bool CommandAllowed(const CommandSpec& spec) const { return root_.CommandAllowed(spec); }
+  bool KeyAllowed(std::string_view key, uint8_t perms) const {
+    return root_.KeyAllowed(key, perms);
   }
-  // Whether `key` may be accessed with `perms` (kKeyRead and/or kKeyWrite).
-  bool KeyAllowed(std::string_view key, uint8_t perms) const;
-  // A channel (PUBLISH, SUBSCRIBE), or a pattern (PSUBSCRIBE: only a pattern the user was given
-  // literally, as Redis).
-  bool ChannelAllowed(std::string_view channel, bool is_pattern) const;
+  bool ChannelAllowed(std::string_view channel, bool is_pattern) const {
+    return root_.ChannelAllowed(channel, is_pattern);
+  }
 
  private:
   void Refresh();
-  void SetAllCommands(bool allow);
-  void SetCategory(std::string_view category, bool allow);
-  void SetCommand(const CommandSpec& spec, bool allow);
 
   std::string name_;
   bool enabled_ = false;
   bool nopass_ = false;
   int sanitize_ = 0;  // 0: neither flag set, 1: sanitize-payload, 2: skip-sanitize-payload
   std::vector<std::string> passwords_;  // SHA-256 hex
-  bool all_commands_ = false;           // +@all: future commands too
-  std::vector<uint8_t> allowed_;        // by CommandSpec::acl_id
-  bool all_keys_ = false;
-  std::vector<KeyPattern> keys_;
-  bool all_channels_ = false;
-  std::vector<std::string> channels_;
+  Selector root_;
+  std::vector<Selector> selectors_;  // "(...)", in the order given
   bool unrestricted_ = false;
   uint64_t version_ = 0;
 };
+
+// ACL SETUSER's arguments (or an aclfile line's words) with a selector split over several of
+// them ("(~a*", "+get)") joined again with single spaces, as Redis does. Returns the error text
+// (after "ERR ") when a selector is not closed.
+std::optional<std::string> MergeSelectorArgs(const std::vector<std::string_view>& args,
+                                             std::vector<std::string>* out);
 
 // A reactor's users by name. Owned by one reactor (or by the main thread before start).
 class Users {
@@ -124,16 +185,11 @@ class Users {
   std::vector<std::unique_ptr<User>> retired_;
 };
 
-// Why a call is refused.
-struct Denial {
-  enum Reason : uint8_t { kCommand, kKey, kChannel };
-  Reason reason;
-  std::string object;  // the command ("get", "client|setname"), key or channel
-};
-
 // The check: whether `user` may run this call. `spec` is the table's command (its keys), `sub`
 // the subcommand's spec for a container command (CLIENT SETNAME) or `spec` itself. Keys need
-// read for a read-only command and read and write otherwise.
+// read for a read-only command and read and write otherwise. With selectors, the call is
+// allowed when one selector allows it all; else the denial reported is Redis's "most relevant"
+// one: a channel's over a key's over a command's, then the one about the later argument.
 std::optional<Denial> Check(const User& user, const CommandSpec& spec, const CommandSpec& sub,
                             CmdArgs args);
 
@@ -142,6 +198,8 @@ std::optional<Denial> Check(const User& user, const CommandSpec& spec, const Com
 std::string DenialError(const Denial& d);
 std::string DenialDryRun(const Denial& d);
 std::string_view DenialScriptError(const Denial& d);
+// The error of a command queued in MULTI that the user's rules no longer allow at EXEC.
+std::string DenialAtExec(const Denial& d);
 // ACL LOG's reason field.
 std::string_view DenialReason(const Denial& d);
 

@@ -40,6 +40,16 @@ inline constexpr std::string_view kNoPermChannel =
 inline std::string NoPermCommand(std::string_view cmd) {
   return "NOPERM this user has no permissions to run the '" + std::string(cmd) + "' command";
 }
+// A command queued in MULTI that its user's rules, changed since, no longer allow at EXEC
+// (Redis 7.0's execCommand): the prefix, then one reason per kind of refusal.
+inline constexpr std::string_view kNoPermAtExec =
+    "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC "
+    "call. This command is no longer allowed for the following reason: ";
+inline constexpr std::string_view kNoPermAtExecCommand =
+    "no permission to execute the command or subcommand";
+inline constexpr std::string_view kNoPermAtExecKey = "no permission to touch the specified keys";
+inline constexpr std::string_view kNoPermAtExecChannel =
+    "no permission to access one of the channels used as arguments";
 // The same refusals inside a script (redis.call): Redis's scriptVerifyACL words.
 inline constexpr std::string_view kScriptNoPermCommand =
     "The user executing the script can't run this command or subcommand";

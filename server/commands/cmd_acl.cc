@@ -74,13 +74,18 @@ void SetUser(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   // Every rule is tried on a copy first: a bad one changes nothing anywhere, as in Redis.
   const acl::User* existing = conn.reactor().acl_users().Find(name);
   acl::User probe = existing ? *existing : acl::User(name);
+  // A selector may come split over several arguments ("(~a*", "+get)").
   std::vector<std::string> rules;
-  for (size_t i = 3; i < args.size(); i++) {
-    if (auto err = probe.ApplyRule(args[i])) {
-      rb.Error("ERR Error in ACL SETUSER modifier '" + std::string(args[i]) + "': " + *err);
+  const std::vector<std::string_view> given(args.begin() + 3, args.end());
+  if (auto err = acl::MergeSelectorArgs(given, &rules)) {
+    rb.Error("ERR " + *err);
+    return;
+  }
+  for (const std::string& rule : rules) {
+    if (auto err = probe.ApplyRule(rule)) {
+      rb.Error("ERR Error in ACL SETUSER modifier '" + rule + "': " + *err);
       return;
     }
-    rules.emplace_back(args[i]);
   }
   OnEveryReactor(
       conn,
@@ -100,7 +105,7 @@ void GetUser(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   rb.MapHeader(6);
   rb.Bulk("flags");
   const std::vector<std::string> flags = u->Flags();
-  rb.ArrayHeader(flags.size());
+  rb.SetHeader(flags.size());  // a set in RESP3, as Redis
   for (const std::string& f : flags) rb.Bulk(f);
   rb.Bulk("passwords");
   rb.ArrayHeader(u->password_hashes().size());
@@ -112,7 +117,16 @@ void GetUser(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   rb.Bulk("channels");
   rb.Bulk(u->DescribeChannels());
   rb.Bulk("selectors");
-  rb.ArrayHeader(0);
+  rb.ArrayHeader(u->selectors().size());
+  for (const acl::Selector& s : u->selectors()) {
+    rb.MapHeader(3);
+    rb.Bulk("commands");
+    rb.Bulk(s.DescribeCommands());
+    rb.Bulk("keys");
+    rb.Bulk(s.DescribeKeys());
+    rb.Bulk("channels");
+    rb.Bulk(s.DescribeChannels());
+  }
 }
 
 void DelUser(CmdArgs args, Connection& conn, ReplyBuilder& rb) {

@@ -559,8 +559,29 @@ bool Connection::AclRefuses(const CommandSpec* spec, CmdArgs args, CommandStats&
   reactor_->stats().acl_access_denied[denial->reason]++;
   LogAclDenial(acl::DenialReason(*denial), denial->object, user_->name(),
                in_multi_ ? "multi" : "toplevel");
+  if (in_multi_ && spec->name == "exec") {
+    // A refused EXEC discards the transaction, saying why (Redis's execCommandAbort).
+    ResetTransactionState();
+    ReplyError(errors::ExecAbortBecause(acl::DenialError(*denial)));
+    return true;
+  }
   if (in_multi_) multi_error_ = true;
   ReplyError(acl::DenialError(*denial));
+  return true;
+}
+
+bool Connection::AclRefusesAtExec(const CommandSpec* spec, CmdArgs args, std::string* replies,
+                                  int resp) {
+  const CommandSpec* sub = spec;
+  if (!spec->subcommands.empty() && args.size() > 1) {
+    if (const CommandSpec* s = CommandTable::FindSubcommand(*spec, args[1])) sub = s;
+  }
+  auto denial = acl::Check(*user_, *spec, *sub, args);
+  if (!denial) return false;
+  reactor_->stats().acl_access_denied[denial->reason]++;
+  LogAclDenial(acl::DenialReason(*denial), denial->object, user_->name(), "multi");
+  protocol::ReplyBuilder rb(replies, resp);
+  rb.Error(acl::DenialAtExec(*denial));
   return true;
 }
 

@@ -294,6 +294,10 @@ class Connection {
   void Dispatch(CmdArgs args);
   // ACL, for a user who may not do everything: refuses the call (NOPERM, ACL LOG) and says so.
   [[gnu::noinline]] bool AclRefuses(const CommandSpec* spec, CmdArgs args, CommandStats& cs);
+  // ACL again at EXEC for a queued command (the user's rules may have changed since it was
+  // queued, as Redis 7.0 checks): refuses it (its NOPERM in `replies`, ACL LOG) and says so.
+  [[gnu::noinline]] bool AclRefusesAtExec(const CommandSpec* spec, CmdArgs args,
+                                          std::string* replies, int resp);
   void Execute(const CommandSpec* spec, CmdArgs args);
   // A Lua script past busy-reply-threshold runs on a shard this command needs (`shard`: where
   // Execute would run it).

@@ -222,6 +222,12 @@ void Connection::ExecNext() {
     QueuedCommand& q = st.cmds[st.next++];
     std::vector<std::string_view> views = q.args->Views();
     CmdArgs a(views.data(), views.size());
+    // ACL again: another connection's ACL SETUSER may have taken a right away since MULTI.
+    // A refused command is not run, nor counted (as Redis).
+    if (!user_->unrestricted() && AclRefusesAtExec(q.spec, a, &st.replies, st.resp))
+        [[unlikely]] {
+      continue;
+    }
     reactor_->stats().commands_processed++;
     if (q.spec->shard_handler) {
       int shard = q.spec->has_keys() ? KeyShard(q.spec, a) : -1;

@@ -29,6 +29,11 @@ RELEASE = ('if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del"
            'else return 0 end')
 
 
+# A queued command its user's rules no longer allow at EXEC (Redis 7.0's execCommand).
+AT_EXEC = ("NOPERM ACLs rules changed between the moment the transaction was accumulated and the "
+           "EXEC call. This command is no longer allowed for the following reason: ")
+
+
 def noperm_cmd(name):
     return error("NOPERM this user has no permissions to run the '%s' command" % name)
 
@@ -123,6 +128,65 @@ class AclTest(harness.ServerTestCase):
         ], c=c)
         self.assertReply(integer(0), "EXISTS", "lock:app1:a")
 
+    def test_exec_checks_queued_commands_again(self):
+        # Rules changed by another connection between MULTI and EXEC take effect at EXEC: each
+        # queued command is checked again, a refused one replies NOPERM in EXEC's array.
+        c = self.app1()
+        self.assertReplies([
+            (("MULTI",), OK),
+            (("SET", "lock:app1:a", "v"), b"+QUEUED\r\n"),
+            (("GET", "lock:app1:b"), b"+QUEUED\r\n"),
+            (("PUBLISH", "news1", "m"), b"+QUEUED\r\n"),
+            (("PING",), b"+QUEUED\r\n"),
+            (("CLIENT", "SETNAME", "x"), b"+QUEUED\r\n"),
+            (("SET", "lock:app1:z", "v"), b"+QUEUED\r\n"),
+        ], c=c)
+        self.assertReply(OK, "ACL", "SETUSER", "app1", "resetkeys", "~lock:app1:z", "~other:*",
+                         "resetchannels", "-ping", "-client|setname")
+        self.assertReply(array(
+            error(AT_EXEC + "no permission to touch the specified keys"),
+            error(AT_EXEC + "no permission to touch the specified keys"),
+            error(AT_EXEC + "no permission to access one of the channels used as arguments"),
+            error(AT_EXEC + "no permission to execute the command or subcommand"),
+            error(AT_EXEC + "no permission to execute the command or subcommand"),
+            OK), "EXEC", c=c)
+        self.assertReply(integer(0), "EXISTS", "lock:app1:a")
+        self.assertReply(integer(1), "EXISTS", "lock:app1:z")
+        entries = [dict(zip(e[0::2], e[1::2])) for e in self.c.call("ACL", "LOG")]
+        self.assertEqual([(e[b"reason"], e[b"context"], e[b"object"]) for e in entries], [
+            (b"command", b"multi", b"client|setname"),
+            (b"command", b"multi", b"ping"),
+            (b"channel", b"multi", b"news1"),
+            (b"key", b"multi", b"lock:app1:b"),
+            (b"key", b"multi", b"lock:app1:a"),
+        ])
+        self.assertIn(b"cmd=exec", entries[0][b"client-info"])
+
+    def test_exec_refused_after_multi_discards(self):
+        c = self.app1()
+        self.assertReplies([(("MULTI",), OK), (("SET", "lock:app1:a", "v"), b"+QUEUED\r\n")],
+                           c=c)
+        self.assertReply(OK, "ACL", "SETUSER", "app1", "-exec")
+        self.assertReplies([
+            (("EXEC",), error("EXECABORT Transaction discarded because of: NOPERM this user has "
+                              "no permissions to run the 'exec' command")),
+            (("DISCARD",), error("ERR DISCARD without MULTI")),
+        ], c=c)
+        self.assertReply(integer(0), "EXISTS", "lock:app1:a")
+        entry = dict(zip(*[iter(self.c.call("ACL", "LOG", "1")[0])] * 2))
+        self.assertEqual((entry[b"reason"], entry[b"context"], entry[b"object"]),
+                         (b"command", b"multi", b"exec"))
+
+    def test_user_turned_off_keeps_its_connections(self):
+        # As Redis 7.0: "off" refuses new AUTHs; a connection already in keeps its rights, and
+        # its EXEC runs.
+        c = self.app1()
+        self.assertReplies([(("MULTI",), OK), (("SET", "lock:app1:a", "v"), b"+QUEUED\r\n")],
+                           c=c)
+        self.assertReply(OK, "ACL", "SETUSER", "app1", "off")
+        self.assertReply(array(OK), "EXEC", c=c)
+        self.assertReply(bulk("v"), "GET", "lock:app1:a", c=c)
+
     def test_scripts_check_their_keys(self):
         c = self.app1()
         self.assertReply(OK, "SET", "lock:app2:a", "tok")
@@ -206,6 +270,145 @@ class AclTest(harness.ServerTestCase):
             bulk("channels"), bulk("&chan*"),
             bulk("selectors"), array()), "ACL", "GETUSER", "app2")
         self.assertReply(NIL, "ACL", "GETUSER", "nobody")
+
+    def test_selectors(self):
+        # Redis 7's selectors: the call is allowed when the root rules or one "(...)" allows it.
+        self.assertReply(OK, "ACL", "SETUSER", "app2", "on", ">pw2", "~root:*", "+@all",
+                         "-@dangerous", "(~sel:* +get %R~ro:* &ch*)", "(+set", "~w:*)")
+        listed = [x for x in self.c.call("ACL", "LIST") if x.startswith(b"user app2 ")]
+        self.assertEqual(listed, [(
+            "user app2 on #%s ~root:* resetchannels +@all -@dangerous (~sel:* %%R~ro:* "
+            "resetchannels &ch* -@all +get) (~w:* resetchannels -@all +set)" % PW2).encode()])
+        self.assertReply(array(
+            bulk("flags"), array(bulk("on")),
+            bulk("passwords"), array(bulk(PW2)),
+            bulk("commands"), bulk("+@all -@dangerous"),
+            bulk("keys"), bulk("~root:*"),
+            bulk("channels"), bulk(""),
+            bulk("selectors"), array(
+                array(bulk("commands"), bulk("-@all +get"), bulk("keys"),
+                      bulk("~sel:* %R~ro:*"), bulk("channels"), bulk("&ch*")),
+                array(bulk("commands"), bulk("-@all +set"), bulk("keys"), bulk("~w:*"),
+                      bulk("channels"), bulk("")))), "ACL", "GETUSER", "app2")
+        c = self.conn()
+        self.assertEqual(c.cmd("AUTH", "app2", "pw2"), OK)
+        self.assertReplies([
+            (("GET", "sel:1"), NIL),
+            (("GET", "ro:1"), NIL),
+            (("SET", "ro:1", "v"), NOPERM_KEY),
+            (("SET", "w:1", "v"), OK),
+            (("GET", "w:1"), NOPERM_KEY),
+            (("SET", "root:1", "v"), OK),
+            (("MGET", "root:1", "sel:1"), NOPERM_KEY),
+            (("PUBLISH", "ch1", "m"), NOPERM_CHANNEL),  # the selector has &ch* but not PUBLISH
+            (("FLUSHALL",), noperm_cmd("flushall")),
+        ], c=c)
+        entries = [dict(zip(e[0::2], e[1::2])) for e in self.c.call("ACL", "LOG")]
+        self.assertEqual([(e[b"reason"], e[b"object"]) for e in entries], [
+            (b"command", b"flushall"), (b"channel", b"ch1"), (b"key", b"sel:1"),
+            (b"key", b"w:1"), (b"key", b"ro:1")])
+
+        def dry(*args):
+            return self.c.cmd("ACL", "DRYRUN", "app2", *args)
+        self.assertEqual(dry("GET", "sel:1"), OK)
+        self.assertEqual(dry("SET", "sel:1", "v"),
+                         bulk("This user has no permissions to access the 'sel:1' key"))
+        self.assertEqual(dry("MGET", "zz", "sel:1"),
+                         bulk("This user has no permissions to access the 'zz' key"))
+        self.assertEqual(dry("MGET", "root:1", "sel:1"),
+                         bulk("This user has no permissions to access the 'sel:1' key"))
+        self.assertEqual(dry("SUBSCRIBE", "ch1", "zz"),
+                         bulk("This user has no permissions to access the 'ch1' channel"))
+        self.assertEqual(dry("FLUSHALL"),
+                         bulk("This user has no permissions to run the 'flushall' command"))
+        # A script's redis.call is checked against every selector too: GET only a selector
+        # allows, DEL none.
+        self.assertReply(OK, "ACL", "SETUSER", "app2", "reset", "on", ">pw2", "~k*", "+@all",
+                         "-get", "-del", "(+get ~k*)")
+        self.assertReply(OK, "SET", "k1", "v", c=c)
+        self.assertReply(bulk("v"), "EVAL", "return redis.call('get', KEYS[1])", "1", "k1", c=c)
+        got = c.cmd("EVAL", "return redis.call('del', KEYS[1])", "1", "k1")
+        self.assertTrue(got.startswith(
+            b"-ERR The user executing the script can't run this command or subcommand"), got)
+        # clearselectors takes them away at once.
+        self.assertReply(OK, "ACL", "SETUSER", "app2", "clearselectors")
+        self.assertReply(noperm_cmd("get"), "GET", "k1", c=c)
+        self.assertEqual(self.c.call("ACL", "GETUSER", "app2")[-1], [])
+
+    def test_getuser_resp3(self):
+        # RESP3: flags a set, each selector a map, as Redis 7.0.
+        self.assertReply(OK, "ACL", "SETUSER", "app2", "(~a* +get)")
+        c = self.conn()
+        c.cmd("HELLO", "3")
+        self.assertReply(
+            b"%6\r\n$5\r\nflags\r\n~1\r\n$3\r\noff\r\n$9\r\npasswords\r\n*0\r\n"
+            b"$8\r\ncommands\r\n$5\r\n-@all\r\n$4\r\nkeys\r\n$0\r\n\r\n"
+            b"$8\r\nchannels\r\n$0\r\n\r\n$9\r\nselectors\r\n*1\r\n%3\r\n"
+            b"$8\r\ncommands\r\n$10\r\n-@all +get\r\n$4\r\nkeys\r\n$3\r\n~a*\r\n"
+            b"$8\r\nchannels\r\n$0\r\n\r\n", "ACL", "GETUSER", "app2", c=c)
+
+    def test_selector_errors(self):
+        self.assertReplies([
+            (("ACL", "SETUSER", "app1", "(~a*", "+get"),
+             error("ERR Unmatched parenthesis in acl selector starting at '(~a*'.")),
+            (("ACL", "SETUSER", "app1", "(~a*)x"),
+             error("ERR Unmatched parenthesis in acl selector starting at '(~a*)x'.")),
+            (("ACL", "SETUSER", "app1", "(on)"),
+             error("ERR Error in ACL SETUSER modifier '(on)': Syntax error")),
+            (("ACL", "SETUSER", "app1", "(~a*", "reset)"),
+             error("ERR Error in ACL SETUSER modifier '(~a* reset)': Syntax error")),
+            (("ACL", "SETUSER", "app1", "(+nocmd)"),
+             error("ERR Error in ACL SETUSER modifier '(+nocmd)': Unknown command or category "
+                   "name in ACL")),
+            (("ACL", "SETUSER", "app1", "x)"),
+             error("ERR Error in ACL SETUSER modifier 'x)': Syntax error")),
+            (("ACL", "SETUSER", "app1", "(~* ~a*)"),
+             error("ERR Error in ACL SETUSER modifier '(~* ~a*)': Adding a pattern after the * "
+                   "pattern (or the 'allkeys' flag) is not valid and does not have any effect. "
+                   "Try 'resetkeys' to start with an empty list of patterns")),
+        ])
+        self.assertEqual(self.c.call("ACL", "GETUSER", "app1")[-1], [])
+        self.assertReply(OK, "ACL", "SETUSER", "app1", "()", "(  ~b*   +get  )", "(~x*)",
+                         "reset")
+        listed = [x for x in self.c.call("ACL", "LIST") if x.startswith(b"user app1 ")]
+        self.assertEqual(listed, [b"user app1 off sanitize-payload resetchannels -@all"])
+
+    def test_first_argument_rules(self):
+        # "+select|0": a command without subcommands allowed with that first argument only.
+        self.assertReply(OK, "ACL", "SETUSER", "app2", "on", "nopass", "~*", "-@all",
+                         "+select|0", "+select|SIX", "(+select|7 ~x)")
+        listed = [x for x in self.c.call("ACL", "LIST") if x.startswith(b"user app2 ")]
+        self.assertEqual(listed, [b"user app2 on nopass ~* resetchannels -@all +select|0 "
+                                  b"+select|SIX (~x resetchannels -@all +select|7)"])
+        c = self.conn()
+        self.assertReplies([
+            (("AUTH", "app2", "x"), OK),
+            (("SELECT", "0"), OK),
+            (("SELECT", "7"), OK),
+            (("SELECT", "1"), noperm_cmd("select")),
+            (("SELECT", "six"), error("ERR value is not an integer or out of range")),
+            (("PING",), noperm_cmd("ping")),
+            (("AUTH", "app2", "x"), OK),  # AUTH is never refused
+        ], c=c)
+        self.assertEqual(self.c.cmd("ACL", "DRYRUN", "app2", "SELECT", "1"),
+                         bulk("This user has no permissions to run the 'select' command"))
+        # Allowed whole (here by category), the command forgets its first arguments.
+        self.assertReply(OK, "ACL", "SETUSER", "app2", "clearselectors", "+@connection",
+                         "-select")
+        listed = [x for x in self.c.call("ACL", "LIST") if x.startswith(b"user app2 ")]
+        self.assertEqual(listed, [b"user app2 on nopass ~* resetchannels -@all +@connection "
+                                  b"-select"])
+        self.assertReply(noperm_cmd("select"), "SELECT", "0", c=c)
+        self.assertReplies([
+            (("ACL", "SETUSER", "app2", "-select|0"),
+             error("ERR Error in ACL SETUSER modifier '-select|0': Unknown command or category "
+                   "name in ACL")),
+            (("ACL", "SETUSER", "app2", "+select|"),
+             error("ERR Error in ACL SETUSER modifier '+select|': Syntax error")),
+            (("ACL", "SETUSER", "app2", "+client|setname|x"),
+             error("ERR Error in ACL SETUSER modifier '+client|setname|x': Allowing first-arg "
+                   "of a subcommand is not supported")),
+        ])
 
     def test_setuser_errors(self):
         self.assertReplies([
@@ -352,6 +555,28 @@ class AclFileTest(unittest.TestCase):
                 f.write("user app1 on badrule\n")
             self.assertTrue(c.cmd("ACL", "LOAD").startswith(b"-ERR "))
             self.assertEqual(len(c.call("ACL", "LIST")), 2)
+
+    def test_selectors_round_trip(self):
+        with open(self.path, "w") as f:
+            f.write("user default on nopass ~* &* +@all\n")
+            f.write("user s on nopass ~root:* (~a* +get) (  ~b*   +set  )\n")
+        line = ("user s on nopass ~root:* resetchannels -@all (~a* resetchannels -@all +get) "
+                "(~b* resetchannels -@all +set)")
+        with harness.RespConn(self.server.port) as c:
+            self.assertEqual(c.cmd("ACL", "LOAD"), OK)
+            self.assertEqual(c.cmd("ACL", "LIST"), array(
+                bulk("user default on nopass ~* &* +@all"), bulk(line)))
+            with harness.RespConn(self.server.port) as a:
+                self.assertEqual(a.cmd("AUTH", "s", "x"), OK)
+                self.assertEqual(a.cmd("SET", "b:1", "v"), OK)
+                self.assertEqual(a.cmd("GET", "a:1"), NIL)
+                self.assertEqual(a.cmd("GET", "b:1"), NOPERM_KEY)
+            self.assertEqual(c.cmd("ACL", "SAVE"), OK)
+            with open(self.path) as f:
+                self.assertEqual(f.read(), "user default on nopass ~* &* +@all\n" + line + "\n")
+            self.assertEqual(c.cmd("ACL", "LOAD"), OK)
+            self.assertEqual(c.cmd("ACL", "LIST"), array(
+                bulk("user default on nopass ~* &* +@all"), bulk(line)))
 
     def test_without_aclfile_load_and_save_refuse(self):
         server = harness.ServerProcess().start()
