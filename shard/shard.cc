@@ -46,7 +46,9 @@ bool Shard::FillEvictionPool(int samples) {
     any = true;
     evict_sample_.clear();
     db.SampleVolatile(static_cast<size_t>(std::max(samples, 1)), &evict_sample_);
-    for (auto& [key, at] : evict_sample_) {
+    for (auto& [key, sampled_at] : evict_sample_) {
+      // (A copy: clang 14, the fuzz build's compiler, cannot capture a structured binding.)
+      const auto at = sampled_at;
       // Insert in order of expire time, unless the pool is full of sooner ones, or holds it.
       auto it = std::find_if(evict_pool_.begin(), evict_pool_.end(),
                              [&](const EvictCandidate& c) { return c.expire_at > at; });
