@@ -4,7 +4,6 @@
 #include <absl/strings/numbers.h>
 
 #include <cstdio>
-
 #include <cstring>
 #include <functional>
 
@@ -31,18 +30,16 @@ std::optional<std::string> SetInt(int64_t* dst, std::string_view v, int64_t lo, 
     if (ParseNumber(v, &x)) n = x;
   }
   if (!n) return std::string("argument couldn't be parsed into an integer");
-  if (*n < lo || *n > hi) return std::string("argument must be between ") + std::to_string(lo) +
-                                 " and " + std::to_string(hi) + " inclusive";
+  if (*n < lo || *n > hi)
+    return std::string("argument must be between ") + std::to_string(lo) + " and " +
+           std::to_string(hi) + " inclusive";
   *dst = *n;
   return std::nullopt;
 }
 
 template <typename T>
-std::function<std::optional<std::string>(Config&, std::string_view)> IntSetter(T Config::*field,
-                                                                               int64_t lo,
-                                                                               int64_t hi,
-                                                                               bool memory =
-                                                                                   false) {
+std::function<std::optional<std::string>(Config&, std::string_view)> IntSetter(
+    T Config::*field, int64_t lo, int64_t hi, bool memory = false) {
   return [=](Config& c, std::string_view v) -> std::optional<std::string> {
     int64_t x = 0;
     if (auto err = SetInt(&x, v, lo, hi, memory)) return err;
@@ -82,231 +79,211 @@ std::function<std::string(const Config&)> StringGetter(std::string Config::*fiel
   return [=](const Config& c) { return c.*field; };
 }
 
+// A setting's value named in CONFIG and on the command line, and the enum value it stands for.
+template <typename E>
+struct Named {
+  const char* name;
+  E value;
+};
+
+// In the order Redis's "must be one of the following" error lists them.
+constexpr Named<Config::PipelineOrder> kPipelineOrders[] = {{"sent", Config::PipelineOrder::kSent},
+                                                            {"key", Config::PipelineOrder::kKey}};
+constexpr Named<Config::Pin> kPins[] = {
+    {"auto", Config::Pin::kAuto}, {"yes", Config::Pin::kYes}, {"no", Config::Pin::kNo}};
+constexpr Named<Config::Fsync> kFsyncs[] = {{"everysec", Config::Fsync::kEverySec},
+                                            {"always", Config::Fsync::kAlways},
+                                            {"no", Config::Fsync::kNo}};
+constexpr Named<Config::MaxmemoryPolicy> kMaxmemoryPolicies[] = {
+    {"volatile-ttl", Config::MaxmemoryPolicy::kVolatileTtl},
+    {"noeviction", Config::MaxmemoryPolicy::kNoEviction}};
+// Settings kept as their (lower-case) name.
+constexpr const char* kLoglevels[] = {"debug", "verbose", "notice", "warning", "nothing"};
+constexpr const char* kDebugCommandModes[] = {"no", "yes", "local"};
+constexpr const char* kTlsAuthClients[] = {"no", "yes", "optional"};
+
+const char* NameOf(const char* n) { return n; }
+template <typename E>
+const char* NameOf(const Named<E>& n) {
+  return n.name;
+}
+
+template <typename T, size_t N>
+std::string OneOfError(const T (&names)[N]) {
+  std::string out = "argument(s) must be one of the following: ";
+  for (size_t i = 0; i < N; i++) {
+    if (i > 0) out += ", ";
+    out += NameOf(names[i]);
+  }
+  return out;
+}
+
+template <typename E, size_t N>
+std::function<std::optional<std::string>(Config&, std::string_view)> EnumSetter(
+    E Config::*field, const Named<E> (&names)[N]) {
+  return [field, &names](Config& c, std::string_view v) -> std::optional<std::string> {
+    for (const auto& n : names) {
+      if (EqualsIgnoreCase(n.name, v)) {
+        c.*field = n.value;
+        return std::nullopt;
+      }
+    }
+    return OneOfError(names);
+  };
+}
+
+template <typename E, size_t N>
+const char* EnumName(const Named<E> (&names)[N], E value) {
+  for (const auto& n : names) {
+    if (n.value == value) return n.name;
+  }
+  return names[0].name;
+}
+
+template <typename E, size_t N>
+std::function<std::string(const Config&)> EnumGetter(E Config::*field, const Named<E> (&names)[N]) {
+  return [field, &names](const Config& c) { return std::string(EnumName(names, c.*field)); };
+}
+
+template <size_t N>
+std::function<std::optional<std::string>(Config&, std::string_view)> ChoiceSetter(
+    std::string Config::*field, const char* const (&names)[N]) {
+  return [field, &names](Config& c, std::string_view v) -> std::optional<std::string> {
+    for (const char* n : names) {
+      if (EqualsIgnoreCase(n, v)) {
+        c.*field = n;
+        return std::nullopt;
+      }
+    }
+    return OneOfError(names);
+  };
+}
+
 const std::vector<Setting>& Settings() {
-  static const std::vector<Setting> kSettings =
-      {
-          {"port", false, IntSetter(&Config::port, 0, 65535), IntGetter(&Config::port)},
-          {"bind", false,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             c.bind = std::string(v);
-             return std::nullopt;
-           },
-           [](const Config& c) { return c.bind; }},
-          {"threads", false, IntSetter(&Config::threads, 0, 256), IntGetter(&Config::threads)},
-          {"requirepass", true,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             c.requirepass = std::string(v);
-             return std::nullopt;
-           },
-           [](const Config& c) { return c.requirepass; }},
-          {"aclfile", false,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             c.aclfile = std::string(v);
-             return std::nullopt;
-           },
-           [](const Config& c) { return c.aclfile; }},
-          {"protected-mode", true, BoolSetter(&Config::protected_mode),
-           BoolGetter(&Config::protected_mode)},
-          {"databases", false, IntSetter(&Config::databases, 1, 1024),
-           IntGetter(&Config::databases)},
-          {"proto-max-bulk-len", true,
-           IntSetter(&Config::proto_max_bulk_len, 1024 * 1024, INT64_MAX, true),
-           IntGetter(&Config::proto_max_bulk_len)},
-          {"max-multibulk-len", true, IntSetter(&Config::max_multibulk_len, 1, INT32_MAX),
-           IntGetter(&Config::max_multibulk_len)},
-          {"client-query-buffer-limit", true,
-           IntSetter(&Config::client_query_buffer_limit, 1024 * 1024, INT64_MAX, true),
-           IntGetter(&Config::client_query_buffer_limit)},
-          {"maxclients", true, IntSetter(&Config::maxclients, 1, INT32_MAX),
-           IntGetter(&Config::maxclients)},
-          {"hz", true, IntSetter(&Config::hz, 1, 500), IntGetter(&Config::hz)},
-          {"pipeline-order", false,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             std::string l = AsciiLower(v);
-             if (l == "sent") {
-               c.pipeline_order = Config::PipelineOrder::kSent;
-             } else if (l == "key") {
-               c.pipeline_order = Config::PipelineOrder::kKey;
-             } else {
-               return std::string("argument(s) must be one of the following: sent, key");
-             }
-             return std::nullopt;
-           },
-           [](const Config& c) {
-             return std::string(c.pipeline_order == Config::PipelineOrder::kKey ? "key" : "sent");
-           }},
-          {"pin", false,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             std::string l = AsciiLower(v);
-             if (l == "auto") {
-               c.pin = Config::Pin::kAuto;
-             } else if (l == "yes") {
-               c.pin = Config::Pin::kYes;
-             } else if (l == "no") {
-               c.pin = Config::Pin::kNo;
-             } else {
-               return std::string("argument(s) must be one of the following: auto, yes, no");
-             }
-             return std::nullopt;
-           },
-           [](const Config& c) {
-             return std::string(c.pin == Config::Pin::kYes  ? "yes"
-                                : c.pin == Config::Pin::kNo ? "no"
-                                                            : "auto");
-           }},
-          {"move-connections", true, BoolSetter(&Config::move_connections),
-           BoolGetter(&Config::move_connections)},
-          {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
-          {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
-          {"busy-reply-threshold", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
-           IntGetter(&Config::busy_reply_threshold_ms)},
-          {"lua-time-limit", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
-           IntGetter(&Config::busy_reply_threshold_ms)},
-          {"loglevel", true,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             std::string l = AsciiLower(v);
-             if (l != "debug" && l != "verbose" && l != "notice" && l != "warning" &&
-                 l != "nothing") {
-               return std::string(
-                   "argument(s) must be one of the following: debug, verbose, "
-                   "notice, warning, nothing");
-             }
-             c.loglevel = l;
-             return std::nullopt;
-           },
-           [](const Config& c) { return c.loglevel; }},
-          {"appendonly", false, BoolSetter(&Config::appendonly), BoolGetter(&Config::appendonly)},
-          {"appendfsync", true,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             std::string l = AsciiLower(v);
-             if (l == "always") {
-               c.appendfsync = Config::Fsync::kAlways;
-             } else if (l == "everysec") {
-               c.appendfsync = Config::Fsync::kEverySec;
-             } else if (l == "no") {
-               c.appendfsync = Config::Fsync::kNo;
-             } else {
-               return std::string("argument(s) must be one of the following: everysec, always, no");
-             }
-             return std::nullopt;
-           },
-           [](const Config& c) { return std::string(FsyncName(c.appendfsync)); }},
-          {"dir", false,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             if (v.empty()) return std::string("the directory name cannot be empty");
-             c.dir = std::string(v);
-             return std::nullopt;
-           },
-           [](const Config& c) { return c.dir; }},
-          {"auto-aof-rewrite-percentage", true,
-           IntSetter(&Config::auto_aof_rewrite_percentage, 0, INT32_MAX),
-           IntGetter(&Config::auto_aof_rewrite_percentage)},
-          {"auto-aof-rewrite-min-size", true,
-           IntSetter(&Config::auto_aof_rewrite_min_size, 0, INT64_MAX, true),
-           IntGetter(&Config::auto_aof_rewrite_min_size)},
-          {"aof-load-truncated", true, BoolSetter(&Config::aof_load_truncated),
-           BoolGetter(&Config::aof_load_truncated)},
-          {"aof-load-damaged", true, BoolSetter(&Config::aof_load_damaged),
-           BoolGetter(&Config::aof_load_damaged)},
-          {"client-output-buffer-limit", true,
-           [](Config& c, std::string_view v) { return c.client_output_buffer_limit.Parse(v); },
-           [](const Config& c) { return c.client_output_buffer_limit.Format(); }},
-          {"maxmemory", true, IntSetter(&Config::maxmemory, 0, INT64_MAX, true),
-           IntGetter(&Config::maxmemory)},
-          // noeviction, the lock-safe default (no lock is dropped to make room), and
-          // volatile-ttl (keys with a TTL go, soonest-to-expire first).
-          {"maxmemory-policy", true,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             const std::string l = AsciiLower(v);
-             if (l == "noeviction") {
-               c.maxmemory_policy = Config::MaxmemoryPolicy::kNoEviction;
-             } else if (l == "volatile-ttl") {
-               c.maxmemory_policy = Config::MaxmemoryPolicy::kVolatileTtl;
-             } else {
-               return std::string(
-                   "argument(s) must be one of the following: volatile-ttl, noeviction");
-             }
-             return std::nullopt;
-           },
-           [](const Config& c) { return std::string(MaxmemoryPolicyName(c.maxmemory_policy)); }},
-          {"maxmemory-samples", true, IntSetter(&Config::maxmemory_samples, 1, 64),
-           IntGetter(&Config::maxmemory_samples)},
-          {"slowlog-log-slower-than", true,
-           IntSetter(&Config::slowlog_log_slower_than, -1, INT64_MAX),
-           IntGetter(&Config::slowlog_log_slower_than)},
-          {"slowlog-max-len", true, IntSetter(&Config::slowlog_max_len, 0, INT64_MAX),
-           IntGetter(&Config::slowlog_max_len)},
-          {"latency-tracking", true, BoolSetter(&Config::latency_tracking),
-           BoolGetter(&Config::latency_tracking)},
-          {"latency-tracking-info-percentiles", true,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             std::vector<double> out;
-             std::string words(v);
-             for (char *save = nullptr, *w = strtok_r(words.data(), " ", &save); w;
-                  w = strtok_r(nullptr, " ", &save)) {
-               char* end = nullptr;
-               double d = strtod(w, &end);
-               if (*end != '\0' || !(d >= 0 && d <= 100)) {
-                 return std::string(
-                     "latency-tracking-info-percentiles parameter should be "
-                     "between 0.0 and 100.0");
-               }
-               out.push_back(d);
-             }
-             c.latency_tracking_info_percentiles = std::move(out);
-             return std::nullopt;
-           },
-           [](const Config& c) {
-             std::string out;
-             for (double d : c.latency_tracking_info_percentiles) {
-               if (!out.empty()) out += ' ';
-               char buf[32];
-               snprintf(buf, sizeof(buf), "%g", d);
-               out += buf;
-             }
-             return out;
-           }},
-          {"latency-monitor-threshold", true,
-           IntSetter(&Config::latency_monitor_threshold, 0, INT64_MAX),
-           IntGetter(&Config::latency_monitor_threshold)},
-          {"enable-debug-command", false,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             std::string l = AsciiLower(v);
-             if (l != "no" && l != "yes" && l != "local") {
-               return std::string("argument(s) must be one of the following: no, yes, local");
-             }
-             c.enable_debug_command = l;
-             return std::nullopt;
-           },
-           [](const Config& c) { return c.enable_debug_command; }},
-          // TLS, fixed at start (Redis reloads them on CONFIG SET; deadbolt does not yet).
-          {"tls-port", false, IntSetter(&Config::tls_port, 0, 65535), IntGetter(&Config::tls_port)},
-          {"tls-cert-file", false, StringSetter(&Config::tls_cert_file),
-           StringGetter(&Config::tls_cert_file)},
-          {"tls-key-file", false, StringSetter(&Config::tls_key_file),
-           StringGetter(&Config::tls_key_file)},
-          {"tls-ca-cert-file", false, StringSetter(&Config::tls_ca_cert_file),
-           StringGetter(&Config::tls_ca_cert_file)},
-          {"tls-auth-clients", false,
-           [](Config& c, std::string_view v) -> std::optional<std::string> {
-             std::string l = AsciiLower(v);
-             if (l != "yes" && l != "no" && l != "optional") {
-               return std::string("argument(s) must be one of the following: no, yes, optional");
-             }
-             c.tls_auth_clients = l;
-             return std::nullopt;
-           },
-           StringGetter(&Config::tls_auth_clients)},
-          {"tls-protocols", false, StringSetter(&Config::tls_protocols),
-           StringGetter(&Config::tls_protocols)},
-          {"tls-ciphersuites", false, StringSetter(&Config::tls_ciphersuites),
-           StringGetter(&Config::tls_ciphersuites)},
-          {"tls-ciphers", false, StringSetter(&Config::tls_ciphers),
-           StringGetter(&Config::tls_ciphers)},
-          // Fixed at start: the delay counts from then.
-          {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
-           IntGetter(&Config::restart_delay_ms)},
-      };
+  static const std::vector<Setting> kSettings = {
+      {"port", false, IntSetter(&Config::port, 0, 65535), IntGetter(&Config::port)},
+      {"bind", false, StringSetter(&Config::bind), StringGetter(&Config::bind)},
+      {"threads", false, IntSetter(&Config::threads, 0, 256), IntGetter(&Config::threads)},
+      {"requirepass", true, StringSetter(&Config::requirepass), StringGetter(&Config::requirepass)},
+      {"aclfile", false, StringSetter(&Config::aclfile), StringGetter(&Config::aclfile)},
+      {"protected-mode", true, BoolSetter(&Config::protected_mode),
+       BoolGetter(&Config::protected_mode)},
+      {"databases", false, IntSetter(&Config::databases, 1, 1024), IntGetter(&Config::databases)},
+      {"proto-max-bulk-len", true,
+       IntSetter(&Config::proto_max_bulk_len, 1024 * 1024, INT64_MAX, true),
+       IntGetter(&Config::proto_max_bulk_len)},
+      {"max-multibulk-len", true, IntSetter(&Config::max_multibulk_len, 1, INT32_MAX),
+       IntGetter(&Config::max_multibulk_len)},
+      {"client-query-buffer-limit", true,
+       IntSetter(&Config::client_query_buffer_limit, 1024 * 1024, INT64_MAX, true),
+       IntGetter(&Config::client_query_buffer_limit)},
+      {"maxclients", true, IntSetter(&Config::maxclients, 1, INT32_MAX),
+       IntGetter(&Config::maxclients)},
+      {"hz", true, IntSetter(&Config::hz, 1, 500), IntGetter(&Config::hz)},
+      {"pipeline-order", false, EnumSetter(&Config::pipeline_order, kPipelineOrders),
+       EnumGetter(&Config::pipeline_order, kPipelineOrders)},
+      {"pin", false, EnumSetter(&Config::pin, kPins), EnumGetter(&Config::pin, kPins)},
+      {"move-connections", true, BoolSetter(&Config::move_connections),
+       BoolGetter(&Config::move_connections)},
+      {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
+      {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
+      {"busy-reply-threshold", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
+       IntGetter(&Config::busy_reply_threshold_ms)},
+      {"lua-time-limit", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
+       IntGetter(&Config::busy_reply_threshold_ms)},
+      {"loglevel", true, ChoiceSetter(&Config::loglevel, kLoglevels),
+       StringGetter(&Config::loglevel)},
+      {"appendonly", false, BoolSetter(&Config::appendonly), BoolGetter(&Config::appendonly)},
+      {"appendfsync", true, EnumSetter(&Config::appendfsync, kFsyncs),
+       EnumGetter(&Config::appendfsync, kFsyncs)},
+      {"dir", false,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         if (v.empty()) return std::string("the directory name cannot be empty");
+         c.dir = std::string(v);
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.dir; }},
+      {"auto-aof-rewrite-percentage", true,
+       IntSetter(&Config::auto_aof_rewrite_percentage, 0, INT32_MAX),
+       IntGetter(&Config::auto_aof_rewrite_percentage)},
+      {"auto-aof-rewrite-min-size", true,
+       IntSetter(&Config::auto_aof_rewrite_min_size, 0, INT64_MAX, true),
+       IntGetter(&Config::auto_aof_rewrite_min_size)},
+      {"aof-load-truncated", true, BoolSetter(&Config::aof_load_truncated),
+       BoolGetter(&Config::aof_load_truncated)},
+      {"aof-load-damaged", true, BoolSetter(&Config::aof_load_damaged),
+       BoolGetter(&Config::aof_load_damaged)},
+      {"client-output-buffer-limit", true,
+       [](Config& c, std::string_view v) { return c.client_output_buffer_limit.Parse(v); },
+       [](const Config& c) { return c.client_output_buffer_limit.Format(); }},
+      {"maxmemory", true, IntSetter(&Config::maxmemory, 0, INT64_MAX, true),
+       IntGetter(&Config::maxmemory)},
+      // noeviction, the lock-safe default (no lock is dropped to make room), and
+      // volatile-ttl (keys with a TTL go, soonest-to-expire first).
+      {"maxmemory-policy", true, EnumSetter(&Config::maxmemory_policy, kMaxmemoryPolicies),
+       EnumGetter(&Config::maxmemory_policy, kMaxmemoryPolicies)},
+      {"maxmemory-samples", true, IntSetter(&Config::maxmemory_samples, 1, 64),
+       IntGetter(&Config::maxmemory_samples)},
+      {"slowlog-log-slower-than", true, IntSetter(&Config::slowlog_log_slower_than, -1, INT64_MAX),
+       IntGetter(&Config::slowlog_log_slower_than)},
+      {"slowlog-max-len", true, IntSetter(&Config::slowlog_max_len, 0, INT64_MAX),
+       IntGetter(&Config::slowlog_max_len)},
+      {"latency-tracking", true, BoolSetter(&Config::latency_tracking),
+       BoolGetter(&Config::latency_tracking)},
+      {"latency-tracking-info-percentiles", true,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         std::vector<double> out;
+         std::string words(v);
+         for (char *save = nullptr, *w = strtok_r(words.data(), " ", &save); w;
+              w = strtok_r(nullptr, " ", &save)) {
+           char* end = nullptr;
+           double d = strtod(w, &end);
+           if (*end != '\0' || !(d >= 0 && d <= 100)) {
+             return std::string(
+                 "latency-tracking-info-percentiles parameter should be "
+                 "between 0.0 and 100.0");
+           }
+           out.push_back(d);
+         }
+         c.latency_tracking_info_percentiles = std::move(out);
+         return std::nullopt;
+       },
+       [](const Config& c) {
+         std::string out;
+         for (double d : c.latency_tracking_info_percentiles) {
+           if (!out.empty()) out += ' ';
+           char buf[32];
+           snprintf(buf, sizeof(buf), "%g", d);
+           out += buf;
+         }
+         return out;
+       }},
+      {"latency-monitor-threshold", true,
+       IntSetter(&Config::latency_monitor_threshold, 0, INT64_MAX),
+       IntGetter(&Config::latency_monitor_threshold)},
+      {"enable-debug-command", false,
+       ChoiceSetter(&Config::enable_debug_command, kDebugCommandModes),
+       StringGetter(&Config::enable_debug_command)},
+      // TLS, fixed at start (Redis reloads them on CONFIG SET; deadbolt does not yet).
+      {"tls-port", false, IntSetter(&Config::tls_port, 0, 65535), IntGetter(&Config::tls_port)},
+      {"tls-cert-file", false, StringSetter(&Config::tls_cert_file),
+       StringGetter(&Config::tls_cert_file)},
+      {"tls-key-file", false, StringSetter(&Config::tls_key_file),
+       StringGetter(&Config::tls_key_file)},
+      {"tls-ca-cert-file", false, StringSetter(&Config::tls_ca_cert_file),
+       StringGetter(&Config::tls_ca_cert_file)},
+      {"tls-auth-clients", false, ChoiceSetter(&Config::tls_auth_clients, kTlsAuthClients),
+       StringGetter(&Config::tls_auth_clients)},
+      {"tls-protocols", false, StringSetter(&Config::tls_protocols),
+       StringGetter(&Config::tls_protocols)},
+      {"tls-ciphersuites", false, StringSetter(&Config::tls_ciphersuites),
+       StringGetter(&Config::tls_ciphersuites)},
+      {"tls-ciphers", false, StringSetter(&Config::tls_ciphers),
+       StringGetter(&Config::tls_ciphers)},
+      // Fixed at start: the delay counts from then.
+      {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
+       IntGetter(&Config::restart_delay_ms)},
+  };
   return kSettings;
 }
 
@@ -357,27 +334,17 @@ std::vector<int> ReactorCpus(Config::Pin pin, int threads, const std::vector<int
 }
 
 const char* MaxmemoryPolicyName(Config::MaxmemoryPolicy p) {
-  return p == Config::MaxmemoryPolicy::kVolatileTtl ? "volatile-ttl" : "noeviction";
+  return EnumName(kMaxmemoryPolicies, p);
 }
 
-const char* FsyncName(Config::Fsync f) {
-  switch (f) {
-    case Config::Fsync::kAlways:
-      return "always";
-    case Config::Fsync::kEverySec:
-      return "everysec";
-    case Config::Fsync::kNo:
-      return "no";
-  }
-  return "everysec";
-}
+const char* FsyncName(Config::Fsync f) { return EnumName(kFsyncs, f); }
 
 std::optional<int64_t> ParseMemory(std::string_view s) {
   std::string l = AsciiLower(s);
   int64_t mul = 1;
   auto strip = [&](std::string_view suffix, int64_t m) {
-    if (l.size() > suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(),
-                                              suffix.data()) == 0) {
+    if (l.size() > suffix.size() &&
+        l.compare(l.size() - suffix.size(), suffix.size(), suffix.data()) == 0) {
       l.resize(l.size() - suffix.size());
       mul = m;
       return true;
@@ -479,8 +446,7 @@ std::optional<std::string> Config::Set(std::string_view name, std::string_view v
       }
       return std::nullopt;
     }
-    return "ERR Unknown option or number of arguments for CONFIG SET - '" + std::string(name) +
-           "'";
+    return "ERR Unknown option or number of arguments for CONFIG SET - '" + std::string(name) + "'";
   }
   if (!s->mutable_at_runtime || !s->set) {
     return "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) +

@@ -72,6 +72,37 @@ TEST(ConfigTest, SetAndGet) {
   EXPECT_TRUE(c.Get("nosuch*").empty());
 }
 
+// Every setting that takes one of a few names: each name, in any case, is read back in lower
+// case through --flag (Parse sets immutable ones too), and a wrong name gets Redis's list.
+TEST(ConfigTest, NamedValuesRoundTripAndListTheChoices) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> kChoices = {
+      {"pipeline-order", {"sent", "key"}},
+      {"pin", {"auto", "yes", "no"}},
+      {"appendfsync", {"everysec", "always", "no"}},
+      {"maxmemory-policy", {"volatile-ttl", "noeviction"}},
+      {"loglevel", {"debug", "verbose", "notice", "warning", "nothing"}},
+      {"enable-debug-command", {"no", "yes", "local"}},
+      {"tls-auth-clients", {"no", "yes", "optional"}},
+  };
+  for (const auto& [name, names] : kChoices) {
+    std::string list;
+    for (const auto& n : names) {
+      Config c;
+      std::string upper = n;
+      for (char& ch : upper) ch = static_cast<char>(toupper(ch));
+      ASSERT_EQ(Parse({"--" + name, upper}, &c), std::nullopt) << name << " " << n;
+      ASSERT_EQ(c.Get(name).size(), 1u) << name;
+      EXPECT_EQ(c.Get(name)[0].second, n) << name;
+      list += (list.empty() ? "" : ", ") + n;
+    }
+    Config c;
+    auto err = Parse({"--" + name, "bogus"}, &c);
+    ASSERT_TRUE(err.has_value()) << name;
+    EXPECT_NE(err->find("argument(s) must be one of the following: " + list), std::string::npos)
+        << *err;
+  }
+}
+
 // Every flag the command line takes is in --help (--max-multibulk-len was missing).
 TEST(ConfigTest, TlsFlags) {
   Config c;
