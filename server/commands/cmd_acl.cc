@@ -34,11 +34,8 @@ using protocol::ReplyBuilder;
 // Runs fn on every reactor, then finish on this one.
 void OnEveryReactor(Connection& conn, std::function<void(Reactor&)> fn,
                     absl::AnyInvocable<void(ReplyBuilder&)> finish) {
-  const int n = conn.reactor().server().num_shards();
-  std::vector<int> all(n);
-  for (int i = 0; i < n; i++) all[i] = i;
   conn.FanOut(
-      all, [fn](ShardCtx&) { fn(*Reactor::Current()); },
+      AllShards(conn.reactor().server()), [fn](ShardCtx&) { fn(*Reactor::Current()); },
       [finish = std::move(finish)](ReplyBuilder& rb) mutable { finish(rb); });
 }
 
@@ -405,12 +402,10 @@ struct AclSub {
 };
 
 const AclSub kSubs[] = {
-    {"cat", -2, Cat, false},          {"deluser", -3, DelUser, true},
-    {"dryrun", -4, DryRun, true},     {"genpass", -2, GenPass, false},
-    {"getuser", 3, GetUser, true},    {"list", 2, List, true},
-    {"load", 2, Load, true},          {"log", -2, Log, true},
-    {"save", 2, Save, true},          {"setuser", -3, SetUser, true},
-    {"users", 2, Users, true},        {"whoami", 2, WhoAmI, false},
+    {"cat", -2, Cat, false},         {"deluser", -3, DelUser, true}, {"dryrun", -4, DryRun, true},
+    {"genpass", -2, GenPass, false}, {"getuser", 3, GetUser, true},  {"list", 2, List, true},
+    {"load", 2, Load, true},         {"log", -2, Log, true},         {"save", 2, Save, true},
+    {"setuser", -3, SetUser, true},  {"users", 2, Users, true},      {"whoami", 2, WhoAmI, false},
     {"help", 2, Help, false},
 };
 
@@ -432,16 +427,14 @@ void Acl(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }  // namespace
 
 void RegisterAclCommands(CommandTable* t) {
-  Connection::client_info_line = [](Connection& c) {
-    return ClientLine(c, c.reactor().now_ms());
-  };
+  Connection::client_info_line = [](Connection& c) { return ClientLine(c, c.reactor().now_ms()); };
   // kAdmin: MONITOR does not show ACL calls (their arguments hold passwords).
   const uint32_t kFlags = kAdmin | kNoScript | kLoading | kStale;
   CommandSpec acl = ConnCommand("acl", -2, kFlags, Acl, {"@slow"});
   for (const AclSub& s : kSubs) {
-    std::vector<std::string> cats = s.admin ? std::vector<std::string>{"@admin", "@slow",
-                                                                       "@dangerous"}
-                                            : std::vector<std::string>{"@slow"};
+    std::vector<std::string> cats = s.admin
+                                        ? std::vector<std::string>{"@admin", "@slow", "@dangerous"}
+                                        : std::vector<std::string>{"@slow"};
     acl.subcommands.push_back(ConnCommand(std::string("acl|") + s.name, s.arity,
                                           s.admin ? kFlags : (kFlags & ~kAdmin), nullptr,
                                           std::move(cats)));

@@ -232,14 +232,14 @@ std::string ClientFlags(const Connection& c) {
 std::string ClientLine(Connection& c, int64_t now_ms) {
   return absl::StrCat(
       "id=", c.id(), " addr=", c.peer(), " laddr=", c.local(), " fd=", c.fd(), " name=", c.name(),
-      " age=", (now_ms - c.created_ms()) / 1000, " idle=", (now_ms - c.last_interaction_ms()) / 1000,
-      " flags=", ClientFlags(c), " db=", c.db_index(),
-      " sub=", SubCount(c, PubSubKind::kChannel), " psub=", SubCount(c, PubSubKind::kPattern),
-      " ssub=", SubCount(c, PubSubKind::kShard), " multi=", c.in_multi() ? 0 : -1,
-      " qbuf=", c.query_buffer_size(),
+      " age=", (now_ms - c.created_ms()) / 1000,
+      " idle=", (now_ms - c.last_interaction_ms()) / 1000, " flags=", ClientFlags(c),
+      " db=", c.db_index(), " sub=", SubCount(c, PubSubKind::kChannel),
+      " psub=", SubCount(c, PubSubKind::kPattern), " ssub=", SubCount(c, PubSubKind::kShard),
+      " multi=", c.in_multi() ? 0 : -1, " qbuf=", c.query_buffer_size(),
       " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=", c.output_buffer_size(),
-      " tot-mem=0 events=r cmd=", AV(c.last_command()), " user=", AV(c.user().name()), " redir=-1 resp=", c.resp(),
-      " lib-name=", c.lib_name(), " lib-ver=", c.lib_ver());
+      " tot-mem=0 events=r cmd=", AV(c.last_command()), " user=", AV(c.user().name()),
+      " redir=-1 resp=", c.resp(), " lib-name=", c.lib_name(), " lib-ver=", c.lib_ver());
 }
 
 namespace {
@@ -293,24 +293,6 @@ void ClientInfo(CmdArgs, Connection& conn, ReplyBuilder& rb) {
   rb.Verbatim(line);
 }
 
-// Runs fn on every reactor (for connection-level state, not keys) and gathers one result each.
-template <typename T = std::string>
-void AllReactors(
-    Connection& conn, std::type_identity_t<std::function<T(Reactor&)>> fn,
-    std::type_identity_t<absl::AnyInvocable<void(std::vector<T>&, ReplyBuilder&)>> finish) {
-  int n = conn.reactor().server().num_shards();
-  auto results = std::make_shared<std::vector<T>>(n);
-  std::vector<int> all(n);
-  for (int i = 0; i < n; i++) all[i] = i;
-  conn.FanOut(
-      all,
-      [results, fn](ShardCtx&) {
-        Reactor* r = Reactor::Current();
-        (*results)[r->id()] = fn(*r);
-      },
-      [results, finish = std::move(finish)](ReplyBuilder& rb) mutable { finish(*results, rb); });
-}
-
 void ClientList(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   if (args.size() > 2) {
     // CLIENT LIST TYPE normal | ID id... : accept TYPE normal, ID list.
@@ -344,7 +326,7 @@ void ClientList(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   // Each reactor lists its clients as (id, line); the lines are merged in id order without
   // parsing them again.
   using Lines = std::vector<std::pair<uint64_t, std::string>>;
-  AllReactors<Lines>(
+  OnAllReactors<Lines>(
       conn,
       [ids, by_type, want_pubsub](Reactor& r) {
         Lines lines;
@@ -409,7 +391,7 @@ void ClientKill(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     }
   }
   uint64_t self = conn.id();
-  AllReactors(
+  OnAllReactors(
       conn,
       [addr, laddr, id, skipme, self](Reactor& r) {
         std::vector<Connection*> victims;
@@ -494,12 +476,12 @@ void ClientPause(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       return;
     }
   } else if (args.size() > 4) {
-    rb.Error(absl::StrCat("ERR unknown subcommand or wrong number of arguments for '",
-                          AV(args[1]), "'. Try CLIENT HELP."));
+    rb.Error(absl::StrCat("ERR unknown subcommand or wrong number of arguments for '", AV(args[1]),
+                          "'. Try CLIENT HELP."));
     return;
   }
   const int64_t end = conn.reactor().now_ms() + ms;
-  AllReactors(
+  OnAllReactors(
       conn,
       [end, all](Reactor& r) {
         r.Pause(end, all);
@@ -509,7 +491,7 @@ void ClientPause(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }
 
 void ClientUnpause(CmdArgs, Connection& conn, ReplyBuilder& rb) {
-  AllReactors(
+  OnAllReactors(
       conn,
       [](Reactor& r) {
         r.Unpause();
@@ -521,35 +503,44 @@ void ClientUnpause(CmdArgs, Connection& conn, ReplyBuilder& rb) {
 void ClientHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
   static const char* kLines[] = {
       "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-      "GETNAME", "    Return the name of the current connection.",
-      "ID", "    Return the ID of the current connection.",
-      "INFO", "    Return information about the current client connection.",
-      "KILL <ip:port>", "    Kill connection made from <ip:port>.",
+      "GETNAME",
+      "    Return the name of the current connection.",
+      "ID",
+      "    Return the ID of the current connection.",
+      "INFO",
+      "    Return information about the current client connection.",
+      "KILL <ip:port>",
+      "    Kill connection made from <ip:port>.",
       "KILL <option> <value> [<option> <value> [...]]",
       "    Kill connections. Options are: ID, ADDR, LADDR, SKIPME (yes|no).",
-      "LIST [options ...]", "    Return information about client connections.",
-      "SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
-      "SETNAME <name>", "    Assign the name <name> to the current connection.",
+      "LIST [options ...]",
+      "    Return information about client connections.",
+      "SETINFO <option> <value>",
+      "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+      "SETNAME <name>",
+      "    Assign the name <name> to the current connection.",
       "PAUSE <timeout> [WRITE|ALL]",
       "    Suspend all, or just write, clients for <timeout> milliseconds.",
-      "UNPAUSE", "    Stop the current client pause, resuming traffic.",
-      "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
-      "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
+      "UNPAUSE",
+      "    Stop the current client pause, resuming traffic.",
+      "REPLY (ON|OFF|SKIP)",
+      "    Control the replies sent to the current connection.",
+      "NO-EVICT (ON|OFF)",
+      "    Protect current client connection from eviction.",
       "NO-TOUCH (ON|OFF)",
       "    Will not touch LRU/LFU stats when this mode is on.",
-      "HELP", "    Print this help."};
+      "HELP",
+      "    Print this help."};
   rb.ArrayHeader(std::size(kLines));
   for (const char* l : kLines) rb.SimpleString(l);
 }
 
 void Client(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   static const Sub kSubs[] = {
-      {"id", 2, ClientId},           {"setname", 3, ClientSetName},
-      {"getname", 2, ClientGetName}, {"setinfo", 4, ClientSetInfo},
-      {"list", -2, ClientList},      {"kill", -3, ClientKill},
-      {"info", 2, ClientInfo},       {"help", 2, ClientHelp},
-      {"no-evict", 3, ClientOnOff},  {"no-touch", 3, ClientOnOff},
-      {"reply", 3, ClientReply},     {"pause", -3, ClientPause},
+      {"id", 2, ClientId},           {"setname", 3, ClientSetName}, {"getname", 2, ClientGetName},
+      {"setinfo", 4, ClientSetInfo}, {"list", -2, ClientList},      {"kill", -3, ClientKill},
+      {"info", 2, ClientInfo},       {"help", 2, ClientHelp},       {"no-evict", 3, ClientOnOff},
+      {"no-touch", 3, ClientOnOff},  {"reply", 3, ClientReply},     {"pause", -3, ClientPause},
       {"unpause", 2, ClientUnpause},
   };
   RunSub("client", kSubs, std::size(kSubs), args, conn, rb);
@@ -559,10 +550,9 @@ void Client(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 
 void WriteFlags(const CommandSpec& s, ReplyBuilder& rb) {
   static const std::pair<uint32_t, const char*> kNames[] = {
-      {kWrite, "write"},       {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},
-      {kAdmin, "admin"},       {kPubSub, "pubsub"},     {kNoScript, "noscript"},
-      {kLoading, "loading"},   {kStale, "stale"},       {kNoAuth, "no_auth"},
-      {kFast, "fast"},         {kBlocking, "blocking"},
+      {kWrite, "write"},    {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},   {kAdmin, "admin"},
+      {kPubSub, "pubsub"},  {kNoScript, "noscript"}, {kLoading, "loading"},   {kStale, "stale"},
+      {kNoAuth, "no_auth"}, {kFast, "fast"},         {kBlocking, "blocking"},
   };
   size_t n = 0;
   for (auto& [f, name] : kNames) n += (s.flags & f) ? 1 : 0;
@@ -661,14 +651,19 @@ void CommandList(CmdArgs args, Connection&, ReplyBuilder& rb) {
 }
 
 void CommandHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
-  static const char* kLines[] = {
-      "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-      "(no subcommand)", "    Return details about all commands.",
-      "COUNT", "    Return the total number of commands in this server.",
-      "LIST", "    Return a list of all commands in this server.",
-      "INFO [<command-name> ...]", "    Return details about the given commands.",
-      "DOCS [<command-name> ...]", "    Return documentation details about the given commands.",
-      "HELP", "    Print this help."};
+  static const char* kLines[] = {"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                                 "(no subcommand)",
+                                 "    Return details about all commands.",
+                                 "COUNT",
+                                 "    Return the total number of commands in this server.",
+                                 "LIST",
+                                 "    Return a list of all commands in this server.",
+                                 "INFO [<command-name> ...]",
+                                 "    Return details about the given commands.",
+                                 "DOCS [<command-name> ...]",
+                                 "    Return documentation details about the given commands.",
+                                 "HELP",
+                                 "    Print this help."};
   rb.ArrayHeader(std::size(kLines));
   for (const char* l : kLines) rb.SimpleString(l);
 }
@@ -718,7 +713,7 @@ void ConfigSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     }
     changes.emplace_back(std::string(args[i]), std::string(args[i + 1]));
   }
-  AllReactors(
+  OnAllReactors(
       conn,
       [changes](Reactor& r) {
         for (auto& [k, v] : changes) r.mutable_config().Set(k, v);
@@ -731,7 +726,7 @@ void ConfigSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }
 
 void ConfigResetStat(CmdArgs, Connection& conn, ReplyBuilder& rb) {
-  AllReactors(
+  OnAllReactors(
       conn,
       [](Reactor& r) {
         // In place: the command running now (this one, on its own reactor) holds a reference
@@ -850,9 +845,19 @@ void RegisterServerCommands(CommandTable* t) {
   t->Add(Conn("reset", 1, kConnFlags | kNoAuth | kNoQueue, Reset, {"@fast", "@connection"}));
   t->Add(OnlySlow(
       Subs(Conn("client", -2, kLoading | kStale | kNoScript, Client, {"@slow", "@connection"}),
-           {{"id", 2}, {"setname", 3}, {"getname", 2}, {"setinfo", 4}, {"list", -2},
-            {"kill", -3}, {"info", 2}, {"help", 2}, {"no-evict", 3}, {"no-touch", 3},
-            {"reply", 3}, {"pause", -3}, {"unpause", 2}},
+           {{"id", 2},
+            {"setname", 3},
+            {"getname", 2},
+            {"setinfo", 4},
+            {"list", -2},
+            {"kill", -3},
+            {"info", 2},
+            {"help", 2},
+            {"no-evict", 3},
+            {"no-touch", 3},
+            {"reply", 3},
+            {"pause", -3},
+            {"unpause", 2}},
            {"kill", "list", "no-evict", "pause", "unpause"})));
   t->Add(Subs(Conn("command", -1, kLoading | kStale, Command, {"@slow", "@connection"}),
               {{"count", 2}, {"info", -2}, {"docs", -2}, {"list", -2}, {"help", 2}}));

@@ -2,15 +2,23 @@
 // Helpers shared by the command families: argument parsing with Redis's exact rules, and the
 // plumbing of commands whose keys span shards.
 
+#include <absl/functional/any_invocable.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "protocol/reply_builder.h"
 #include "server/cmdtable/command.h"
+#include "server/core/connection.h"
+#include "server/core/reactor.h"
+#include "server/core/server.h"
 #include "shard/types/value_type.h"
 
 namespace deadbolt::server {
@@ -118,6 +126,27 @@ bool AllKeysOn(CmdArgs args, size_t first, size_t step, const Server& server, in
 
 // 0, 1, ..., num_shards-1 (built once per thread).
 const std::vector<int>& AllShards(const Server& server);
+
+// Runs fn on every reactor, each on its own thread (for per-reactor state: clients, slow log,
+// stats; not keys), then finish on the connection's reactor with the results indexed by
+// reactor id.
+template <typename T = std::string>
+void OnAllReactors(
+    Connection& conn, std::type_identity_t<std::function<T(Reactor&)>> fn,
+    std::type_identity_t<absl::AnyInvocable<void(std::vector<T>&, protocol::ReplyBuilder&)>>
+        finish) {
+  const Server& server = conn.reactor().server();
+  auto results = std::make_shared<std::vector<T>>(server.num_shards());
+  conn.FanOut(
+      AllShards(server),
+      [results, fn](ShardCtx&) {
+        Reactor* r = Reactor::Current();
+        (*results)[r->id()] = fn(*r);
+      },
+      [results, finish = std::move(finish)](protocol::ReplyBuilder& rb) mutable {
+        finish(*results, rb);
+      });
+}
 
 // Immutable after construction; shared (through a shared_ptr) by the shards a command fans out
 // to, which only read it. The arguments of a multi-key command copied into one block, so that

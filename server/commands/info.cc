@@ -15,6 +15,7 @@
 
 #include "server/base/str_util.h"
 #include "server/cmdtable/memory_limit.h"
+#include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
 #include "server/core/journal.h"
 #include "server/core/pubsub.h"
@@ -35,7 +36,7 @@ struct Snapshot {
   size_t clients = 0;
   size_t blocked_clients = 0;  // waiting in LOCK.ACQUIRE ... WAIT, counted where they wait
   PubSubInfoTotals pubsub_totals;
-  std::vector<JournalStats> journals;  // one per shard with the journal on
+  std::vector<JournalStats> journals;     // one per shard with the journal on
   std::vector<ReactorStats> per_reactor;  // INFO stats' reactor<i> lines
 };
 
@@ -76,15 +77,14 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
     utsname u;
     uname(&u);
     section("Server");
-    absl::StrAppend(&out, "redis_version:", kVersion, "\r\n", "deadbolt_version:",
-                    kDeadboltVersion, "\r\n", "redis_git_sha1:00000000\r\n",
-                    "redis_git_dirty:0\r\n", "redis_mode:standalone\r\n", "os:", u.sysname, " ",
-                    u.release, " ", u.machine, "\r\n", "arch_bits:64\r\n",
-                    "multiplexing_api:io_uring\r\n", "process_id:", getpid(), "\r\n",
-                    "run_id:", server.run_id(), "\r\n", "tcp_port:", config.port, "\r\n",
-                    "uptime_in_seconds:", uptime, "\r\n", "uptime_in_days:", uptime / 86400,
-                    "\r\n", "hz:", config.hz, "\r\n", "io_threads_active:0\r\n",
-                    "reactor_threads:", server.num_shards(), "\r\n");
+    absl::StrAppend(&out, "redis_version:", kVersion, "\r\n", "deadbolt_version:", kDeadboltVersion,
+                    "\r\n", "redis_git_sha1:00000000\r\n", "redis_git_dirty:0\r\n",
+                    "redis_mode:standalone\r\n", "os:", u.sysname, " ", u.release, " ", u.machine,
+                    "\r\n", "arch_bits:64\r\n", "multiplexing_api:io_uring\r\n",
+                    "process_id:", getpid(), "\r\n", "run_id:", server.run_id(), "\r\n",
+                    "tcp_port:", config.port, "\r\n", "uptime_in_seconds:", uptime, "\r\n",
+                    "uptime_in_days:", uptime / 86400, "\r\n", "hz:", config.hz, "\r\n",
+                    "io_threads_active:0\r\n", "reactor_threads:", server.num_shards(), "\r\n");
     // --restart-delay, and how long lock acquisitions are still refused (0: not any more).
     absl::StrAppend(&out, "restart_delay_ms:", server.restart_delay().delay_ms, "\r\n",
                     "restart_delay_remaining_ms:", server.restart_delay().RemainingMs(now_ms),
@@ -93,10 +93,9 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
   if (Wants(sections, "clients", true)) {
     section("Clients");
     absl::StrAppend(&out, "connected_clients:", snap.clients, "\r\n",
-                    "maxclients:", config.maxclients, "\r\n", "blocked_clients:",
-                    snap.blocked_clients, "\r\n",
-                    "tracking_clients:0\r\n", "pubsub_clients:", snap.pubsub_totals.clients,
-                    "\r\n");
+                    "maxclients:", config.maxclients, "\r\n",
+                    "blocked_clients:", snap.blocked_clients, "\r\n", "tracking_clients:0\r\n",
+                    "pubsub_clients:", snap.pubsub_totals.clients, "\r\n");
   }
   if (Wants(sections, "memory", true)) {
     size_t used = UsedMemoryBytes(), rss = RssBytes();
@@ -137,25 +136,24 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
       int64_t now_ms = int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
       current_rewrite_sec = std::max<int64_t>(0, now_ms - rewrite_started_ms) / 1000;
     }
-    absl::StrAppend(&out, "loading:0\r\n", "async_loading:0\r\n",
-                    "rdb_changes_since_last_save:0\r\n", "rdb_bgsave_in_progress:0\r\n",
-                    "rdb_last_bgsave_status:ok\r\n", "aof_enabled:", config.appendonly ? 1 : 0,
-                    "\r\n", "aof_rewrite_in_progress:", rewriting ? 1 : 0, "\r\n",
-                    "aof_rewrite_scheduled:0\r\n", "aof_rewrites:", j.rewrites, "\r\n",
-                    "aof_last_rewrite_time_sec:",
-                    j.last_rewrite_ms < 0 ? -1 : (j.last_rewrite_ms + 999) / 1000, "\r\n",
-                    "aof_current_rewrite_time_sec:", current_rewrite_sec, "\r\n",
-                    "aof_last_bgrewrite_status:", rewrite_ok ? "ok" : "err", "\r\n",
-                    "aof_last_write_status:", write_ok ? "ok" : "err", "\r\n");
+    absl::StrAppend(
+        &out, "loading:0\r\n", "async_loading:0\r\n", "rdb_changes_since_last_save:0\r\n",
+        "rdb_bgsave_in_progress:0\r\n", "rdb_last_bgsave_status:ok\r\n",
+        "aof_enabled:", config.appendonly ? 1 : 0, "\r\n",
+        "aof_rewrite_in_progress:", rewriting ? 1 : 0, "\r\n", "aof_rewrite_scheduled:0\r\n",
+        "aof_rewrites:", j.rewrites, "\r\n",
+        "aof_last_rewrite_time_sec:", j.last_rewrite_ms < 0 ? -1 : (j.last_rewrite_ms + 999) / 1000,
+        "\r\n", "aof_current_rewrite_time_sec:", current_rewrite_sec, "\r\n",
+        "aof_last_bgrewrite_status:", rewrite_ok ? "ok" : "err", "\r\n",
+        "aof_last_write_status:", write_ok ? "ok" : "err", "\r\n");
     if (config.appendonly) {
       absl::StrAppend(&out, "aof_current_size:", j.current_size, "\r\n",
-                      "aof_base_size:", j.base_size, "\r\n", "aof_buffer_length:",
-                      j.buffer_length, "\r\n", "aof_pending_bio_fsync:0\r\n",
-                      "aof_delayed_fsync:0\r\n", "aof_fsync_policy:",
-                      FsyncName(config.appendfsync), "\r\n", "aof_dir:", config.dir, "\r\n",
-                      "aof_files:", snap.journals.size(), "\r\n", "aof_batches:", j.batches,
-                      "\r\n", "aof_fsyncs:", j.fsyncs, "\r\n", "aof_batches_not_on_disk:",
-                      j.pending_fsync, "\r\n");
+                      "aof_base_size:", j.base_size, "\r\n", "aof_buffer_length:", j.buffer_length,
+                      "\r\n", "aof_pending_bio_fsync:0\r\n", "aof_delayed_fsync:0\r\n",
+                      "aof_fsync_policy:", FsyncName(config.appendfsync), "\r\n",
+                      "aof_dir:", config.dir, "\r\n", "aof_files:", snap.journals.size(), "\r\n",
+                      "aof_batches:", j.batches, "\r\n", "aof_fsyncs:", j.fsyncs, "\r\n",
+                      "aof_batches_not_on_disk:", j.pending_fsync, "\r\n");
     }
   }
   if (Wants(sections, "stats", true)) {
@@ -210,8 +208,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
   }
   if (Wants(sections, "replication", true)) {
     section("Replication");
-    absl::StrAppend(&out, "role:master\r\n", "connected_slaves:0\r\n",
-                    "master_repl_offset:0\r\n");
+    absl::StrAppend(&out, "role:master\r\n", "connected_slaves:0\r\n", "master_repl_offset:0\r\n");
   }
   if (Wants(sections, "cpu", true)) {
     rusage ru;
@@ -266,8 +263,8 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
     section("Keyspace");
     for (size_t i = 0; i < snap.dbs.size(); i++) {
       if (snap.dbs[i].first == 0) continue;
-      absl::StrAppend(&out, "db", i, ":keys=", snap.dbs[i].first,
-                      ",expires=", snap.dbs[i].second, ",avg_ttl=0\r\n");
+      absl::StrAppend(&out, "db", i, ":keys=", snap.dbs[i].first, ",expires=", snap.dbs[i].second,
+                      ",avg_ttl=0\r\n");
     }
   }
   return out;
@@ -280,10 +277,8 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
   for (size_t i = 1; i < args.size(); i++) sections.push_back(AsciiLower(args[i]));
   int n = conn.reactor().server().num_shards();
   auto snaps = std::make_shared<std::vector<Snapshot>>(n);
-  std::vector<int> all(n);
-  for (int i = 0; i < n; i++) all[i] = i;
   conn.FanOut(
-      all,
+      AllShards(conn.reactor().server()),
       [snaps](ShardCtx& ctx) {
         Reactor* r = Reactor::Current();
         Snapshot& s = (*snaps)[r->id()];

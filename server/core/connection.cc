@@ -861,9 +861,9 @@ void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
   inflight_++;
   inflight_shard_ = shard;
   if (shard == reactor_->id() && !block) inflight_local_++;
-  RemoteCommand cmd{spec,  std::make_unique<OwnedArgs>(args), reactor_->id(), db_index_, resp_,
-                    this,  seq, id_, std::move(block)};
-  if (!user_->unrestricted()) [[unlikely]] cmd.acl_user = AclSnapshot();
+  RemoteCommand cmd{spec, std::make_unique<OwnedArgs>(args), reactor_->id(), db_index_, resp_,
+                    this, seq, id_, std::move(block), /*resumed=*/false,
+                    /*acl_user=*/user_->unrestricted() ? nullptr : AclSnapshot()};
   reactor_->Send(shard, std::move(cmd));
 }
 

@@ -37,23 +37,19 @@ void Object(CmdArgs args, ShardCtx& ctx) {
   ReplyBuilder& rb = ctx.rb;
   std::string_view sub = args[1];
   if (args.size() == 2 && EqualsIgnoreCase(sub, "help")) {
-    WriteHelp(rb, {"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                   "ENCODING <key>",
-                   "    Return the kind of internal representation used in order to store the "
-                   "value",
-                   "    associated with a <key>.",
-                   "FREQ <key>",
-                   "    Return the access frequency index of the <key>. The returned integer is",
-                   "    proportional to the logarithm of the recent access frequency of the key.",
-                   "IDLETIME <key>",
-                   "    Return the idle time of the <key>, that is the approximated number of",
-                   "    seconds elapsed since the last access to the key.",
-                   "REFCOUNT <key>",
-                   "    Return the number of references of the value associated with the "
-                   "specified",
-                   "    <key>.",
-                   "HELP",
-                   "    Prints this help."});
+    WriteHelp(rb,
+              {"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ENCODING <key>",
+               "    Return the kind of internal representation used in order to store the "
+               "value",
+               "    associated with a <key>.", "FREQ <key>",
+               "    Return the access frequency index of the <key>. The returned integer is",
+               "    proportional to the logarithm of the recent access frequency of the key.",
+               "IDLETIME <key>",
+               "    Return the idle time of the <key>, that is the approximated number of",
+               "    seconds elapsed since the last access to the key.", "REFCOUNT <key>",
+               "    Return the number of references of the value associated with the "
+               "specified",
+               "    <key>.", "HELP", "    Prints this help."});
     return;
   }
   const bool known = EqualsIgnoreCase(sub, "encoding") || EqualsIgnoreCase(sub, "freq") ||
@@ -137,10 +133,8 @@ void WithMemoryFacts(Connection& conn,
                      absl::AnyInvocable<void(const MemoryFacts&, ReplyBuilder&)> finish) {
   int n = conn.reactor().server().num_shards();
   auto parts = std::make_shared<std::vector<MemoryFacts>>(n);
-  std::vector<int> all(n);
-  for (int i = 0; i < n; i++) all[i] = i;
   conn.FanOut(
-      all,
+      AllShards(conn.reactor().server()),
       [parts](ShardCtx& ctx) {
         MemoryFacts& f = (*parts)[Reactor::Current()->id()];
         for (int d = 0; d < ctx.shard.num_dbs(); d++) f.keys += ctx.shard.db(d).Size();
@@ -208,23 +202,18 @@ void MemoryConn(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   } else if (EqualsIgnoreCase(sub, "purge") && args.size() == 2) {
     rb.Ok();
   } else if (EqualsIgnoreCase(sub, "help") && args.size() == 2) {
-    WriteHelp(rb, {"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                   "DOCTOR",
-                   "    Return memory problems reports.",
-                   "MALLOC-STATS",
-                   "    Return internal statistics report from the memory allocator.",
-                   "PURGE",
-                   "    Attempt to purge dirty pages for reclamation by the allocator.",
-                   "STATS",
+    WriteHelp(rb, {"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "DOCTOR",
+                   "    Return memory problems reports.", "MALLOC-STATS",
+                   "    Return internal statistics report from the memory allocator.", "PURGE",
+                   "    Attempt to purge dirty pages for reclamation by the allocator.", "STATS",
                    "    Return information about the memory usage of the server.",
                    "USAGE <key> [SAMPLES <count>]",
                    "    Return memory in bytes used by <key> and its value. Nested values are",
-                   "    sampled up to <count> times (default: 5, 0 means sample all).",
-                   "HELP",
+                   "    sampled up to <count> times (default: 5, 0 means sample all).", "HELP",
                    "    Prints this help."});
   } else {
-    static constexpr std::string_view kSubs[] = {"usage", "stats", "doctor", "malloc-stats",
-                                                 "purge", "help"};
+    static constexpr std::string_view kSubs[] = {"usage",        "stats", "doctor",
+                                                 "malloc-stats", "purge", "help"};
     for (std::string_view k : kSubs) {
       if (EqualsIgnoreCase(sub, k)) {
         rb.Error(errors::WrongArity(absl::StrCat("memory|", AV(k))));
@@ -247,8 +236,8 @@ void RegisterObjectCommands(CommandTable* t) {
   object.key_step = 1;
   object.shard_handler = Object;
   object.acl_categories = {"@keyspace", "@read", "@slow"};
-  for (auto [name, arity] : {std::pair{"encoding", 3}, {"freq", 3}, {"idletime", 3},
-                             {"refcount", 3}, {"help", 2}}) {
+  for (auto [name, arity] :
+       {std::pair{"encoding", 3}, {"freq", 3}, {"idletime", 3}, {"refcount", 3}, {"help", 2}}) {
     CommandSpec sub = object;
     sub.name = std::string("object|") + name;
     sub.arity = arity;
@@ -260,8 +249,12 @@ void RegisterObjectCommands(CommandTable* t) {
   t->Add(std::move(object));
 
   CommandSpec memory = ConnCommand("memory", -2, kReadOnly, MemoryConn, {"@slow"});
-  for (auto [name, arity] : {std::pair{"usage", -3}, {"stats", 2}, {"doctor", 2},
-                             {"malloc-stats", 2}, {"purge", 2}, {"help", 2}}) {
+  for (auto [name, arity] : {std::pair{"usage", -3},
+                             {"stats", 2},
+                             {"doctor", 2},
+                             {"malloc-stats", 2},
+                             {"purge", 2},
+                             {"help", 2}}) {
     CommandSpec sub;
     sub.name = std::string("memory|") + name;
     sub.arity = arity;

@@ -11,35 +11,18 @@
 #include <vector>
 
 #include "server/base/error_strings.h"
-#include "server/observe/introspect.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "server/observe/introspect.h"
 
 namespace deadbolt::server {
 namespace {
 
 using protocol::ReplyBuilder;
-
-// Runs fn on every reactor, then finish here with the results indexed by reactor.
-template <typename T>
-void OnAllReactors(Connection& conn, std::function<T(Reactor&)> fn,
-                   absl::AnyInvocable<void(std::vector<T>&, ReplyBuilder&)> finish) {
-  int n = conn.reactor().server().num_shards();
-  auto results = std::make_shared<std::vector<T>>(n);
-  std::vector<int> all(n);
-  for (int i = 0; i < n; i++) all[i] = i;
-  conn.FanOut(
-      all,
-      [results, fn](ShardCtx&) {
-        Reactor* r = Reactor::Current();
-        (*results)[r->id()] = fn(*r);
-      },
-      [results, finish = std::move(finish)](ReplyBuilder& rb) mutable { finish(*results, rb); });
-}
 
 void WriteHelp(ReplyBuilder& rb, std::initializer_list<const char*> lines) {
   rb.ArrayHeader(lines.size());
@@ -111,18 +94,13 @@ void SlowlogReset(CmdArgs, Connection& conn, ReplyBuilder& rb) {
 }
 
 void SlowlogHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
-  WriteHelp(rb, {"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                 "GET [<count>]",
-                 "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-                 "    Entries are made of:",
-                 "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-                 "    client name",
-                 "LEN",
-                 "    Return the length of the slowlog.",
-                 "RESET",
-                 "    Reset the slowlog.",
-                 "HELP",
-                 "    Prints this help."});
+  WriteHelp(rb,
+            {"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET [<count>]",
+             "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+             "    Entries are made of:",
+             "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+             "    client name", "LEN", "    Return the length of the slowlog.", "RESET",
+             "    Reset the slowlog.", "HELP", "    Prints this help."});
 }
 
 void Slowlog(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
@@ -288,9 +266,9 @@ void LatencyDoctor(CmdArgs, Connection& conn, ReplyBuilder& rb) {
     for (auto& [name, s] : events) {
       uint64_t sum = 0;
       for (auto& x : s.samples) sum += x.ms;
-      absl::StrAppend(&out, i++, ". ", name, ": ", s.samples.size(),
-                      " latency spikes (average ", s.samples.empty() ? 0 : sum / s.samples.size(),
-                      "ms, worst ", s.max_ms, "ms).\n");
+      absl::StrAppend(&out, i++, ". ", name, ": ", s.samples.size(), " latency spikes (average ",
+                      s.samples.empty() ? 0 : sum / s.samples.size(), "ms, worst ", s.max_ms,
+                      "ms).\n");
     }
     rb.Verbatim(out);
   });
@@ -298,41 +276,34 @@ void LatencyDoctor(CmdArgs, Connection& conn, ReplyBuilder& rb) {
 
 void LatencyHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
   WriteHelp(rb,
-            {"LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-             "DOCTOR",
-             "    Return a human readable latency analysis report.",
-             "HISTORY <event>",
-             "    Return time-latency samples for the <event> class.",
-             "LATEST",
-             "    Return the latest latency samples for all events.",
-             "RESET [<event> ...]",
+            {"LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "DOCTOR",
+             "    Return a human readable latency analysis report.", "HISTORY <event>",
+             "    Return time-latency samples for the <event> class.", "LATEST",
+             "    Return the latest latency samples for all events.", "RESET [<event> ...]",
              "    Reset latency data of one or more <event> classes.",
-             "    (default: reset all data for all event classes)",
-             "HISTOGRAM [COMMAND ...]",
+             "    (default: reset all data for all event classes)", "HISTOGRAM [COMMAND ...]",
              "    Return a cumulative distribution of latencies in the format of a histogram for "
              "the specified command names.",
-             "    If no commands are specified then all histograms are replied.",
-             "HELP",
+             "    If no commands are specified then all histograms are replied.", "HELP",
              "    Prints this help."});
 }
 
 void Latency(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   static const Sub kSubs[] = {
-      {"latest", 2, LatencyLatest},   {"history", 3, LatencyHistory},
-      {"reset", -2, LatencyReset},    {"histogram", -2, LatencyHistogramCmd},
-      {"doctor", 2, LatencyDoctor},   {"help", 2, LatencyHelp},
+      {"latest", 2, LatencyLatest}, {"history", 3, LatencyHistory},
+      {"reset", -2, LatencyReset},  {"histogram", -2, LatencyHistogramCmd},
+      {"doctor", 2, LatencyDoctor}, {"help", 2, LatencyHelp},
   };
   RunSub("latency", kSubs, std::size(kSubs), args, conn, rb);
 }
 
-CommandSpec WithSubs(CommandSpec parent,
-                     std::initializer_list<std::pair<const char*, int>> subs) {
+CommandSpec WithSubs(CommandSpec parent, std::initializer_list<std::pair<const char*, int>> subs) {
   for (auto& [name, arity] : subs) {
     // As Redis 7.0: HELP is only @slow, like the container itself (ACL checks subcommands).
-    parent.subcommands.push_back(
-        ConnCommand(parent.name + "|" + name, arity, parent.flags, nullptr,
-                    std::string_view(name) == "help" ? std::vector<std::string>{"@slow"}
-                                                     : parent.acl_categories));
+    parent.subcommands.push_back(ConnCommand(parent.name + "|" + name, arity, parent.flags, nullptr,
+                                             std::string_view(name) == "help"
+                                                 ? std::vector<std::string>{"@slow"}
+                                                 : parent.acl_categories));
   }
   parent.acl_categories = {"@slow"};
   return parent;
@@ -344,10 +315,14 @@ void RegisterSlowlogCommands(CommandTable* t) {
   const uint32_t flags = kAdmin | kLoading | kStale;
   t->Add(WithSubs(ConnCommand("slowlog", -2, flags, Slowlog, {"@admin", "@slow", "@dangerous"}),
                   {{"get", -2}, {"len", 2}, {"reset", 2}, {"help", 2}}));
-  t->Add(WithSubs(ConnCommand("latency", -2, flags | kNoScript, Latency,
-                              {"@admin", "@slow", "@dangerous"}),
-                  {{"latest", 2}, {"history", 3}, {"reset", -2}, {"histogram", -2},
-                   {"doctor", 2}, {"help", 2}}));
+  t->Add(WithSubs(
+      ConnCommand("latency", -2, flags | kNoScript, Latency, {"@admin", "@slow", "@dangerous"}),
+      {{"latest", 2},
+       {"history", 3},
+       {"reset", -2},
+       {"histogram", -2},
+       {"doctor", 2},
+       {"help", 2}}));
 }
 
 }  // namespace deadbolt::server
