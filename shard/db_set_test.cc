@@ -54,7 +54,9 @@ TEST_F(DbSetTest, IntsetMovesBetweenEntryAndBlockAtTheLimit) {
   for (int i = 0; i < 127; ++i) {
     ASSERT_EQ(*Add("s", {std::to_string(i * 3)}), 1);
     model.insert(std::to_string(i * 3));
-    if (i == 0) ASSERT_EQ(db.ExpireAt("s", now + 50'000, ExpireCond::kNone, now), 1);
+    if (i == 0) {
+      ASSERT_EQ(db.ExpireAt("s", now + 50'000, ExpireCond::kNone, now), 1);
+    }
     auto info = db.Object("s", now);
     ASSERT_TRUE(info.has_value());
     EXPECT_STREQ(info->encoding, "intset");

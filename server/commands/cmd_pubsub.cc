@@ -16,9 +16,9 @@
 #include "server/cmdtable/command.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
-#include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "server/pubsub/registry.h"
 #include "shard/base/glob.h"
 
 namespace deadbolt::server {

@@ -24,9 +24,9 @@
 #include "server/commands/cmd_util.h"
 #include "server/commands/info.h"
 #include "server/core/connection.h"
-#include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "server/pubsub/registry.h"
 
 namespace deadbolt::server {
 namespace {

@@ -18,9 +18,9 @@
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
 #include "server/core/journal.h"
-#include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "server/pubsub/registry.h"
 
 extern "C" void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_t* system_msecs,
                                 size_t* current_rss, size_t* peak_rss, size_t* current_commit,

@@ -15,13 +15,13 @@
 #include "server/cmdtable/memory_limit.h"
 #include "server/cmdtable/restart_delay.h"
 #include "server/core/journal.h"
-#include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 #include "server/tls/tls.h"
 #include "server/txn/blocked_reply.h"
 #include "server/txn/lock_table.h"
 #include "server/txn/watch_table.h"
+#include "server/pubsub/registry.h"
 
 namespace deadbolt::server {
 

@@ -23,7 +23,7 @@
 #include "server/base/task_queue.h"
 #include "server/cmdtable/command.h"
 #include "server/core/journal.h"
-#include "server/core/pubsub.h"
+#include "server/pubsub/registry.h"
 #include "server/txn/lock_table.h"
 #include "server/txn/lock_waiters.h"
 #include "server/txn/watch_table.h"
@@ -249,6 +249,23 @@ class Reactor {
 
  private:
   friend class Connection;
+  // Receive buffers provided to the ring (kBufGroup): kBufCount of kBufSize bytes.
+  static constexpr unsigned kBufCount = 512;  // power of two
+  static constexpr unsigned kBufSize = 16 * 1024;
+  static constexpr int kBufGroup = 0;
+  // What a completion is for, in the low bits of its user_data (the pointer's alignment leaves
+  // them free).
+  enum OpKind : uint64_t {
+    kOpAccept = 1,
+    kOpRecv = 2,
+    kOpSend = 3,
+    kOpEvent = 4,
+    kOpIgnore = 5,
+    kOpJournal = 6,
+    kOpMsg = 7,  // a wake-up posted into this ring by another reactor (IORING_OP_MSG_RING)
+  };
+  static uint64_t Encode(const void* p, OpKind k) { return reinterpret_cast<uint64_t>(p) | k; }
+
   void Loop();
   void Turn();
   // Counts one loop turn that worked `us` microseconds (INFO eventloop_*).
@@ -384,5 +401,22 @@ class Reactor {
   bool journal_moved_ = false;        // OnJournalDurable since the last flush
   bool journal_failed_ = false;       // OnJournalFailed since the last flush
 };
+
+// --- pub/sub delivery (server/core/pubsub.cc) ---
+
+// Reactor thread: delivers a message on the calling reactor `r` (kind kChannel for PUBLISH,
+// kShard for SPUBLISH) and returns the receivers there. Subscribers whose output goes over the
+// pub/sub limit are closed. When the publisher `self` is itself a receiver and `self_rb` writes
+// its reply straight to the client, its copy goes into `self_rb`, before the PUBLISH reply as in
+// Redis 7.0; inside EXEC (whose array must stay whole) it comes after the EXEC reply, as in 7.2.
+int64_t DeliverHere(Reactor& r, PubSubKind kind, std::string_view channel, std::string_view payload,
+                    Connection* self = nullptr, protocol::ReplyBuilder* self_rb = nullptr);
+
+// Reactor thread, for publishing without a connection to reply to (e.g. PUBLISH / SPUBLISH
+// called from a script running on a shard's reactor): delivers on this reactor now, sends the
+// message to every other reactor that may have a receiver, and does not wait for them. Returns
+// the receivers on this reactor only. Messages keep their order per channel.
+int64_t PublishNoWait(Reactor& r, PubSubKind kind, std::string_view channel,
+                      std::string_view payload);
 
 }  // namespace deadbolt::server

@@ -24,11 +24,11 @@ extern "C" {
 #include "server/base/script_sha1.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/memory_limit.h"
-#include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 #include "server/acl/acl.h"
 #include "server/lua/lua_running.h"
+#include "server/pubsub/registry.h"
 #include "shard/shard.h"
 
 namespace deadbolt::server {

@@ -12,8 +12,8 @@
 #include "server/base/str_util.h"
 #include "server/cmdtable/memory_limit.h"
 #include "server/commands/cmd_util.h"
-#include "server/core/pubsub.h"
 #include "server/core/reactor.h"
+#include "server/pubsub/registry.h"
 #include "shard/shard.h"
 
 namespace deadbolt::server {

@@ -1,6 +1,6 @@
 #pragma once
-// Pub/sub: one reactor's subscription registry, one connection's subscriptions, and delivery of
-// published messages on every reactor.
+// Pub/sub: one reactor's subscription registry and one connection's subscriptions. Delivery
+// (DeliverHere, PublishNoWait) is the reactors' (server/core/reactor.h).
 //
 // Each reactor keeps its own registry of the subscriptions of its own connections; nothing is
 // shared. A PUBLISH delivers on its own reactor inline and on each other reactor that may have a
@@ -24,8 +24,7 @@
 
 namespace deadbolt::server {
 
-class Connection;
-class Reactor;
+class Connection;  // never dereferenced here
 
 // The three namespaces of pub/sub. A PUBLISH reaches kChannel subscribers and matching kPattern
 // subscribers; an SPUBLISH reaches only kShard subscribers.
@@ -145,21 +144,6 @@ int64_t PubSubRegistry::ForEachReceiver(PubSubKind kind, std::string_view channe
 // payload] when `pattern` is not null.
 void EncodePubSubMessage(std::string* out, int resp, PubSubKind kind, const std::string* pattern,
                          std::string_view channel, std::string_view payload);
-
-// Reactor thread: delivers a message on the calling reactor `r` (kind kChannel for PUBLISH,
-// kShard for SPUBLISH) and returns the receivers there. Subscribers whose output goes over the
-// pub/sub limit are closed. When the publisher `self` is itself a receiver and `self_rb` writes
-// its reply straight to the client, its copy goes into `self_rb`, before the PUBLISH reply as in
-// Redis 7.0; inside EXEC (whose array must stay whole) it comes after the EXEC reply, as in 7.2.
-int64_t DeliverHere(Reactor& r, PubSubKind kind, std::string_view channel, std::string_view payload,
-                    Connection* self = nullptr, protocol::ReplyBuilder* self_rb = nullptr);
-
-// Reactor thread, for publishing without a connection to reply to (e.g. PUBLISH / SPUBLISH
-// called from a script running on a shard's reactor): delivers on this reactor now, sends the
-// message to every other reactor that may have a receiver, and does not wait for them. Returns
-// the receivers on this reactor only. Messages keep their order per channel.
-int64_t PublishNoWait(Reactor& r, PubSubKind kind, std::string_view channel,
-                      std::string_view payload);
 
 // INFO's pub/sub fields. Each reactor contributes its part (on its own thread); Merge counts
 // distinct names across reactors, as Redis's pubsub_channels / pubsub_patterns /

@@ -1,4 +1,4 @@
-#include "server/core/pubsub.h"
+#include "server/pubsub/registry.h"
 
 #include <gtest/gtest.h>
 
