@@ -10,7 +10,8 @@
 # lockload --warmup-requests (default 20000: every lock of the default 10,000 keys is held
 # after it), switches instrumentation on, runs lockload -n --requests (default 200000), switches
 # it off, stops the server, and prints Ir / request. The lockload options default to
-# `-w acquire -c 50 -P 16`. The profile stays in --out (default /tmp/deadbolt.callgrind) for
+# `-w acquire -c 50 -P 16`. The profile stays in --out (default /tmp/deadbolt.callgrind; the
+# server's output beside it in --out.log) for
 # `callgrind_annotate`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +40,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 rm -f "$out"
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
   "$server" --threads 1 --no-pin --hz 1 --port "$port" "${server_args[@]}" \
-  >/tmp/deadbolt.callgrind.log 2>&1 &
+  >"$out.log" 2>&1 &
 vg=$!
 trap 'kill $vg 2>/dev/null || true' EXIT
 for _ in $(seq 1 200); do

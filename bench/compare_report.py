@@ -42,11 +42,11 @@ def report(data, cfg):
         if png_note:
             notes.append(png_note)
     if cfg.out != "-":
-        kept = read_section(cfg.out)  # --suite cross-shard's, measured on its own
-        with open(cfg.out, "w") as f:
-            f.write(render_markdown(summary, data, cfg.png, notes))
-            if kept:
-                f.write("\n" + kept + "\n")
+        # Only the main suite's own part is rewritten: the other suites' sections and the
+        # hand-written ones (measured by other scripts) stay as they are.
+        body = render_markdown(summary, data, cfg.png, notes).rstrip("\n")
+        splice_section(cfg.out, MAIN_BEGIN + "\n" + body + "\n" + MAIN_END, MAIN_BEGIN, MAIN_END,
+                       at_start=True)
         log(f"wrote {cfg.out}")
 
 
@@ -476,27 +476,25 @@ XS_DEFAULT, XS_TAGGED, XS_ONE, XS_REDIS = "default", "default tagged local", "th
 XS_CONFIGS = (XS_DEFAULT, XS_TAGGED, XS_ONE, XS_REDIS)
 
 
-def read_section(path):
-    """The cross-shard section of an existing RESULTS.md, markers included, or None."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError:
-        return None
-    i, j = text.find(XS_BEGIN), text.find(XS_END)
-    return text[i:j + len(XS_END)] if 0 <= i < j else None
+# The main suite's part of RESULTS.md (report()), from the top of the file.
+MAIN_BEGIN = "<!-- main: written by compare.py (the main suite) -->"
+MAIN_END = "<!-- /main -->"
 
 
-def splice_section(path, section):
-    """Puts `section` (markers included) into `path` in place of the old one, else at the end."""
+def splice_section(path, section, begin=XS_BEGIN, end=XS_END, at_start=False):
+    """Puts `section` (markers included) into `path` in place of the text between the markers
+    `begin` and `end`; without them, at the end of the file (at its start if `at_start`).
+    Everything else in the file stays."""
     try:
         with open(path) as f:
             text = f.read()
     except OSError:
         text = ""
-    i, j = text.find(XS_BEGIN), text.find(XS_END)
+    i, j = text.find(begin), text.find(end)
     if 0 <= i < j:
-        text = text[:i] + section + text[j + len(XS_END):]
+        text = text[:i] + section + text[j + len(end):]
+    elif at_start:
+        text = section + "\n" + ("\n" + text.lstrip("\n") if text.strip() else "")
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
     with open(path, "w") as f:
@@ -594,7 +592,7 @@ def cross_shard_report(data, cfg):
             json.dump(data, f, indent=1)
         log(f"wrote {cfg.json_out}")
     if cfg.out != "-":
-        splice_section(cfg.out, render_cross_shard_markdown(data, s))
+        splice_section(cfg.out, render_cross_shard_markdown(data, s), XS_BEGIN, XS_END)
         log(f"wrote the 'Cores that pay' section of {cfg.out}")
 
 
