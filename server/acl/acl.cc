@@ -80,9 +80,9 @@ constexpr std::string_view kChannelAfterAll =
 
 const std::vector<std::string>& Categories() {
   static const std::vector<std::string> kAll = {
-      "keyspace", "read",   "write",    "set",        "sortedset",  "list",        "hash",
-      "string",   "bitmap", "hyperloglog", "geo",     "stream",     "pubsub",      "admin",
-      "fast",     "slow",   "blocking", "dangerous",  "connection", "transaction", "scripting"};
+      "keyspace", "read",   "write",       "set",       "sortedset",  "list",        "hash",
+      "string",   "bitmap", "hyperloglog", "geo",       "stream",     "pubsub",      "admin",
+      "fast",     "slow",   "blocking",    "dangerous", "connection", "transaction", "scripting"};
   return kAll;
 }
 
@@ -600,9 +600,15 @@ void Users::SetRequirePass(std::string_view pass) {
   }
 }
 
-std::optional<std::string> Users::Parse(std::string_view text, Users* out) {
+std::optional<std::string> Users::Parse(std::string_view text, std::string_view file, Users* out) {
   Users users = WithDefault("");
   std::vector<std::string> seen;
+  std::string errors;  // Redis's: one sentence per bad line, all of them
+  const std::string at = std::string(file) + ":";
+  auto error = [&](int line_no, std::string_view why) {
+    errors += at + std::to_string(line_no) + ": " + std::string(why) +
+              (!why.empty() && why.back() == '.' ? " " : ". ");
+  };
   int line_no = 0;
   while (!text.empty()) {
     line_no++;
@@ -623,27 +629,39 @@ std::optional<std::string> Users::Parse(std::string_view text, Users* out) {
       if (end > pos) words.push_back(line.substr(pos, end - pos));
       pos = end;
     }
-    const std::string where = "line " + std::to_string(line_no) + ": ";
     if (words.size() < 2 || words[0] != "user") {
-      return where + "should start with user keyword followed by the username";
+      errors += at + std::to_string(line_no) +
+                " should start with user keyword followed by the username. ";
+      continue;
     }
     const std::string name(words[1]);
     if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
-      return where + "duplicate user '" + name + "'";
+      errors +=
+          "WARNING: Duplicate user '" + name + "' found on line " + std::to_string(line_no) + ". ";
+      continue;
     }
     seen.push_back(name);
     std::vector<std::string> rules;
     const std::vector<std::string_view> given(words.begin() + 2, words.end());
     if (auto err = MergeSelectorArgs(given, &rules)) {
-      return where + *err;  // (Redis 7.0.15 crashes on such a line)
+      error(line_no, *err);  // (Redis 7.0.15 crashes on such a line)
+      continue;
     }
     User fresh(name);
+    std::optional<std::string> bad;
     for (const std::string& rule : rules) {
-      if (auto err = fresh.ApplyRule(rule)) {
-        return where + "Error in applying operation '" + rule + "': " + *err;
-      }
+      if ((bad = fresh.ApplyRule(rule))) break;
+    }
+    if (bad) {
+      error(line_no, *bad);
+      continue;
     }
     *users.FindOrCreate(name) = fresh;
+  }
+  if (!errors.empty()) {
+    return errors +
+           "WARNING: ACL errors detected, no change to the previously active ACL rules was "
+           "performed";
   }
   *out = std::move(users);
   return std::nullopt;
@@ -659,8 +677,8 @@ std::string Users::Serialize() const {
 
 // --- the check ---
 
-std::optional<Denial> Selector::Check(const CommandSpec& spec, const CommandSpec& sub,
-                                      CmdArgs args, size_t* pos) const {
+std::optional<Denial> Selector::Check(const CommandSpec& spec, const CommandSpec& sub, CmdArgs args,
+                                      size_t* pos) const {
   if (pos != nullptr) *pos = 0;
   // AUTH, HELLO, QUIT and RESET are never refused (Redis's CMD_NO_AUTH): a user may always
   // switch to another.
@@ -705,8 +723,7 @@ namespace {
 // most relevant refusal (the worse reason, then the later argument).
 [[gnu::noinline]] std::optional<Denial> CheckWithSelectors(const User& user,
                                                            const CommandSpec& spec,
-                                                           const CommandSpec& sub,
-                                                           CmdArgs args) {
+                                                           const CommandSpec& sub, CmdArgs args) {
   size_t pos = 0;
   std::optional<Denial> worst = user.root().Check(spec, sub, args, &pos);
   for (const Selector& s : user.selectors()) {
@@ -728,7 +745,8 @@ namespace {
 std::optional<Denial> Check(const User& user, const CommandSpec& spec, const CommandSpec& sub,
                             CmdArgs args) {
   // Without selectors (the usual case) the root's answer is the answer: a tail call.
-  if (user.selectors().empty()) [[likely]] return user.root().Check(spec, sub, args, nullptr);
+  if (user.selectors().empty()) [[likely]]
+    return user.root().Check(spec, sub, args, nullptr);
   return CheckWithSelectors(user, spec, sub, args);
 }
 

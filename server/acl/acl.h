@@ -175,8 +175,10 @@ class Users {
   void SetRequirePass(std::string_view pass);
 
   // Parses an aclfile's text ("user <name> <rule> ..." per line) into a new set of users, or
-  // returns the error (Redis's words for a bad rule; file and line given by the caller).
-  static std::optional<std::string> Parse(std::string_view text, Users* out);
+  // returns every error in it, in Redis's words (`file` names it, as Redis names it: each line's
+  // error, then "WARNING: ACL errors detected, no change ..."). *out is changed only on success.
+  static std::optional<std::string> Parse(std::string_view text, std::string_view file,
+                                          Users* out);
   // The aclfile's text for these users (ACL SAVE): one "user <name> <rules>" line each.
   std::string Serialize() const;
 

@@ -186,18 +186,30 @@ TEST(AclUsersTest, FileRoundTrip) {
       "\n"
       "user app1 on #c592df4a86933b92addc9842402ddf198c638ea9be58916ee6e3734e1e3152f8 "
       "~lock:app1:* resetchannels +@all -@dangerous\n",
-      &users);
+      "users.acl", &users);
   ASSERT_FALSE(err) << *err;
   EXPECT_EQ(users.Serialize(),
             "user app1 on #c592df4a86933b92addc9842402ddf198c638ea9be58916ee6e3734e1e3152f8 "
             "~lock:app1:* resetchannels +@all -@dangerous\n"
             "user default on nopass ~* &* +@all\n");
   Users again;
-  ASSERT_FALSE(Users::Parse(users.Serialize(), &again));
+  ASSERT_FALSE(Users::Parse(users.Serialize(), "users.acl", &again));
   EXPECT_EQ(again.Serialize(), users.Serialize());
-  EXPECT_TRUE(Users::Parse("user x badrule\n", &again).has_value());
-  EXPECT_TRUE(Users::Parse("nope\n", &again).has_value());
-  EXPECT_TRUE(Users::Parse("user a on\nuser a off\n", &again).has_value());
+  // Redis 7.0.15's words, checked against it; every bad line is reported, and nothing changes.
+  constexpr char kNoChange[] =
+      "WARNING: ACL errors detected, no change to the previously active ACL rules was performed";
+  EXPECT_EQ(*Users::Parse("user x badrule\n", "u.acl", &again),
+            std::string("u.acl:1: Syntax error. ") + kNoChange);
+  EXPECT_EQ(
+      *Users::Parse("nope\n", "u.acl", &again),
+      std::string("u.acl:1 should start with user keyword followed by the username. ") + kNoChange);
+  EXPECT_EQ(*Users::Parse("user a on\nuser a off\n", "u.acl", &again),
+            std::string("WARNING: Duplicate user 'a' found on line 2. ") + kNoChange);
+  EXPECT_EQ(*Users::Parse("user x badrule\n\nuser y on\nfoo\n", "u.acl", &again),
+            std::string("u.acl:1: Syntax error. u.acl:4 should start with user keyword followed "
+                        "by the username. ") +
+                kNoChange);
+  EXPECT_EQ(again.Serialize(), users.Serialize());
 }
 
 TEST(AclFirstArgTest, AllowsOneFirstArgumentAsRedisDoes) {
@@ -244,8 +256,8 @@ TEST(AclCheckTest, AuthIsNeverRefused) {
 
 // The selector tests' user, as Redis 7.0.15 took it and printed it.
 User SelectorUser() {
-  return Make({"on", "~root:*", "+@all", "-@dangerous", "(~sel:* +get %R~ro:* &ch*)",
-               "(+set ~w:*)"});
+  return Make(
+      {"on", "~root:*", "+@all", "-@dangerous", "(~sel:* +get %R~ro:* &ch*)", "(+set ~w:*)"});
 }
 
 TEST(AclSelectorTest, DescribedAsRedisDoes) {
@@ -303,9 +315,9 @@ TEST(AclSelectorTest, SplitSelectorsAreMerged) {
 
 TEST(AclSelectorTest, AnySelectorMayAllowTheCall) {
   User u = SelectorUser();
-  EXPECT_FALSE(CheckCall(u, {"get", "sel:1"}));      // the first selector
-  EXPECT_FALSE(CheckCall(u, {"get", "ro:1"}));       // its read-only pattern
-  EXPECT_FALSE(CheckCall(u, {"set", "w:1", "v"}));   // the second
+  EXPECT_FALSE(CheckCall(u, {"get", "sel:1"}));        // the first selector
+  EXPECT_FALSE(CheckCall(u, {"get", "ro:1"}));         // its read-only pattern
+  EXPECT_FALSE(CheckCall(u, {"set", "w:1", "v"}));     // the second
   EXPECT_FALSE(CheckCall(u, {"set", "root:1", "v"}));  // the root
   // Refused by all: Redis's most relevant denial (a channel's, then a key's, then a command's;
   // among equals the later argument's), as Redis 7.0.15 named them in ACL DRYRUN.
@@ -317,8 +329,7 @@ TEST(AclSelectorTest, AnySelectorMayAllowTheCall) {
   EXPECT_EQ(denied({"get", "w:1"}), "This user has no permissions to access the 'w:1' key");
   EXPECT_EQ(denied({"mget", "sel:1", "zz"}),
             "This user has no permissions to access the 'sel:1' key");
-  EXPECT_EQ(denied({"mget", "zz", "sel:1"}),
-            "This user has no permissions to access the 'zz' key");
+  EXPECT_EQ(denied({"mget", "zz", "sel:1"}), "This user has no permissions to access the 'zz' key");
   EXPECT_EQ(denied({"mget", "root:1", "sel:1"}),
             "This user has no permissions to access the 'sel:1' key");
   EXPECT_EQ(denied({"publish", "zz", "m"}),
@@ -342,22 +353,24 @@ TEST(AclSelectorTest, FileRoundTrip) {
   auto err = Users::Parse(
       "user default on nopass ~* &* +@all\n"
       "user s on nopass ~root:* (~a* +get) (  ~b*   +set  )\n",
-      &users);
+      "users.acl", &users);
   ASSERT_FALSE(err) << *err;
   EXPECT_EQ(users.Serialize(),
             "user default on nopass ~* &* +@all\n"
             "user s on nopass ~root:* resetchannels -@all (~a* resetchannels -@all +get) "
             "(~b* resetchannels -@all +set)\n");
   Users again;
-  ASSERT_FALSE(Users::Parse(users.Serialize(), &again));
+  ASSERT_FALSE(Users::Parse(users.Serialize(), "users.acl", &again));
   EXPECT_EQ(again.Serialize(), users.Serialize());
-  ASSERT_FALSE(Users::Parse("user s on (~a* +get) clearselectors (~x*)\n", &again));
+  ASSERT_FALSE(Users::Parse("user s on (~a* +get) clearselectors (~x*)\n", "u.acl", &again));
   EXPECT_EQ(again.Find("s")->Describe(), "on resetchannels -@all (~x* resetchannels -@all)");
-  EXPECT_EQ(*Users::Parse("user s on (bad)\n", &again),
-            "line 1: Error in applying operation '(bad)': Syntax error");
+  EXPECT_EQ(*Users::Parse("user s on (bad)\n", "u.acl", &again),
+            "u.acl:1: Syntax error. WARNING: ACL errors detected, no change to the previously "
+            "active ACL rules was performed");
   // Redis 7.0.15 crashes on this line; deadbolt refuses the file.
-  EXPECT_EQ(*Users::Parse("user default on\nuser s on (~a* +get\n", &again),
-            "line 2: Unmatched parenthesis in acl selector starting at '(~a*'.");
+  EXPECT_EQ(*Users::Parse("user default on\nuser s on (~a* +get\n", "u.acl", &again),
+            "u.acl:2: Unmatched parenthesis in acl selector starting at '(~a*'. WARNING: ACL "
+            "errors detected, no change to the previously active ACL rules was performed");
 }
 
 TEST(AclUsersTest, RetiredUserStaysValid) {

@@ -308,8 +308,8 @@ void Load(CmdArgs, Connection& conn, ReplyBuilder& rb) {
   std::stringstream text;
   text << in.rdbuf();
   auto loaded = std::make_shared<acl::Users>();
-  if (auto err = acl::Users::Parse(text.str(), loaded.get())) {
-    rb.Error("ERR " + path + ":" + *err);
+  if (auto err = acl::Users::Parse(text.str(), path, loaded.get())) {
+    rb.Error("ERR " + *err);
     return;
   }
   const uint64_t caller = conn.id();

@@ -120,8 +120,8 @@ std::optional<std::string> Server::LoadUsers() {
   std::stringstream text;
   text << in.rdbuf();
   acl::Users users;
-  if (auto err = acl::Users::Parse(text.str(), &users)) {
-    return "Error loading ACLs: " + config_.aclfile + ": " + *err;
+  if (auto err = acl::Users::Parse(text.str(), config_.aclfile, &users)) {
+    return "Aborting start-up because of ACL errors: " + *err;  // as Redis says it
   }
   initial_users_ = std::move(users);
   return std::nullopt;

@@ -578,6 +578,21 @@ class AclFileTest(unittest.TestCase):
             self.assertEqual(c.cmd("ACL", "LIST"), array(
                 bulk("user default on nopass ~* &* +@all"), bulk(line)))
 
+    def test_a_bad_file_names_every_bad_line_in_redis_words(self):
+        with open(self.path, "w") as f:
+            f.write("user default on nopass ~* &* +@all\n"
+                    "user bob on bogus\n"
+                    "user x on\n"
+                    "user x off\n"
+                    "foo\n")
+        p = self.path
+        with harness.RespConn(self.server.port) as c:
+            self.assertEqual(c.cmd("ACL", "LOAD"), error(
+                f"ERR {p}:2: Syntax error. WARNING: Duplicate user 'x' found on line 4. "
+                f"{p}:5 should start with user keyword followed by the username. WARNING: ACL "
+                "errors detected, no change to the previously active ACL rules was performed"))
+            self.assertEqual(len(c.call("ACL", "LIST")), 2)  # app1 and default, as loaded
+
     def test_without_aclfile_load_and_save_refuse(self):
         server = harness.ServerProcess().start()
         try:
