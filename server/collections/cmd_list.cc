@@ -39,7 +39,6 @@ using protocol::ReplyBuilder;
 using shard::ListEnd;
 using shard::OpStatus;
 
-void ReplyStatus(ReplyBuilder& rb, OpStatus s) { rb.Error(errors::ForStatus(s)); }
 
 std::span<const std::string_view> Tail(CmdArgs args, size_t from) {
   return {args.data() + from, args.size() - from};
@@ -92,11 +91,7 @@ void Pop(CmdArgs args, ShardCtx& ctx) {
 
 void LLen(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.ListLen(args[1], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void LRange(CmdArgs args, ShardCtx& ctx) {
@@ -141,13 +136,7 @@ void LIndex(CmdArgs args, ShardCtx& ctx) {
     return;
   }
   auto r = ctx.db.ListIndex(args[1], index, ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Bulk(*r);
-  } else if (r.status() == OpStatus::kKeyNotFound) {
-    ctx.rb.Null();
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyBulkOrNil(ctx.rb, r);
 }
 
 void LSet(CmdArgs args, ShardCtx& ctx) {
@@ -173,11 +162,7 @@ void LRem(CmdArgs args, ShardCtx& ctx) {
     return;
   }
   auto r = ctx.db.ListRem(args[1], count, args[3], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void LInsert(CmdArgs args, ShardCtx& ctx) {
@@ -191,11 +176,7 @@ void LInsert(CmdArgs args, ShardCtx& ctx) {
     return;
   }
   auto r = ctx.db.ListInsert(args[1], before, args[3], args[4], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void LTrim(CmdArgs args, ShardCtx& ctx) {

@@ -36,7 +36,6 @@ namespace set_cmds {
 using protocol::ReplyBuilder;
 using shard::OpStatus;
 
-void ReplyStatus(ReplyBuilder& rb, OpStatus s) { rb.Error(errors::ForStatus(s)); }
 
 std::span<const std::string_view> Tail(CmdArgs args, size_t from) {
   return {args.data() + from, args.size() - from};
@@ -44,20 +43,12 @@ std::span<const std::string_view> Tail(CmdArgs args, size_t from) {
 
 void SAdd(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.SetAdd(args[1], Tail(args, 2), ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void SRem(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.SetRem(args[1], Tail(args, 2), ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void ReplySet(const std::vector<std::string>& members, ReplyBuilder& rb) {
@@ -76,11 +67,7 @@ void SMembers(CmdArgs args, ShardCtx& ctx) {
 
 void SIsMember(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.SetIsMember(args[1], args[2], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r ? 1 : 0);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void SMIsMember(CmdArgs args, ShardCtx& ctx) {
@@ -95,11 +82,7 @@ void SMIsMember(CmdArgs args, ShardCtx& ctx) {
 
 void SCard(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.SetCard(args[1], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 // SPOP key [count]: the count is read first; with a count the reply is a set (RESP3).

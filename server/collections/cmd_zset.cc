@@ -44,7 +44,6 @@ using protocol::ReplyBuilder;
 using shard::OpStatus;
 using shard::ZRangeSpec;
 
-void ReplyStatus(ReplyBuilder& rb, OpStatus s) { rb.Error(errors::ForStatus(s)); }
 
 std::span<const std::string_view> Tail(CmdArgs args, size_t from) {
   return {args.data() + from, args.size() - from};
@@ -227,11 +226,7 @@ void ZIncrBy(CmdArgs args, ShardCtx& ctx) { ZAddGeneric(args, ctx, true); }
 
 void ZRem(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.ZRem(args[1], Tail(args, 2), ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void ZScore(CmdArgs args, ShardCtx& ctx) {
@@ -255,11 +250,7 @@ void ZMScore(CmdArgs args, ShardCtx& ctx) {
 
 void ZCard(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.ZCard(args[1], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 // Parses a [min, max] score (by == kScore) or lex (kLex) range into `range`; false after
@@ -290,11 +281,7 @@ void ZCount(CmdArgs args, ShardCtx& ctx) {
   range.by = by;
   if (!ParseRangeEnds(args[2], args[3], &range, ctx.rb)) return;
   auto r = ctx.db.ZCount(args[1], range, ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 // --- the ZRANGE family ---
@@ -400,11 +387,7 @@ void ZRemRange(CmdArgs args, ShardCtx& ctx) {
   range.by = by;
   if (!ParseRangeEnds(args[2], args[3], &range, ctx.rb)) return;
   auto r = ctx.db.ZRemRange(args[1], range, ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 // ZPOPMIN / ZPOPMAX key [count] (genericZpopCommand): without a count a flat [member, score];

@@ -23,7 +23,6 @@ namespace {
 using protocol::ReplyBuilder;
 using shard::OpStatus;
 
-void ReplyStatus(ReplyBuilder& rb, OpStatus s) { rb.Error(errors::ForStatus(s)); }
 
 // args[from..] as the span the Db operations take.
 std::span<const std::string_view> Tail(CmdArgs args, size_t from) {
@@ -51,22 +50,12 @@ void HMSet(CmdArgs args, ShardCtx& ctx) { HSetGeneric(args, ctx, true); }
 
 void HSetNx(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.HSetNx(args[1], args[2], args[3], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r ? 1 : 0);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void HGet(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.HGet(args[1], args[2], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Bulk(*r);
-  } else if (r.status() == OpStatus::kKeyNotFound) {
-    ctx.rb.Null();
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyBulkOrNil(ctx.rb, r);
 }
 
 void HMGet(CmdArgs args, ShardCtx& ctx) {
@@ -87,20 +76,12 @@ void HMGet(CmdArgs args, ShardCtx& ctx) {
 
 void HDel(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.HDel(args[1], Tail(args, 2), ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void HExists(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.HExists(args[1], args[2], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r ? 1 : 0);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void HIncrBy(CmdArgs args, ShardCtx& ctx) {
@@ -110,11 +91,7 @@ void HIncrBy(CmdArgs args, ShardCtx& ctx) {
     return;
   }
   auto r = ctx.db.HIncrBy(args[1], args[2], delta, ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void HIncrByFloat(CmdArgs args, ShardCtx& ctx) {
@@ -137,20 +114,12 @@ void HIncrByFloat(CmdArgs args, ShardCtx& ctx) {
 
 void HLen(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.HLen(args[1], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void HStrLen(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.HStrLen(args[1], args[2], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 // HKEYS, HVALS, HGETALL: one read of all pairs; `what` picks the reply.

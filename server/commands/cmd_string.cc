@@ -28,7 +28,6 @@ using protocol::ReplyBuilder;
 using shard::OpStatus;
 using shard::SetOptions;
 
-void ReplyStatus(ReplyBuilder& rb, OpStatus s) { rb.Error(errors::ForStatus(s)); }
 
 // --- SET / GETEX options (Redis's parseExtendedStringArgumentsOrReply) ---
 
@@ -155,13 +154,7 @@ void ReplySetResult(ReplyBuilder& rb, shard::OpResult<shard::SetResult>& r, bool
 
 void Get(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.Get(args[1], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Bulk(*r);
-  } else if (r.status() == OpStatus::kKeyNotFound) {
-    ctx.rb.Null();
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyBulkOrNil(ctx.rb, r);
 }
 
 void Set(CmdArgs args, ShardCtx& ctx) {
@@ -233,13 +226,7 @@ void GetSet(CmdArgs args, ShardCtx& ctx) {
 
 void GetDel(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.GetDel(args[1], ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Bulk(*r);
-  } else if (r.status() == OpStatus::kKeyNotFound) {
-    ctx.rb.Null();
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyBulkOrNil(ctx.rb, r);
 }
 
 void GetEx(CmdArgs args, ShardCtx& ctx) {
@@ -272,22 +259,12 @@ void GetEx(CmdArgs args, ShardCtx& ctx) {
     change.kind = shard::ExpireChange::Kind::kPersist;
   }
   auto r = ctx.db.GetEx(args[1], change, ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Bulk(*r);
-  } else if (r.status() == OpStatus::kKeyNotFound) {
-    ctx.rb.Null();
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyBulkOrNil(ctx.rb, r);
 }
 
 void Append(CmdArgs args, ShardCtx& ctx) {
   auto r = ctx.db.Append(args[1], args[2], ctx.now_ms, ctx.config.proto_max_bulk_len);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void StrLen(CmdArgs args, ShardCtx& ctx) {
@@ -328,20 +305,12 @@ void SetRange(CmdArgs args, ShardCtx& ctx) {
     return;
   }
   auto r = ctx.db.SetRange(args[1], offset, args[3], ctx.now_ms, ctx.config.proto_max_bulk_len);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void IncrByGeneric(ShardCtx& ctx, std::string_view key, int64_t delta) {
   auto r = ctx.db.IncrBy(key, delta, ctx.now_ms);
-  if (r.ok()) {
-    ctx.rb.Integer(*r);
-  } else {
-    ReplyStatus(ctx.rb, r.status());
-  }
+  ReplyInteger(ctx.rb, r);
 }
 
 void Incr(CmdArgs args, ShardCtx& ctx) { IncrByGeneric(ctx, args[1], 1); }

@@ -109,6 +109,10 @@ bool AllKeysOn(CmdArgs args, size_t first, size_t step, const Server& server, in
   return true;
 }
 
+void ReplyStatus(protocol::ReplyBuilder& rb, shard::OpStatus s) {
+  rb.Error(errors::ForStatus(s));
+}
+
 const std::vector<int>& AllShards(const Server& server) {
   thread_local std::vector<int> all;
   if (all.size() != static_cast<size_t>(server.num_shards())) {

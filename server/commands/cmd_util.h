@@ -16,6 +16,7 @@
 
 #include "protocol/reply_builder.h"
 #include "server/cmdtable/command.h"
+#include "shard/base/op_status.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
@@ -123,6 +124,28 @@ ShardCtx LocalShardCtx(Connection& conn, protocol::ReplyBuilder& rb);
 
 // True if every key args[first], args[first + step], ... is owned by shard `shard`.
 bool AllKeysOn(CmdArgs args, size_t first, size_t step, const Server& server, int shard);
+
+// Replies of a shard operation: Redis's error for a failed status (errors::ForStatus), or the
+// value: as an integer (a bool as 0/1), or as a bulk with a missing key as nil.
+void ReplyStatus(protocol::ReplyBuilder& rb, shard::OpStatus s);
+template <typename T>
+void ReplyInteger(protocol::ReplyBuilder& rb, const shard::OpResult<T>& r) {
+  if (r.ok()) {
+    rb.Integer(static_cast<int64_t>(*r));
+  } else {
+    ReplyStatus(rb, r.status());
+  }
+}
+template <typename T>
+void ReplyBulkOrNil(protocol::ReplyBuilder& rb, const shard::OpResult<T>& r) {
+  if (r.ok()) {
+    rb.Bulk(*r);
+  } else if (r.status() == shard::OpStatus::kKeyNotFound) {
+    rb.Null();
+  } else {
+    ReplyStatus(rb, r.status());
+  }
+}
 
 // 0, 1, ..., num_shards-1 (built once per thread).
 const std::vector<int>& AllShards(const Server& server);
