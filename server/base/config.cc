@@ -264,21 +264,22 @@ const std::vector<Setting>& Settings() {
       {"enable-debug-command", false,
        ChoiceSetter(&Config::enable_debug_command, kDebugCommandModes),
        StringGetter(&Config::enable_debug_command)},
-      // TLS, fixed at start (Redis reloads them on CONFIG SET; deadbolt does not yet).
+      // TLS. The port is fixed at start (Redis moves its listener; deadbolt's is reactor 0's
+      // and stays). CONFIG SET of the others builds a new context (ConfigSet, cmd_server.cc).
       {"tls-port", false, IntSetter(&Config::tls_port, 0, 65535), IntGetter(&Config::tls_port)},
-      {"tls-cert-file", false, StringSetter(&Config::tls_cert_file),
+      {"tls-cert-file", true, StringSetter(&Config::tls_cert_file),
        StringGetter(&Config::tls_cert_file)},
-      {"tls-key-file", false, StringSetter(&Config::tls_key_file),
+      {"tls-key-file", true, StringSetter(&Config::tls_key_file),
        StringGetter(&Config::tls_key_file)},
-      {"tls-ca-cert-file", false, StringSetter(&Config::tls_ca_cert_file),
+      {"tls-ca-cert-file", true, StringSetter(&Config::tls_ca_cert_file),
        StringGetter(&Config::tls_ca_cert_file)},
-      {"tls-auth-clients", false, ChoiceSetter(&Config::tls_auth_clients, kTlsAuthClients),
+      {"tls-auth-clients", true, ChoiceSetter(&Config::tls_auth_clients, kTlsAuthClients),
        StringGetter(&Config::tls_auth_clients)},
-      {"tls-protocols", false, StringSetter(&Config::tls_protocols),
+      {"tls-protocols", true, StringSetter(&Config::tls_protocols),
        StringGetter(&Config::tls_protocols)},
-      {"tls-ciphersuites", false, StringSetter(&Config::tls_ciphersuites),
+      {"tls-ciphersuites", true, StringSetter(&Config::tls_ciphersuites),
        StringGetter(&Config::tls_ciphersuites)},
-      {"tls-ciphers", false, StringSetter(&Config::tls_ciphers),
+      {"tls-ciphers", true, StringSetter(&Config::tls_ciphers),
        StringGetter(&Config::tls_ciphers)},
       // Fixed at start: the delay counts from then.
       {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
@@ -331,6 +332,17 @@ std::vector<int> ReactorCpus(Config::Pin pin, int threads, const std::vector<int
   if (pin == Config::Pin::kAuto && cpus.size() >= allowed.size()) return cpus;
   for (size_t i = 0; i < cpus.size(); i++) cpus[i] = allowed[i % allowed.size()];
   return cpus;
+}
+
+bool IsTlsContextSetting(std::string_view name) {
+  static constexpr const char* kNames[] = {"tls-cert-file",    "tls-key-file",
+                                           "tls-ca-cert-file", "tls-auth-clients",
+                                           "tls-protocols",    "tls-ciphersuites",
+                                           "tls-ciphers"};
+  for (const char* n : kNames) {
+    if (EqualsIgnoreCase(n, name)) return true;
+  }
+  return false;
 }
 
 const char* MaxmemoryPolicyName(Config::MaxmemoryPolicy p) {

@@ -92,7 +92,8 @@ struct Config {
   // DEBUG: "no", "local" (from loopback connections only) or "yes"; fixed at start, as Redis's.
   std::string enable_debug_command = "no";
 
-  // --- TLS (server/tls/): a second listener on tls_port (0: none), fixed at start ---
+  // --- TLS (server/tls/): a second listener on tls_port (0: none, fixed at start); the rest
+  // may be changed by CONFIG SET, which builds a new context (IsTlsContextSetting) ---
   int tls_port = 0;
   std::string tls_cert_file, tls_key_file, tls_ca_cert_file;
   std::string tls_auth_clients = "yes";  // yes, no or optional
@@ -124,6 +125,10 @@ std::vector<int> ReactorCpus(Config::Pin pin, int threads, const std::vector<int
 // Redis 7.0's parameters that deadbolt accepts and reports but that change nothing, with their
 // defaults (redis_params.cc; listed in README.md).
 const std::vector<std::pair<const char*, const char*>>& NoEffectParams();
+
+// Whether CONFIG SET of `name` must build a new TLS context: tls-cert-file, tls-key-file,
+// tls-ca-cert-file, tls-auth-clients, tls-protocols, tls-ciphersuites, tls-ciphers.
+bool IsTlsContextSetting(std::string_view name);
 
 // "512mb", "1gb", "100k", "42" -> bytes, as Redis's memtoull. nullopt if malformed.
 std::optional<int64_t> ParseMemory(std::string_view s);

@@ -131,6 +131,15 @@ TEST(ConfigTest, TlsFlags) {
   auto err = c.Set("tls-port", "6381");
   ASSERT_TRUE(err.has_value());
   EXPECT_NE(err->find("can't set immutable config"), std::string::npos);
+  // The rest may change at run time (the server then builds a new context).
+  EXPECT_EQ(c.Set("tls-cert-file", "s2.crt"), std::nullopt);
+  EXPECT_EQ(c.tls_cert_file, "s2.crt");
+  for (const char* name : {"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
+                           "tls-protocols", "tls-ciphersuites", "tls-ciphers", "TLS-KEY-FILE"}) {
+    EXPECT_TRUE(IsTlsContextSetting(name)) << name;
+  }
+  EXPECT_FALSE(IsTlsContextSetting("tls-port"));
+  EXPECT_FALSE(IsTlsContextSetting("maxmemory"));
 }
 
 TEST(ConfigTest, HelpListsEveryFlag) {

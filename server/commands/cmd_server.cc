@@ -27,6 +27,7 @@
 #include "server/core/pubsub.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "server/tls/tls.h"
 
 namespace deadbolt::server {
 namespace {
@@ -718,10 +719,31 @@ void ConfigSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     }
     changes.emplace_back(std::string(args[i]), std::string(args[i + 1]));
   }
+  // The TLS settings, as Redis: a new context is built from them at once; if that fails the
+  // reply says so, the reason goes to the log and nothing changes (the old context stays in
+  // use). Built here, on the connection's reactor, then handed to every reactor by the message
+  // below: new TLS connections get it, established ones keep the context they were made with.
+  std::shared_ptr<const TlsContext> tls;
+  if (probe.tls_port != 0) {
+    for (auto& [k, v] : changes) {
+      if (!IsTlsContextSetting(k)) continue;
+      auto made = TlsContext::Create(probe);
+      if (auto* err = std::get_if<std::string>(&made)) {
+        LogWarning("%s", err->c_str());
+        LogWarning("Failed applying new configuration. Possibly related to new %s setting. "
+                   "Restoring previous settings.", AsciiLower(k).c_str());
+        rb.Error(errors::TlsReconfigureFailed(k));
+        return;
+      }
+      tls = std::move(std::get<std::unique_ptr<TlsContext>>(made));
+      break;
+    }
+  }
   AllReactors(
       conn,
-      [changes](Reactor& r) {
+      [changes, tls](Reactor& r) {
         for (auto& [k, v] : changes) r.mutable_config().Set(k, v);
+        if (tls) r.set_tls_context(tls);
         // A new maxmemory holds from the reply on, as in Redis.
         MemoryLimit::Refresh(r.config().maxmemory);
         r.ApplyConfig();

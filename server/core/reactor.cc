@@ -97,7 +97,11 @@ std::string AddrToString(const sockaddr_storage& ss) {
 }  // namespace
 
 Reactor::Reactor(Server* server, int id, const Config& config)
-    : server_(server), id_(id), config_(config), shard_(id, config.databases) {
+    : server_(server),
+      id_(id),
+      config_(config),
+      shard_(id, config.databases),
+      tls_context_(server->tls_context()) {
   stats_.commands.resize(CommandTable::Get().StatsSpecs().size());
   acl_users_ = server->initial_users().Clone();
   applied_requirepass_ = config_.requirepass;
@@ -888,7 +892,7 @@ void Reactor::Adopt(int fd, bool tls) {
   }
   auto* c = new Connection(this, fd, server_->NextClientId(), AddrToString(peer),
                            AddrToString(local));
-  if (tls) c->tls_ = std::make_unique<TlsSession>(*server_->tls_context());
+  if (tls) c->tls_ = std::make_unique<TlsSession>(*tls_context_);
   conns_[c->id()] = c;
   server_->connected_clients().fetch_add(1, std::memory_order_relaxed);
   stats_.connections_received++;

@@ -33,6 +33,7 @@ namespace deadbolt::server {
 
 class Connection;
 class Server;
+class TlsContext;  // server/tls/tls.h
 struct MovedConnection;  // connection.h
 
 // Owned by its own thread from Start() to Join(): only that thread touches its ring, shard and
@@ -74,6 +75,10 @@ class Reactor {
   shard::Shard& shard() { return shard_; }
   const Config& config() const { return config_; }
   Config& mutable_config() { return config_; }
+  // The TLS context new connections of the TLS port get (null without --tls-port). Replaced by
+  // CONFIG SET tls-* through a message to each reactor; a session keeps the context it was made
+  // with (SSL_new takes a reference on the SSL_CTX), so existing clients keep theirs.
+  void set_tls_context(std::shared_ptr<const TlsContext> ctx) { tls_context_ = std::move(ctx); }
   int64_t now_ms() const { return now_ms_; }
   ReactorStats& stats() { return stats_; }
   LockTable& locks() { return locks_; }
@@ -299,6 +304,7 @@ class Reactor {
   Config config_;
   int cpu_ = -1;
   shard::Shard shard_;
+  std::shared_ptr<const TlsContext> tls_context_;  // this reactor's copy (set_tls_context)
   ReactorStats stats_;
   bool evictable_ = false;  // counted in MemoryLimit::evictable_shards()
   uint64_t lap_start_ = 0;
