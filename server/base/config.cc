@@ -218,6 +218,26 @@ const std::vector<Setting>& Settings() {
        [](const Config& c) { return c.client_output_buffer_limit.Format(); }},
       {"maxmemory", true, IntSetter(&Config::maxmemory, 0, INT64_MAX, true),
        IntGetter(&Config::maxmemory)},
+      {"maxmemory-clients", true,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         if (!v.empty() && v.back() == '%') {
+           int64_t pct;
+           if (!ParseNumber(v.substr(0, v.size() - 1), &pct) || pct < 0) {
+             return std::string("argument must be a memory or percent value");
+           }
+           if (pct > 100) return std::string("percentage argument must be less or equal to 100");
+           c.maxmemory_clients = -pct;
+           return std::nullopt;
+         }
+         std::optional<int64_t> n = ParseMemory(v);
+         if (!n) return std::string("argument must be a memory or percent value");
+         c.maxmemory_clients = *n;
+         return std::nullopt;
+       },
+       [](const Config& c) {
+         return c.maxmemory_clients < 0 ? std::to_string(-c.maxmemory_clients) + "%"
+                                        : std::to_string(c.maxmemory_clients);
+       }},
       // noeviction, the lock-safe default (no lock is dropped to make room), and
       // volatile-ttl (keys with a TTL go, soonest-to-expire first).
       {"maxmemory-policy", true, EnumSetter(&Config::maxmemory_policy, kMaxmemoryPolicies),
@@ -376,7 +396,7 @@ std::string Config::Usage() {
   return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
          "                       [--aclfile PATH] [--protected-mode yes|no] [--maxmemory BYTES]\n"
          "                       [--maxmemory-policy noeviction|volatile-ttl]\n"
-         "                       [--maxmemory-samples N]\n"
+         "                       [--maxmemory-samples N] [--maxmemory-clients BYTES|PCT%]\n"
          "                       [--client-output-buffer-limit \"CLASS HARD SOFT SECS ...\"]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--max-multibulk-len N]\n"

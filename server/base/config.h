@@ -41,6 +41,10 @@ struct Config {
   int maxmemory_samples = 5;  // keys with a TTL sampled per db and eviction (Redis's default)
   // client-output-buffer-limit: unread replies a client may leave, per class (output_limit.h).
   OutputBufferLimits client_output_buffer_limit;
+  // maxmemory-clients, as Redis: bytes (> 0), a percentage of maxmemory (stored negated: -10 is
+  // "10%") or 0 (off). Over it, clients are evicted, biggest first (ClientEvictionLimit,
+  // ClientMemoryBoard in output_limit.h; Reactor::CheckClientMemory).
+  int64_t maxmemory_clients = 0;
   int hz = 100;          // active-expiry ticks per second, per reactor
   int64_t timeout = 0;   // idle client timeout in seconds (0: never)
   // busy-reply-threshold (alias lua-time-limit): a Lua script running longer than this makes

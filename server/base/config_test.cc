@@ -199,9 +199,29 @@ TEST(ConfigTest, NoParameterIsBothHonouredAndOfNoEffect) {
   for (const auto& [name, n] : seen) EXPECT_EQ(n, 1) << name;
   for (const char* honoured :
        {"maxmemory", "maxmemory-policy", "maxmemory-samples", "protected-mode",
-        "client-output-buffer-limit", "busy-reply-threshold"}) {
+        "client-output-buffer-limit", "busy-reply-threshold", "maxmemory-clients"}) {
     for (const auto& p : NoEffectParams()) EXPECT_NE(std::string(p.first), honoured);
   }
+}
+
+TEST(ConfigTest, MaxmemoryClientsBytesOrPercent) {
+  Config c;
+  EXPECT_EQ(c.maxmemory_clients, 0);
+  EXPECT_EQ(c.Get("maxmemory-clients")[0].second, "0");
+  EXPECT_EQ(c.Set("maxmemory-clients", "10%"), std::nullopt);
+  EXPECT_EQ(c.maxmemory_clients, -10);
+  EXPECT_EQ(c.Get("maxmemory-clients")[0].second, "10%");
+  EXPECT_EQ(c.Set("maxmemory-clients", "64mb"), std::nullopt);
+  EXPECT_EQ(c.Get("maxmemory-clients")[0].second, "67108864");
+  const std::string prefix =
+      "ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - ";
+  EXPECT_EQ(c.Set("maxmemory-clients", "101%"),
+            prefix + "percentage argument must be less or equal to 100");
+  for (const char* bad : {"abc", "-5", "1.5%", "%", "-1%"}) {
+    EXPECT_EQ(c.Set("maxmemory-clients", bad), prefix + "argument must be a memory or percent value")
+        << bad;
+  }
+  EXPECT_EQ(c.maxmemory_clients, 64 << 20);
 }
 
 TEST(ConfigTest, MaxmemoryPolicyAndSamples) {

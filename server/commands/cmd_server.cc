@@ -239,7 +239,7 @@ std::string ClientLine(Connection& c, int64_t now_ms) {
       " ssub=", SubCount(c, PubSubKind::kShard), " multi=", c.in_multi() ? 0 : -1,
       " qbuf=", c.query_buffer_size(),
       " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=", c.output_buffer_size(),
-      " tot-mem=0 events=r cmd=", AV(c.last_command()), " user=", AV(c.user().name()), " redir=-1 resp=", c.resp(),
+      " tot-mem=", c.MemoryUsage(), " events=r cmd=", AV(c.last_command()), " user=", AV(c.user().name()), " redir=-1 resp=", c.resp(),
       " lib-name=", c.lib_name(), " lib-ver=", c.lib_ver());
 }
 

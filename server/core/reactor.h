@@ -96,6 +96,23 @@ class Reactor {
   bool EvictForMemory();
   const char* ring_mode() const { return ring_mode_; }
 
+  // --- maxmemory-clients (ClientEvictionLimit, ClientMemoryBoard: server/base/output_limit.h) ---
+  // The limit in bytes, 0 when off (ApplyConfig).
+  int64_t client_mem_limit() const { return client_mem_limit_; }
+  // A client's replies grew past Connection::kOutputLimitFloor (OverOutputLimitSlow): if this
+  // reactor's last count, with c as it is now and the other reactors' published totals, reaches
+  // the limit, a check is due. Never evicts itself (it may run inside a PUBLISH's loop over
+  // subscribers); the check runs at the next safe point: the client's own input loop
+  // (ProcessInput), or the loop turn.
+  void NoteClientGrowth(Connection* c);
+  bool client_mem_check_due() const { return client_mem_check_due_; }
+  // Counts this reactor's clients' memory, publishes it, and while the server's total reaches
+  // the limit evicts this reactor's biggest client that is not CLIENT NO-EVICT, as long as it is
+  // at least as big as the biggest that any other reactor has published (that one goes first,
+  // by its own reactor). Each eviction is logged ("Evicting client: ..." as Redis) and counted
+  // (INFO evicted_clients). Runs on every tick while the limit is on, and when due.
+  void CheckClientMemory();
+
   // --- timing commands (INFO commandstats/latencystats, SLOWLOG; server/observe/introspect.h) ---
   // StartTiming() where a run of commands begins (a read of a connection's input, a relay's
   // hop, a forwarded command), then EndCall() after each command, which charges it the ticks
@@ -307,6 +324,14 @@ class Reactor {
   std::shared_ptr<const TlsContext> tls_context_;  // this reactor's copy (set_tls_context)
   ReactorStats stats_;
   bool evictable_ = false;  // counted in MemoryLimit::evictable_shards()
+  // maxmemory-clients: the limit, this reactor's clients at the last count, the others' total
+  // and biggest evictable client as read then, the estimate at which the next check is due.
+  int64_t client_mem_limit_ = 0;
+  int64_t clients_mem_ = 0;
+  int64_t others_clients_mem_ = 0;
+  int64_t others_biggest_client_ = 0;
+  int64_t client_mem_recheck_at_ = 0;
+  bool client_mem_check_due_ = false;
   uint64_t lap_start_ = 0;
   bool draining_ = false;   // DrainInbox is running tasks
   bool lap_fresh_ = false;  // lap_start_ was marked by the last EndTiming of this drain
