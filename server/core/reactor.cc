@@ -1050,7 +1050,7 @@ void Reactor::CheckClientMemory() {
   client_mem_check_due_ = false;
   int64_t total = 0, biggest = 0;
   for (auto& [id, c] : conns_) {
-    if (c->closing_) continue;
+    if (c->closing_ || c->moving_) continue;  // a moving one is counted where it lands
     c->mem_counted_ = static_cast<int64_t>(c->MemoryUsage());
     total += c->mem_counted_;
     if (!c->no_evict) biggest = std::max(biggest, c->mem_counted_);
@@ -1063,7 +1063,7 @@ void Reactor::CheckClientMemory() {
     // at least as big as every other reactor's biggest.
     std::vector<Connection*> order;
     for (auto& [id, c] : conns_) {
-      if (!c->closing_ && !c->no_evict) order.push_back(c);
+      if (!c->closing_ && !c->moving_ && !c->no_evict) order.push_back(c);
     }
     std::sort(order.begin(), order.end(),
               [](Connection* a, Connection* b) { return a->mem_counted_ > b->mem_counted_; });
