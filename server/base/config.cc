@@ -218,6 +218,26 @@ const std::vector<Setting>& Settings() {
        [](const Config& c) { return c.client_output_buffer_limit.Format(); }},
       {"maxmemory", true, IntSetter(&Config::maxmemory, 0, INT64_MAX, true),
        IntGetter(&Config::maxmemory)},
+      {"maxmemory-clients", true,
+       [](Config& c, std::string_view v) -> std::optional<std::string> {
+         if (!v.empty() && v.back() == '%') {
+           int64_t pct;
+           if (!ParseNumber(v.substr(0, v.size() - 1), &pct) || pct < 0) {
+             return std::string("argument must be a memory or percent value");
+           }
+           if (pct > 100) return std::string("percentage argument must be less or equal to 100");
+           c.maxmemory_clients = -pct;
+           return std::nullopt;
+         }
+         std::optional<int64_t> n = ParseMemory(v);
+         if (!n) return std::string("argument must be a memory or percent value");
+         c.maxmemory_clients = *n;
+         return std::nullopt;
+       },
+       [](const Config& c) {
+         return c.maxmemory_clients < 0 ? std::to_string(-c.maxmemory_clients) + "%"
+                                        : std::to_string(c.maxmemory_clients);
+       }},
       // noeviction, the lock-safe default (no lock is dropped to make room), and
       // volatile-ttl (keys with a TTL go, soonest-to-expire first).
       {"maxmemory-policy", true, EnumSetter(&Config::maxmemory_policy, kMaxmemoryPolicies),
@@ -264,21 +284,22 @@ const std::vector<Setting>& Settings() {
       {"enable-debug-command", false,
        ChoiceSetter(&Config::enable_debug_command, kDebugCommandModes),
        StringGetter(&Config::enable_debug_command)},
-      // TLS, fixed at start (Redis reloads them on CONFIG SET; deadbolt does not yet).
+      // TLS. The port is fixed at start (Redis moves its listener; deadbolt's is reactor 0's
+      // and stays). CONFIG SET of the others builds a new context (ConfigSet, cmd_server.cc).
       {"tls-port", false, IntSetter(&Config::tls_port, 0, 65535), IntGetter(&Config::tls_port)},
-      {"tls-cert-file", false, StringSetter(&Config::tls_cert_file),
+      {"tls-cert-file", true, StringSetter(&Config::tls_cert_file),
        StringGetter(&Config::tls_cert_file)},
-      {"tls-key-file", false, StringSetter(&Config::tls_key_file),
+      {"tls-key-file", true, StringSetter(&Config::tls_key_file),
        StringGetter(&Config::tls_key_file)},
-      {"tls-ca-cert-file", false, StringSetter(&Config::tls_ca_cert_file),
+      {"tls-ca-cert-file", true, StringSetter(&Config::tls_ca_cert_file),
        StringGetter(&Config::tls_ca_cert_file)},
-      {"tls-auth-clients", false, ChoiceSetter(&Config::tls_auth_clients, kTlsAuthClients),
+      {"tls-auth-clients", true, ChoiceSetter(&Config::tls_auth_clients, kTlsAuthClients),
        StringGetter(&Config::tls_auth_clients)},
-      {"tls-protocols", false, StringSetter(&Config::tls_protocols),
+      {"tls-protocols", true, StringSetter(&Config::tls_protocols),
        StringGetter(&Config::tls_protocols)},
-      {"tls-ciphersuites", false, StringSetter(&Config::tls_ciphersuites),
+      {"tls-ciphersuites", true, StringSetter(&Config::tls_ciphersuites),
        StringGetter(&Config::tls_ciphersuites)},
-      {"tls-ciphers", false, StringSetter(&Config::tls_ciphers),
+      {"tls-ciphers", true, StringSetter(&Config::tls_ciphers),
        StringGetter(&Config::tls_ciphers)},
       // Fixed at start: the delay counts from then.
       {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
@@ -333,6 +354,17 @@ std::vector<int> ReactorCpus(Config::Pin pin, int threads, const std::vector<int
   return cpus;
 }
 
+bool IsTlsContextSetting(std::string_view name) {
+  static constexpr const char* kNames[] = {"tls-cert-file",    "tls-key-file",
+                                           "tls-ca-cert-file", "tls-auth-clients",
+                                           "tls-protocols",    "tls-ciphersuites",
+                                           "tls-ciphers"};
+  for (const char* n : kNames) {
+    if (EqualsIgnoreCase(n, name)) return true;
+  }
+  return false;
+}
+
 const char* MaxmemoryPolicyName(Config::MaxmemoryPolicy p) {
   return EnumName(kMaxmemoryPolicies, p);
 }
@@ -364,7 +396,7 @@ std::string Config::Usage() {
   return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
          "                       [--aclfile PATH] [--protected-mode yes|no] [--maxmemory BYTES]\n"
          "                       [--maxmemory-policy noeviction|volatile-ttl]\n"
-         "                       [--maxmemory-samples N]\n"
+         "                       [--maxmemory-samples N] [--maxmemory-clients BYTES|PCT%]\n"
          "                       [--client-output-buffer-limit \"CLASS HARD SOFT SECS ...\"]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
          "                       [--max-multibulk-len N]\n"

@@ -41,6 +41,10 @@ struct Config {
   int maxmemory_samples = 5;  // keys with a TTL sampled per db and eviction (Redis's default)
   // client-output-buffer-limit: unread replies a client may leave, per class (output_limit.h).
   OutputBufferLimits client_output_buffer_limit;
+  // maxmemory-clients, as Redis: bytes (> 0), a percentage of maxmemory (stored negated: -10 is
+  // "10%") or 0 (off). Over it, clients are evicted, biggest first (ClientEvictionLimit,
+  // ClientMemoryBoard in output_limit.h; Reactor::CheckClientMemory).
+  int64_t maxmemory_clients = 0;
   int hz = 100;          // active-expiry ticks per second, per reactor
   int64_t timeout = 0;   // idle client timeout in seconds (0: never)
   // busy-reply-threshold (alias lua-time-limit): a Lua script running longer than this makes
@@ -92,7 +96,8 @@ struct Config {
   // DEBUG: "no", "local" (from loopback connections only) or "yes"; fixed at start, as Redis's.
   std::string enable_debug_command = "no";
 
-  // --- TLS (server/tls/): a second listener on tls_port (0: none), fixed at start ---
+  // --- TLS (server/tls/): a second listener on tls_port (0: none, fixed at start); the rest
+  // may be changed by CONFIG SET, which builds a new context (IsTlsContextSetting) ---
   int tls_port = 0;
   std::string tls_cert_file, tls_key_file, tls_ca_cert_file;
   std::string tls_auth_clients = "yes";  // yes, no or optional
@@ -124,6 +129,10 @@ std::vector<int> ReactorCpus(Config::Pin pin, int threads, const std::vector<int
 // Redis 7.0's parameters that deadbolt accepts and reports but that change nothing, with their
 // defaults (redis_params.cc; listed in README.md).
 const std::vector<std::pair<const char*, const char*>>& NoEffectParams();
+
+// Whether CONFIG SET of `name` must build a new TLS context: tls-cert-file, tls-key-file,
+// tls-ca-cert-file, tls-auth-clients, tls-protocols, tls-ciphersuites, tls-ciphers.
+bool IsTlsContextSetting(std::string_view name);
 
 // "512mb", "1gb", "100k", "42" -> bytes, as Redis's memtoull. nullopt if malformed.
 std::optional<int64_t> ParseMemory(std::string_view s);

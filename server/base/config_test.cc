@@ -131,6 +131,15 @@ TEST(ConfigTest, TlsFlags) {
   auto err = c.Set("tls-port", "6381");
   ASSERT_TRUE(err.has_value());
   EXPECT_NE(err->find("can't set immutable config"), std::string::npos);
+  // The rest may change at run time (the server then builds a new context).
+  EXPECT_EQ(c.Set("tls-cert-file", "s2.crt"), std::nullopt);
+  EXPECT_EQ(c.tls_cert_file, "s2.crt");
+  for (const char* name : {"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
+                           "tls-protocols", "tls-ciphersuites", "tls-ciphers", "TLS-KEY-FILE"}) {
+    EXPECT_TRUE(IsTlsContextSetting(name)) << name;
+  }
+  EXPECT_FALSE(IsTlsContextSetting("tls-port"));
+  EXPECT_FALSE(IsTlsContextSetting("maxmemory"));
 }
 
 TEST(ConfigTest, HelpListsEveryFlag) {
@@ -190,9 +199,29 @@ TEST(ConfigTest, NoParameterIsBothHonouredAndOfNoEffect) {
   for (const auto& [name, n] : seen) EXPECT_EQ(n, 1) << name;
   for (const char* honoured :
        {"maxmemory", "maxmemory-policy", "maxmemory-samples", "protected-mode",
-        "client-output-buffer-limit", "busy-reply-threshold"}) {
+        "client-output-buffer-limit", "busy-reply-threshold", "maxmemory-clients"}) {
     for (const auto& p : NoEffectParams()) EXPECT_NE(std::string(p.first), honoured);
   }
+}
+
+TEST(ConfigTest, MaxmemoryClientsBytesOrPercent) {
+  Config c;
+  EXPECT_EQ(c.maxmemory_clients, 0);
+  EXPECT_EQ(c.Get("maxmemory-clients")[0].second, "0");
+  EXPECT_EQ(c.Set("maxmemory-clients", "10%"), std::nullopt);
+  EXPECT_EQ(c.maxmemory_clients, -10);
+  EXPECT_EQ(c.Get("maxmemory-clients")[0].second, "10%");
+  EXPECT_EQ(c.Set("maxmemory-clients", "64mb"), std::nullopt);
+  EXPECT_EQ(c.Get("maxmemory-clients")[0].second, "67108864");
+  const std::string prefix =
+      "ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - ";
+  EXPECT_EQ(c.Set("maxmemory-clients", "101%"),
+            prefix + "percentage argument must be less or equal to 100");
+  for (const char* bad : {"abc", "-5", "1.5%", "%", "-1%"}) {
+    EXPECT_EQ(c.Set("maxmemory-clients", bad), prefix + "argument must be a memory or percent value")
+        << bad;
+  }
+  EXPECT_EQ(c.maxmemory_clients, 64 << 20);
 }
 
 TEST(ConfigTest, MaxmemoryPolicyAndSamples) {

@@ -12,6 +12,11 @@ std::string OneLine(std::string s) {
 }
 }  // namespace
 
+std::string TlsReconfigureFailed(std::string_view name) {
+  return "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) +
+         "') - Unable to update TLS configuration. Check server logs.";
+}
+
 std::string WrongArity(std::string_view fullname) {
   return "ERR wrong number of arguments for '" + std::string(fullname) + "' command";
 }

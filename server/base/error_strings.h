@@ -257,6 +257,11 @@ std::string UnsupportedOption(std::string_view opt);
 // "ERR Protocol error: invalid bulk length" (from the parser's text)
 std::string ProtocolError(std::string_view parser_text);
 
+// CONFIG SET of a tls-* setting whose new TLS context could not be built: "ERR CONFIG SET failed
+// (possibly related to argument 'tls-key-file') - Unable to update TLS configuration. Check
+// server logs." (the name as the client wrote it).
+std::string TlsReconfigureFailed(std::string_view name);
+
 // The error text for a shard status; kOk and kSkipped have none (empty view).
 std::string_view ForStatus(shard::OpStatus s);
 

@@ -65,4 +65,29 @@ bool OutputLimitState::Over(const OutputBufferLimit& limit, size_t unsent, int64
   return false;
 }
 
+int64_t ClientEvictionLimit(int64_t setting, int64_t maxmemory) {
+  int64_t limit = 0;
+  if (setting < 0 && maxmemory > 0) {
+    limit = static_cast<int64_t>(static_cast<double>(maxmemory) * static_cast<double>(-setting) /
+                                 100.0);
+  } else if (setting > 0) {
+    limit = setting;
+  } else {
+    return 0;
+  }
+  return std::max<int64_t>(limit, 128 * 1024);
+}
+
+ClientMemoryBoard::Slot ClientMemoryBoard::slots_[ClientMemoryBoard::kMaxReactors];
+
+void ClientMemoryBoard::Others(int reactor, int reactors, int64_t* total, int64_t* biggest) {
+  *total = 0;
+  *biggest = 0;
+  for (int i = 0; i < reactors && i < kMaxReactors; i++) {
+    if (i == reactor) continue;
+    *total += slots_[i].total.load(std::memory_order_relaxed);
+    *biggest = std::max(*biggest, slots_[i].biggest.load(std::memory_order_relaxed));
+  }
+}
+
 }  // namespace deadbolt::server

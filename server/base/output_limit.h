@@ -4,6 +4,7 @@
 // soft_seconds. A client over either is closed. The reactor that owns a connection checks it
 // whenever the connection's output grows.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -43,6 +44,35 @@ class OutputLimitState {
 
  private:
   int64_t soft_since_ms_ = 0;  // 0: not over the soft limit
+};
+
+// maxmemory-clients in bytes, as Redis's getClientEvictionLimit: `setting` in bytes, or its
+// negation a percentage of `maxmemory` (none while maxmemory is 0); never under 128 KiB, so that
+// a setting too small cannot cut every client off. 0: off.
+int64_t ClientEvictionLimit(int64_t setting, int64_t maxmemory);
+
+// maxmemory-clients across reactors. Each reactor owns its clients and adds up their memory (its
+// tick, or when a client's replies grow past the limit's reach); it publishes here its total and
+// the size of its biggest client that may be evicted. A reactor reads the others' slots to know
+// the total, and evicts its biggest client only if that is at least as big as every other
+// reactor's biggest, so clients go biggest first across the server. Each slot is written by its
+// reactor only and read by any (relaxed atomics: a reading may be one tick old).
+class ClientMemoryBoard {
+ public:
+  static constexpr int kMaxReactors = 256;  // --threads' upper bound
+  static void Publish(int reactor, int64_t total, int64_t biggest_evictable) {
+    slots_[reactor].total.store(total, std::memory_order_relaxed);
+    slots_[reactor].biggest.store(biggest_evictable, std::memory_order_relaxed);
+  }
+  // The other reactors' totals, added up, and the biggest of their biggest evictable clients.
+  static void Others(int reactor, int reactors, int64_t* total, int64_t* biggest);
+
+ private:
+  struct alignas(64) Slot {
+    std::atomic<int64_t> total{0};
+    std::atomic<int64_t> biggest{0};
+  };
+  static Slot slots_[kMaxReactors];
 };
 
 }  // namespace deadbolt::server

@@ -45,5 +45,29 @@ TEST(OutputLimitTest, HardAndSoftLimits) {
   EXPECT_FALSE(s.Over(OutputBufferLimit{}, size_t{1} << 40, 0));  // no limits
 }
 
+TEST(ClientEvictionLimitTest, BytesPercentOffAndFloor) {
+  EXPECT_EQ(ClientEvictionLimit(0, 0), 0);                      // off
+  EXPECT_EQ(ClientEvictionLimit(0, 1 << 30), 0);
+  EXPECT_EQ(ClientEvictionLimit(10 << 20, 0), 10 << 20);        // bytes
+  EXPECT_EQ(ClientEvictionLimit(-10, 1000 << 20), 100 << 20);   // 10% of maxmemory
+  EXPECT_EQ(ClientEvictionLimit(-10, 0), 0);                    // a percentage of no maxmemory
+  EXPECT_EQ(ClientEvictionLimit(1000, 0), 128 * 1024);          // never under 128 KiB, as Redis
+  EXPECT_EQ(ClientEvictionLimit(-1, 1 << 20), 128 * 1024);
+}
+
+TEST(ClientMemoryBoardTest, OthersAddUpAndSkipSelf) {
+  ClientMemoryBoard::Publish(0, 100, 60);
+  ClientMemoryBoard::Publish(1, 200, 150);
+  ClientMemoryBoard::Publish(2, 300, 90);
+  int64_t total = 0, biggest = 0;
+  ClientMemoryBoard::Others(1, 3, &total, &biggest);
+  EXPECT_EQ(total, 400);
+  EXPECT_EQ(biggest, 90);
+  ClientMemoryBoard::Others(2, 2, &total, &biggest);  // only reactors 0 and 1 exist
+  EXPECT_EQ(total, 300);
+  EXPECT_EQ(biggest, 150);
+  for (int i = 0; i < 3; i++) ClientMemoryBoard::Publish(i, 0, 0);
+}
+
 }  // namespace
 }  // namespace deadbolt::server

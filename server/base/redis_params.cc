@@ -81,7 +81,6 @@ const std::vector<std::pair<const char*, const char*>>& NoEffectParams() {
       {"logfile", ""},
       {"masterauth", ""},
       {"masteruser", ""},
-      {"maxmemory-clients", "0"},
       {"maxmemory-eviction-tenacity", "10"},
       {"min-replicas-max-lag", "10"},
       {"min-replicas-to-write", "0"},

@@ -27,6 +27,7 @@
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 #include "server/pubsub/registry.h"
+#include "server/tls/tls.h"
 
 namespace deadbolt::server {
 namespace {
@@ -238,8 +239,9 @@ std::string ClientLine(Connection& c, int64_t now_ms) {
       " psub=", SubCount(c, PubSubKind::kPattern), " ssub=", SubCount(c, PubSubKind::kShard),
       " multi=", c.in_multi() ? 0 : -1, " qbuf=", c.query_buffer_size(),
       " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=", c.output_buffer_size(),
-      " tot-mem=0 events=r cmd=", AV(c.last_command()), " user=", AV(c.user().name()),
-      " redir=-1 resp=", c.resp(), " lib-name=", c.lib_name(), " lib-ver=", c.lib_ver());
+      " tot-mem=", c.MemoryUsage(), " events=r cmd=", AV(c.last_command()),
+      " user=", AV(c.user().name()), " redir=-1 resp=", c.resp(), " lib-name=", c.lib_name(),
+      " lib-ver=", c.lib_ver());
 }
 
 namespace {
@@ -713,10 +715,33 @@ void ConfigSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     }
     changes.emplace_back(std::string(args[i]), std::string(args[i + 1]));
   }
+  // The TLS settings, as Redis: a new context is built from them at once; if that fails the
+  // reply says so, the reason goes to the log and nothing changes (the old context stays in
+  // use). Built here, on the connection's reactor, then handed to every reactor by the message
+  // below: new TLS connections get it, established ones keep the context they were made with.
+  std::shared_ptr<const TlsContext> tls;
+  if (probe.tls_port != 0) {
+    for (auto& [k, v] : changes) {
+      if (!IsTlsContextSetting(k)) continue;
+      auto made = TlsContext::Create(probe);
+      if (auto* err = std::get_if<std::string>(&made)) {
+        LogWarning("%s", err->c_str());
+        LogWarning(
+            "Failed applying new configuration. Possibly related to new %s setting. "
+            "Restoring previous settings.",
+            AsciiLower(k).c_str());
+        rb.Error(errors::TlsReconfigureFailed(k));
+        return;
+      }
+      tls = std::move(std::get<std::unique_ptr<TlsContext>>(made));
+      break;
+    }
+  }
   OnAllReactors(
       conn,
-      [changes](Reactor& r) {
+      [changes, tls](Reactor& r) {
         for (auto& [k, v] : changes) r.mutable_config().Set(k, v);
+        if (tls) r.set_tls_context(tls);
         // A new maxmemory holds from the reply on, as in Redis.
         MemoryLimit::Refresh(r.config().maxmemory);
         r.ApplyConfig();

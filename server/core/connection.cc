@@ -318,9 +318,21 @@ void Connection::ProcessInput() {
       CloseUnauthenticated();
       break;
     }
-    if (OverOutputLimit()) {  // no more commands for a client that does not read its replies
-      CloseForOutputLimit();
-      break;
+    // OverOutputLimit, spelt out: below the floor (nearly always) nothing else is looked at.
+    if (unsent_output() + done_slot_bytes_ >= kOutputLimitFloor) [[unlikely]] {
+      if (OverOutputLimitSlow()) {  // no more commands for a client that does not read replies
+        CloseForOutputLimit();
+        break;
+      }
+      if (reactor_->client_mem_check_due()) {
+        // maxmemory-clients: replies took the server over (NoteClientGrowth, just now in
+        // OverOutputLimitSlow); the biggest clients go now, this one perhaps, before it runs
+        // anything more.
+        reactor_->CheckClientMemory();
+        if (closing_) break;
+      }
+    } else {
+      output_limit_.Clear();
     }
   }
   reactor_->EndTiming(this);
@@ -353,6 +365,7 @@ void Connection::CloseUnauthenticated() {
 }
 
 bool Connection::OverOutputLimitSlow() {
+  if (reactor_->client_mem_limit() > 0) reactor_->NoteClientGrowth(this);
   const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
   const OutputBufferLimit& limit = subscribed() ? limits.pubsub : limits.normal;
   if (limit.hard == 0 && limit.soft == 0) return false;
@@ -363,7 +376,7 @@ bool Connection::OverOutputLimitSlow() {
 bool Connection::ThrottledByOutputLimit() const {
   if (inflight_ < kMaxInflightUnderOutputLimit) return false;
   const OutputBufferLimit& limit = reactor_->config().client_output_buffer_limit.normal;
-  return limit.hard > 0 || limit.soft > 0;
+  return limit.hard > 0 || limit.soft > 0 || reactor_->client_mem_limit() > 0;
 }
 
 void Connection::CloseForOutputLimit() {

@@ -121,6 +121,12 @@ class Connection {
   // client's own bytes, so it cannot break or forge a CLIENT LIST line.
   std::string_view last_command() const;
   size_t query_buffer_size() const { return in_.size() - in_start_; }
+  // What this client costs in memory (CLIENT LIST's tot-mem; maxmemory-clients): the object,
+  // the input buffer, the replies not yet sent and those waiting in their slots, as allocated.
+  size_t MemoryUsage() const {
+    return sizeof(Connection) + in_.capacity() + out_.capacity() + sending_.capacity() +
+           done_slot_bytes_;
+  }
   size_t output_buffer_size() const { return out_.size() + sending_.size(); }
   // Replies written but not yet taken by the kernel.
   size_t unsent_output() const {
@@ -151,9 +157,10 @@ class Connection {
   // replies no limit applies.
   static constexpr size_t kOutputLimitFloor = 16 * 1024;
   void CloseForOutputLimit();
-  // With a normal output limit set, a connection reads no further commands while this many are
-  // out on other shards (each a relay or a forwarded command): their replies, not counted until
-  // they come back, could otherwise pass the limit many times over before it is checked.
+  // With a normal output limit or maxmemory-clients set, a connection reads no further commands
+  // while this many are out on other shards (each a relay or a forwarded command): their
+  // replies, not counted until they come back, could otherwise pass the limit many times over
+  // before it is checked.
   static constexpr int kMaxInflightUnderOutputLimit = 8;
   bool ThrottledByOutputLimit() const;
 
@@ -202,7 +209,7 @@ class Connection {
   }
   void ReplySkipNext() { skip_next_ = true; }
   bool reply_off() const { return reply_off_; }
-  bool no_evict = false;  // CLIENT NO-EVICT (no eviction here: kept for CLIENT LIST)
+  bool no_evict = false;  // CLIENT NO-EVICT: never evicted for maxmemory-clients
   bool no_touch = false;  // CLIENT NO-TOUCH: its reads leave keys' access time alone
   // CLIENT PAUSE ended on this reactor: a command held by it runs now.
   void EndPause();
@@ -375,6 +382,7 @@ class Connection {
   };
   std::deque<Slot> pending_;
   size_t done_slot_bytes_ = 0;  // the replies of done slots in pending_ (not yet in out_)
+  int64_t mem_counted_ = 0;     // MemoryUsage() at the reactor's last count (maxmemory-clients)
   // appendfsync always: (end offset in out_, journal batch) — out_'s bytes up to the offset
   // leave once the batch is on disk. Empty when nothing is held.
   std::deque<std::pair<size_t, uint64_t>> hold_marks_;

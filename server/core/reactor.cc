@@ -64,7 +64,11 @@ int64_t MonotonicUs() {
 }  // namespace
 
 Reactor::Reactor(Server* server, int id, const Config& config)
-    : server_(server), id_(id), config_(config), shard_(id, config.databases) {
+    : server_(server),
+      id_(id),
+      config_(config),
+      shard_(id, config.databases),
+      tls_context_(server->tls_context()) {
   stats_.commands.resize(CommandTable::Get().StatsSpecs().size());
   acl_users_ = server->initial_users().Clone();
   applied_requirepass_ = config_.requirepass;
@@ -80,6 +84,8 @@ void Reactor::ApplyConfig() {
   if (run_n_) lap_start_ = CloseRun(nullptr);  // timed under the old thresholds
   runs_ok_ = watch_ticks_ >= TickClock::FromUsec(kRunMinWatchUsec);
   slowlog_.Trim(static_cast<size_t>(config_.slowlog_max_len));
+  client_mem_limit_ = ClientEvictionLimit(config_.maxmemory_clients, config_.maxmemory);
+  client_mem_recheck_at_ = client_mem_limit_;
   if (config_.requirepass != applied_requirepass_) {
     // CONFIG SET requirepass: the default user's password, as in Redis.
     acl_users_.SetRequirePass(config_.requirepass);
@@ -611,6 +617,67 @@ void Reactor::Tick() {
   }
   next_tick_ms_ = now_ms_ + 1000 / std::max(1, config_.hz);
   if (config_.timeout > 0 && now_ms_ >= next_idle_check_ms_) CloseIdleClients();
+  if (client_mem_limit_ > 0) {
+    CheckClientMemory();
+  } else if (clients_mem_ != 0) {  // turned off: the others stop counting this reactor's
+    clients_mem_ = 0;
+    ClientMemoryBoard::Publish(id_, 0, 0);
+  }
+}
+
+void Reactor::NoteClientGrowth(Connection* c) {
+  const int64_t estimate = others_clients_mem_ + clients_mem_ - c->mem_counted_ +
+                           static_cast<int64_t>(c->MemoryUsage());
+  if (estimate >= client_mem_recheck_at_) client_mem_check_due_ = true;
+}
+
+void Reactor::CheckClientMemory() {
+  client_mem_check_due_ = false;
+  int64_t total = 0, biggest = 0;
+  for (auto& [id, c] : conns_) {
+    if (c->closing_ || c->moving_) continue;  // a moving one is counted where it lands
+    c->mem_counted_ = static_cast<int64_t>(c->MemoryUsage());
+    total += c->mem_counted_;
+    if (!c->no_evict) biggest = std::max(biggest, c->mem_counted_);
+  }
+  ClientMemoryBoard::Others(id_, server_->num_shards(), &others_clients_mem_,
+                            &others_biggest_client_);
+  if (client_mem_limit_ > 0 && total + others_clients_mem_ >= client_mem_limit_ &&
+      biggest >= others_biggest_client_ && biggest > 0) {
+    // Over: this reactor's evictable clients, biggest first, while over and while the next is
+    // at least as big as every other reactor's biggest.
+    std::vector<Connection*> order;
+    for (auto& [id, c] : conns_) {
+      if (!c->closing_ && !c->moving_ && !c->no_evict) order.push_back(c);
+    }
+    std::sort(order.begin(), order.end(),
+              [](Connection* a, Connection* b) { return a->mem_counted_ > b->mem_counted_; });
+    biggest = 0;
+    for (Connection* c : order) {
+      if (total + others_clients_mem_ < client_mem_limit_ ||
+          c->mem_counted_ < others_biggest_client_) {
+        biggest = c->mem_counted_;
+        break;
+      }
+      if (Connection::client_info_line) {
+        LogNotice("Evicting client: %s", Connection::client_info_line(*c).c_str());
+      } else {
+        LogNotice("Evicting client: id=%llu addr=%s", static_cast<unsigned long long>(c->id()),
+                  c->peer().c_str());
+      }
+      stats_.evicted_clients++;
+      total -= c->mem_counted_;
+      CloseConnection(c);
+    }
+  }
+  clients_mem_ = total;
+  ClientMemoryBoard::Publish(id_, total, biggest);
+  // Still over (nothing here may go): look again once the estimate has grown by a sixteenth of
+  // the limit, not at every reply.
+  const int64_t now = total + others_clients_mem_;
+  client_mem_recheck_at_ =
+      now < client_mem_limit_ ? client_mem_limit_
+                              : now + std::max<int64_t>(client_mem_limit_ / 16, 64 * 1024);
 }
 
 bool Reactor::EvictForMemory() {
@@ -669,6 +736,7 @@ void Reactor::Turn() {
   DrainInbox();
   if (journal_) journal_->EndTurn(now_ms_);
   FlushOutboxes();
+  if (client_mem_check_due_) [[unlikely]] CheckClientMemory();  // maxmemory-clients
   FlushConnections();
 
   EndTiming(nullptr);  // (every run of commands closes where it ends; this is a safety net)

@@ -33,6 +33,7 @@ namespace deadbolt::server {
 
 class Connection;
 class Server;
+class TlsContext;  // server/tls/tls.h
 struct MovedConnection;  // connection.h
 
 // Owned by its own thread from Start() to Join(): only that thread touches its ring, shard and
@@ -74,6 +75,10 @@ class Reactor {
   shard::Shard& shard() { return shard_; }
   const Config& config() const { return config_; }
   Config& mutable_config() { return config_; }
+  // The TLS context new connections of the TLS port get (null without --tls-port). Replaced by
+  // CONFIG SET tls-* through a message to each reactor; a session keeps the context it was made
+  // with (SSL_new takes a reference on the SSL_CTX), so existing clients keep theirs.
+  void set_tls_context(std::shared_ptr<const TlsContext> ctx) { tls_context_ = std::move(ctx); }
   int64_t now_ms() const { return now_ms_; }
   ReactorStats& stats() { return stats_; }
   LockTable& locks() { return locks_; }
@@ -90,6 +95,23 @@ class Reactor {
   // reactors evict on their next tick (no shard asks another). False with noeviction.
   bool EvictForMemory();
   const char* ring_mode() const { return ring_mode_; }
+
+  // --- maxmemory-clients (ClientEvictionLimit, ClientMemoryBoard: server/base/output_limit.h) ---
+  // The limit in bytes, 0 when off (ApplyConfig).
+  int64_t client_mem_limit() const { return client_mem_limit_; }
+  // A client's replies grew past Connection::kOutputLimitFloor (OverOutputLimitSlow): if this
+  // reactor's last count, with c as it is now and the other reactors' published totals, reaches
+  // the limit, a check is due. Never evicts itself (it may run inside a PUBLISH's loop over
+  // subscribers); the check runs at the next safe point: the client's own input loop
+  // (ProcessInput), or the loop turn.
+  void NoteClientGrowth(Connection* c);
+  bool client_mem_check_due() const { return client_mem_check_due_; }
+  // Counts this reactor's clients' memory, publishes it, and while the server's total reaches
+  // the limit evicts this reactor's biggest client that is not CLIENT NO-EVICT, as long as it is
+  // at least as big as the biggest that any other reactor has published (that one goes first,
+  // by its own reactor). Each eviction is logged ("Evicting client: ..." as Redis) and counted
+  // (INFO evicted_clients). Runs on every tick while the limit is on, and when due.
+  void CheckClientMemory();
 
   // --- timing commands (INFO commandstats/latencystats, SLOWLOG; server/observe/introspect.h) ---
   // StartTiming() where a run of commands begins (a read of a connection's input, a relay's
@@ -316,8 +338,17 @@ class Reactor {
   Config config_;
   int cpu_ = -1;
   shard::Shard shard_;
+  std::shared_ptr<const TlsContext> tls_context_;  // this reactor's copy (set_tls_context)
   ReactorStats stats_;
   bool evictable_ = false;  // counted in MemoryLimit::evictable_shards()
+  // maxmemory-clients: the limit, this reactor's clients at the last count, the others' total
+  // and biggest evictable client as read then, the estimate at which the next check is due.
+  int64_t client_mem_limit_ = 0;
+  int64_t clients_mem_ = 0;
+  int64_t others_clients_mem_ = 0;
+  int64_t others_biggest_client_ = 0;
+  int64_t client_mem_recheck_at_ = 0;
+  bool client_mem_check_due_ = false;
   uint64_t lap_start_ = 0;
   bool draining_ = false;   // DrainInbox is running tasks
   bool lap_fresh_ = false;  // lap_start_ was marked by the last EndTiming of this drain

@@ -317,7 +317,7 @@ void Reactor::Adopt(int fd, bool tls) {
   }
   auto* c =
       new Connection(this, fd, server_->NextClientId(), AddrToString(peer), AddrToString(local));
-  if (tls) c->tls_ = std::make_unique<TlsSession>(*server_->tls_context());
+  if (tls) c->tls_ = std::make_unique<TlsSession>(*tls_context_);
   conns_[c->id()] = c;
   server_->connected_clients().fetch_add(1, std::memory_order_relaxed);
   stats_.connections_received++;

@@ -76,8 +76,10 @@ class Server {
   const acl::Users& initial_users() const { return initial_users_; }
   // Whether every shard's journal can be written (MISCONF refusals otherwise).
   JournalHealth& journal_health() { return *journal_health_; }
-  // --tls-port's settings, loaded by Start; null without a TLS port. Read-only once reactors run.
-  const TlsContext* tls_context() const { return tls_context_.get(); }
+  // --tls-port's settings as loaded by Start; null without a TLS port. Each reactor copies the
+  // pointer when built and from then on uses its own copy (CONFIG SET tls-* replaces a reactor's
+  // copy by a message, Reactor::set_tls_context); this one is never changed once reactors run.
+  const std::shared_ptr<const TlsContext>& tls_context() const { return tls_context_; }
 
  private:
   Config config_;
@@ -94,7 +96,7 @@ class Server {
   RestartDelay restart_delay_;
   acl::Users initial_users_;
   std::unique_ptr<JournalHealth> journal_health_;
-  std::unique_ptr<TlsContext> tls_context_;
+  std::shared_ptr<const TlsContext> tls_context_;
 };
 
 }  // namespace deadbolt::server

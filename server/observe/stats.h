@@ -49,6 +49,7 @@ struct ReactorStats {
   uint64_t acl_access_denied[3] = {0, 0, 0};
   uint64_t unauth_clients_closed = 0;   // closed before AUTH for output piling up
   uint64_t output_limit_disconnections = 0;  // client-output-buffer-limit
+  uint64_t evicted_clients = 0;              // maxmemory-clients
   // Loop turns and the time they spent working (not waiting for events), in microseconds; the
   // longest turn shows a reactor that stalled (INFO: the maximum over reactors).
   uint64_t eventloop_cycles = 0;
@@ -86,6 +87,7 @@ struct ReactorStats {
     for (int i = 0; i < 3; i++) acl_access_denied[i] += o.acl_access_denied[i];
     unauth_clients_closed += o.unauth_clients_closed;
     output_limit_disconnections += o.output_limit_disconnections;
+    evicted_clients += o.evicted_clients;
     eventloop_cycles += o.eventloop_cycles;
     eventloop_duration_us += o.eventloop_duration_us;
     eventloop_duration_max_us = std::max(eventloop_duration_max_us, o.eventloop_duration_max_us);

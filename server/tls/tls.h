@@ -16,8 +16,9 @@
 namespace deadbolt::server {
 
 // The server's TLS settings (certificate, key, CA, protocols, ciphers, client verification),
-// loaded once by the main thread before the reactors start, then only read: each reactor makes
-// its sessions from it (SSL_new on a shared SSL_CTX is safe from several threads).
+// built by the main thread before the reactors start (or by CONFIG SET tls-* on one reactor),
+// then only read, shared by pointer: each reactor makes its sessions from its copy of the
+// pointer (SSL_new on a shared SSL_CTX is safe from several threads; the SSL holds a reference).
 class TlsContext {
  public:
   // Loads --tls-cert-file, --tls-key-file, --tls-ca-cert-file and the rest. An error names the

@@ -1,7 +1,9 @@
 """TLS on --tls-port: redis-cli --tls, redis-py (ssl=True) and ioredis (tls) take a lock, release
 it, read a 1 MB value and get a pipeline of 1000 replies back intact; --tls-auth-clients yes
 refuses a client without a certificate; plain RESP sent to the TLS port closes that connection
-and the server stays up. The same against redis-server started with TLS
+and the server stays up; CONFIG SET of a second certificate reaches new connections while an
+established one keeps working, and a key that does not match is refused with Redis's error while
+TLS keeps working. The same against redis-server started with TLS
 (DEADBOLT_AGAINST_REDIS=1).
 
 A throwaway CA, a server certificate (for localhost and 127.0.0.1) and a client certificate are
@@ -264,6 +266,81 @@ class TlsAuthClients(TlsServer):
         self.assertEqual(r.eval(RELEASE_SCRIPT, 1, "lock:cert", "tok"), 1)
         code, out, err = self.cli("PING", cert=True)
         self.assertEqual((code, out), (0, b"PONG\n"), err)
+
+
+def make_second_server_cert():
+    """Another server certificate and key, signed by the same CA, named "deadbolt test server2"."""
+    d = _CERTS["dir"]
+    if not os.path.exists(os.path.join(d, "server2.crt")):
+        openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                "-nodes", "-keyout", "server2.key", "-out", "server2.csr",
+                "-subj", "/CN=deadbolt test server2", cwd=d)
+        openssl("x509", "-req", "-in", "server2.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", "server2.crt", "-days", "2", "-extfile", "server.ext",
+                cwd=d)
+    return os.path.join(d, "server2.crt"), os.path.join(d, "server2.key")
+
+
+class TlsReload(TlsServer):
+    """CONFIG SET tls-*: a new context for new connections; established ones keep theirs; a bad
+    file is refused with Redis's error and the old context stays in use."""
+    AUTH_CLIENTS = "no"
+
+    def peer_cn(self):
+        """The common name of the certificate a fresh TLS connection is shown."""
+        ctx = ssl.create_default_context(cafile=_CERTS["ca.crt"])
+        with socket.create_connection(("127.0.0.1", self.tls_port), timeout=5) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                subject = dict(x[0] for x in s.getpeercert()["subject"])
+                s.sendall(b"PING\r\n")
+                self.assertEqual(s.recv(16), b"+PONG\r\n")
+        return subject["commonName"]
+
+    def test_config_set_new_cert_for_new_connections_old_ones_kept(self):
+        import redis
+        crt2, key2 = make_second_server_cert()
+        old = self.redis_py()
+        old_id = old.client_id()
+        self.assertEqual(self.peer_cn(), "deadbolt test server")
+        self.assertEqual(old.execute_command("CONFIG", "SET", "tls-cert-file", crt2,
+                                             "tls-key-file", key2), b"OK")
+        self.assertEqual(self.peer_cn(), "deadbolt test server2")
+        code, out, err = self.cli("PING")  # redis-cli --tls checks the new one against the CA
+        self.assertEqual((code, out), (0, b"PONG\n"), err)
+        # The connection made before the change goes on, on the old context.
+        self.assertEqual(old.client_id(), old_id)
+        self.assertTrue(old.set("lock:reload", "tok", nx=True, px=30000))
+        self.assertEqual(old.eval(RELEASE_SCRIPT, 1, "lock:reload", "tok"), 1)
+
+        # A key that does not match the certificate: Redis's error; nothing changes.
+        with self.assertRaises(redis.exceptions.ResponseError) as e:
+            old.execute_command("CONFIG", "SET", "tls-key-file", _CERTS["server.key"])
+        self.assertEqual(str(e.exception),
+                         "CONFIG SET failed (possibly related to argument 'tls-key-file') - "
+                         "Unable to update TLS configuration. Check server logs.")
+        with self.assertRaises(redis.exceptions.ResponseError) as e:
+            old.execute_command("CONFIG", "SET", "tls-cert-file", "/nonexistent/deadbolt.crt")
+        self.assertIn("possibly related to argument 'tls-cert-file') - Unable to update TLS",
+                      str(e.exception))
+        self.assertEqual(old.config_get("tls-key-file")["tls-key-file"], key2)
+        self.assertEqual(old.config_get("tls-cert-file")["tls-cert-file"], crt2)
+        self.assertEqual(self.peer_cn(), "deadbolt test server2")
+        self.assertTrue(self.redis_py().ping())
+
+        # Back to the first certificate, so the order of the tests does not matter.
+        self.assertEqual(old.execute_command(
+            "CONFIG", "SET", "tls-cert-file", _CERTS["server.crt"],
+            "tls-key-file", _CERTS["server.key"]), b"OK")
+        self.assertEqual(self.peer_cn(), "deadbolt test server")
+
+    def test_tls_port_is_fixed_at_start(self):
+        if harness.AGAINST_REDIS:
+            self.skipTest("Redis moves its TLS listener; deadbolt's tls-port is fixed at start")
+        import redis
+        with self.assertRaises(redis.exceptions.ResponseError) as e:
+            self.redis_py().execute_command("CONFIG", "SET", "tls-port", str(harness.free_port()))
+        self.assertIn("can't set immutable config", str(e.exception))
+        self.assertTrue(self.redis_py().ping())
 
 
 if __name__ == "__main__":
