@@ -240,6 +240,19 @@ TEST(AccessClock, ReadsAndWritesTouchWhileExistsTypeTtlAndObjectDoNot) {
   EXPECT_EQ(Idle(db, "k", kNow + 1000 * kUnit), Secs(985));  // 1008 s
 }
 
+TEST(AccessClock, ACopyIsNotAnAccess) {
+  // Snapshot (the journal's rewrite, RENAME's copy) reads the value without counting as an
+  // access, whatever the type.
+  Shard shard(0, 1);
+  Db& db = shard.db(0);
+  Put(db, "s", kNow);
+  ASSERT_TRUE(db.HSet("h", "f", "v", kNow).ok());
+  for (const char* key : {"s", "h"}) {
+    ASSERT_TRUE(db.Snapshot(key, kNow + 3 * kUnit).has_value());
+    EXPECT_EQ(Idle(db, key, kNow + 3 * kUnit), Secs(3)) << key;
+  }
+}
+
 TEST(AccessClock, IdleTimeWrapsAfter65536Units) {
   // The clock is the 1024 ms unit modulo 2^16 (18.6 hours), in the high bits of the entry's
   // link: a key idle for 65536 + 3 units reads as idle for 3. Documented in entry.h.

@@ -1,8 +1,11 @@
-"""maxmemory-policy volatile-ttl (issue 15), against deadbolt and redis-server alike: over
-maxmemory, keys with a TTL are evicted, soonest-to-expire first (approximately: sampled, as Redis
-does), so that writes go on; keys without a TTL are never evicted; once nothing with a TTL is
-left, writes get the OOM error as with noeviction. INFO counts evicted_keys, and (deadbolt's
-journal, redis-server's AOF) a restart does not bring evicted keys back.
+"""maxmemory-policy volatile-ttl, volatile-lru, allkeys-lru, volatile-random and allkeys-random
+(issue 15), against deadbolt and redis-server alike. volatile-ttl: over maxmemory, keys with a
+TTL are evicted, soonest-to-expire first (approximately: sampled, as Redis does), so that writes
+go on; keys without a TTL are never evicted; once nothing with a TTL is left, writes get the OOM
+error as with noeviction. INFO counts evicted_keys, and (deadbolt's journal, redis-server's AOF)
+a restart does not bring evicted keys back. allkeys-lru: the keys accessed least recently go,
+with or without a TTL, and OBJECT IDLETIME counts (one 2-second wait). volatile-lru and
+volatile-random take keys with a TTL only, allkeys-random any.
 
 deadbolt evicts per shard (each reactor from its own shard), so the keys of these tests share a
 hash tag: on one shard, "the soonest to expire" means the same on both servers."""
@@ -44,9 +47,9 @@ def ttl_key(i):
     return "{ev}ttl:%d" % i
 
 
-def fill_past_the_limit(test, c):
+def fill_past_the_limit(test, c, policy="volatile-ttl"):
     """Writes VOLATILE keys with TTLs and KEEP without, sets maxmemory a little above what the
-    server uses, then writes FILL_MB without TTLs. Returns the fill's replies."""
+    server uses and the policy, then writes FILL_MB without TTLs. Returns the fill's replies."""
     if info_memory(c).get("mem_allocator") == "libc":
         # An ASan build: used_memory is the resident set, and freed memory waits in ASan's
         # quarantine instead of being reused, so what eviction frees never shows.
@@ -60,7 +63,7 @@ def fill_past_the_limit(test, c):
         test.assertEqual(c.cmd("SET", ttl_key(i), VALUE, "EX", str(10000 + 10 * i)), OK)
     used = int(info_memory(c)["used_memory"])
     test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", str(used + 1024 * 1024)), OK)
-    test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", "volatile-ttl"), OK)
+    test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", policy), OK)
     replies = []
     planned = FILL_MB * 1024 * 1024 // len(VALUE)
     # deadbolt's used memory is the allocator's committed bytes, which grow 1 MB at a time and
@@ -158,6 +161,53 @@ class VolatileTtlTest(harness.ServerTestCase):
         self.assertEqual(c.cmd("DEL", "keep"), harness.integer(1))
         self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", "0"), OK)
         self.assertEqual(int(info_stats(c)["evicted_keys"]), len(only))
+
+
+class OtherPoliciesTest(harness.ServerTestCase):
+    """volatile-lru and volatile-random take only keys with a TTL; allkeys-random any key."""
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(self.c.cmd("FLUSHALL"), OK)
+        self.assertEqual(self.c.cmd("CONFIG", "RESETSTAT"), OK)
+
+        def reset():
+            c = self.conn()
+            c.cmd("CONFIG", "SET", "maxmemory", "0")
+            c.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction")
+            c.cmd("FLUSHALL")
+        self.addCleanup(reset)
+
+    def check(self, policy):
+        c = self.c
+        replies = fill_past_the_limit(self, c, policy)
+        self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", "0"), OK)
+        self.assertEqual(set(replies), {OK}, "a write was refused under " + policy)
+        gone_ttl = [i for i in range(VOLATILE)
+                    if c.cmd("EXISTS", ttl_key(i)) == harness.integer(0)]
+        gone_keep = [i for i in range(KEEP)
+                     if c.cmd("EXISTS", "{ev}keep:%d" % i) == harness.integer(0)]
+        gone_fill = [j for j in range(len(replies))
+                     if c.cmd("EXISTS", "{ev}fill:%d" % j) == harness.integer(0)]
+        n = len(gone_ttl) + len(gone_keep) + len(gone_fill)
+        self.assertGreater(n, 16)
+        self.assertEqual(int(info_stats(c)["evicted_keys"]), n)
+        return gone_ttl, gone_keep, gone_fill
+
+    def test_volatile_lru_takes_only_keys_with_a_ttl(self):
+        gone_ttl, gone_keep, gone_fill = self.check("volatile-lru")
+        self.assertEqual((gone_keep, gone_fill), ([], []))
+        self.assertLess(len(gone_ttl), VOLATILE)
+
+    def test_volatile_random_takes_only_keys_with_a_ttl(self):
+        gone_ttl, gone_keep, gone_fill = self.check("volatile-random")
+        self.assertEqual((gone_keep, gone_fill), ([], []))
+        self.assertLess(len(gone_ttl), VOLATILE)
+
+    def test_allkeys_random_takes_keys_without_a_ttl_too(self):
+        gone_ttl, gone_keep, gone_fill = self.check("allkeys-random")
+        # Drawn at random from keys 3 in 4 of which have no TTL: some of them go.
+        self.assertGreater(len(gone_keep) + len(gone_fill), 0)
 
 
 class EvictionJournalTest(JournalCase):
