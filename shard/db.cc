@@ -30,17 +30,32 @@ uint64_t SplitMix(uint64_t* state) {
 
 // --- Impl: the keyspace change functions ---
 
-Dict::Pos Db::Impl::Lookup(std::string_view key, int64_t now_ms, uint64_t* hash) {
+template <bool kTouch>
+Dict::Pos Db::Impl::LookupImpl(std::string_view key, int64_t now_ms, uint64_t* hash) {
   *hash = Dict::Hash(key);
+  clock = Entry::ClockAt(now_ms);
   Dict::Pos pos = dict.FindLink(key, *hash);
-  if (pos && pos.entry()->IsExpired(now_ms)) {
-    Remove(pos, Change::kExpired);
-    return Dict::Pos{};
+  if (pos) {
+    Entry* e = pos.entry();
+    if (e->IsExpired(now_ms)) [[unlikely]] {
+      Remove(pos, Change::kExpired);
+      return Dict::Pos{};
+    }
+    if constexpr (kTouch) e->Touch(clock);
   }
   return pos;
 }
 
+Dict::Pos Db::Impl::Lookup(std::string_view key, int64_t now_ms, uint64_t* hash) {
+  return LookupImpl<true>(key, now_ms, hash);
+}
+
+Dict::Pos Db::Impl::LookupNoTouch(std::string_view key, int64_t now_ms, uint64_t* hash) {
+  return LookupImpl<false>(key, now_ms, hash);
+}
+
 void Db::Impl::Add(Entry* e, uint64_t hash) {
+  e->Touch(clock);
   dict.Insert(e, hash);
   if (e->has_expire()) ++expires;
   OnChange(e->key(), Change::kAdded);
@@ -52,6 +67,7 @@ void Db::Impl::Overwrite(Dict::Pos pos, Entry* e, Change why) {
 }
 
 void Db::Impl::Swap(Dict::Pos pos, Entry* e) {
+  e->Touch(clock);  // a new value for a key just looked up
   Entry* old = dict.Replace(pos, e);
   expires -= old->has_expire() ? 1 : 0;
   expires += e->has_expire() ? 1 : 0;
@@ -142,12 +158,17 @@ bool Db::Del(std::string_view key, int64_t now_ms) {
 
 bool Db::Exists(std::string_view key, int64_t now_ms) {
   uint64_t hash;
+  return static_cast<bool>(impl_->LookupNoTouch(key, now_ms, &hash));
+}
+
+bool Db::Touch(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
   return static_cast<bool>(impl_->Lookup(key, now_ms, &hash));
 }
 
 ValueType Db::Type(std::string_view key, int64_t now_ms) {
   uint64_t hash;
-  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  Dict::Pos pos = impl_->LookupNoTouch(key, now_ms, &hash);
   return pos ? TypeOf(pos.entry()) : ValueType::kNone;
 }
 
@@ -185,7 +206,7 @@ int64_t Db::ExpireAt(std::string_view key, int64_t at_ms, ExpireCond cond, int64
 
 int64_t Db::Pttl(std::string_view key, int64_t now_ms) {
   uint64_t hash;
-  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  Dict::Pos pos = impl_->LookupNoTouch(key, now_ms, &hash);
   if (!pos) return -2;
   const Entry* e = pos.entry();
   if (!e->has_expire()) return -1;
@@ -194,7 +215,7 @@ int64_t Db::Pttl(std::string_view key, int64_t now_ms) {
 
 int64_t Db::ExpireTime(std::string_view key, int64_t now_ms) {
   uint64_t hash;
-  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  Dict::Pos pos = impl_->LookupNoTouch(key, now_ms, &hash);
   if (!pos) return -2;
   const Entry* e = pos.entry();
   return e->has_expire() ? e->expire_at() : -1;
@@ -296,17 +317,21 @@ void Db::Flush() {
   impl_->expire_cursor = 0;
 }
 
-void Db::SampleVolatile(size_t count, std::vector<std::pair<std::string, int64_t>>* out) {
+void Db::SampleForEviction(bool volatile_only, EvictRank by, size_t count, int64_t now_ms,
+                           std::vector<EvictSample>* out) {
   Impl& d = *impl_;
-  if (d.expires == 0 || count == 0) return;
+  if ((volatile_only ? d.expires : d.dict.size()) == 0 || count == 0) return;
   // Redis samples its table of TTL keys (dictGetSomeKeys); here TTL keys share the one table,
   // so walk it from a random cursor and keep those that have one.
   uint64_t cursor = SplitMix(&d.rng);
   size_t found = 0, visits = 0;
   const size_t budget = 10 * count;
+  const int64_t now_units = Entry::ClockUnits(now_ms);
   auto take = [&](Entry* e) {
-    if (found < count && e->has_expire()) {
-      out->emplace_back(std::string(e->key()), e->expire_at());
+    if (found < count && (!volatile_only || e->has_expire())) {
+      const int64_t rank =
+          by == EvictRank::kExpireAt ? e->expire_at() : now_units - e->IdleUnits(now_ms);
+      out->push_back(EvictSample{std::string(e->key()), rank});
       ++found;
     }
     return false;  // keep it
@@ -316,6 +341,34 @@ void Db::SampleVolatile(size_t count, std::vector<std::pair<std::string, int64_t
   while (found < count && visits < limit && (found == 0 || visits < budget)) {
     cursor = d.dict.Scan(cursor, take, &visits);
   }
+}
+
+std::optional<std::string> Db::RandomForEviction(bool volatile_only) {
+  Impl& d = *impl_;
+  if ((volatile_only ? d.expires : d.dict.size()) == 0) return std::nullopt;
+  // Keys with a TTL share the table with the others: draw a few times, then take a random one
+  // of a sample (a Db whose TTL keys are sparse still yields one).
+  for (int i = 0; i < 16; ++i) {
+    const Entry* e = d.dict.Random(&d.rng);
+    if (!volatile_only || e->has_expire()) return std::string(e->key());
+  }
+  std::vector<EvictSample> sample;
+  SampleForEviction(true, EvictRank::kExpireAt, 16, 0, &sample);
+  if (sample.empty()) return std::nullopt;
+  return std::move(sample[SplitMix(&d.rng) % sample.size()].key);
+}
+
+std::optional<int64_t> Db::EvictionRank(std::string_view key, EvictRank by, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->LookupNoTouch(key, now_ms, &hash);
+  if (!pos) return std::nullopt;
+  const Entry* e = pos.entry();
+  if (by == EvictRank::kExpireAt) {
+    if (!e->has_expire()) return std::nullopt;
+    return e->expire_at();
+  }
+  const int64_t now_units = Entry::ClockUnits(now_ms);
+  return now_units - e->IdleUnits(now_ms);
 }
 
 std::optional<size_t> Db::Evict(std::string_view key, int64_t now_ms) {

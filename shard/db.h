@@ -276,7 +276,10 @@ class Db {
 
   // --- keys ---
   bool Del(std::string_view key, int64_t now_ms);
+  // Exists, Type, Pttl, ExpireTime and Object leave the key's access clock alone, as Redis's
+  // EXISTS, TYPE, TTL and OBJECT do; every other call on a key is an access.
   bool Exists(std::string_view key, int64_t now_ms);
+  bool Touch(std::string_view key, int64_t now_ms);  // TOUCH: whether it exists; an access
   ValueType Type(std::string_view key, int64_t now_ms);
   // EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT with an absolute time: 1 if set, 0 if not (missing key or
   // condition not met). A time at or before now deletes the key (and counts as set).
@@ -298,6 +301,8 @@ class Db {
                            // "skiplist"
     size_t bytes;          // the key's allocation and everything its value owns
     bool shared_int;       // a string Redis would keep as a shared integer (0..9999)
+    uint16_t lru;          // the access clock (Entry::ClockAt of the last access)
+    int64_t idle_seconds;  // since the last access (modulo the clock's wrap, 18.2 hours)
   };
   std::optional<ObjectInfo> Object(std::string_view key, int64_t now_ms);
   size_t Size() const;         // keys, including expired ones not yet removed
@@ -317,12 +322,28 @@ class Db {
   bool Restore(std::string_view key, const KeySnapshot& snap, bool replace, int64_t now_ms,
                bool with_lock_record = false);
 
-  // --- eviction (maxmemory-policy volatile-ttl; Shard::EvictOne) ---
-  // Adds to *out up to `count` keys that have a TTL, with their expire times, from a random
-  // place in the table: consecutive scan steps, looking at 10 * count buckets at most, or on
-  // until one is found while the Db has any (so a Db whose TTL keys are sparse still yields
-  // one). Keys already expired count too; nothing is removed.
-  void SampleVolatile(size_t count, std::vector<std::pair<std::string, int64_t>>* out);
+  // --- eviction (maxmemory-policy; Shard::Evict) ---
+  // What orders eviction candidates, lowest first: the expire time in ms (volatile-ttl), or the
+  // second of the last access (the *-lru policies: now's second less the idle seconds, so that
+  // ranks taken at different times compare).
+  enum class EvictRank : uint8_t { kExpireAt, kLastAccess };
+  struct EvictSample {
+    std::string key;
+    int64_t rank;
+  };
+  // Adds to *out up to `count` keys (only those with a TTL when volatile_only), with their
+  // ranks, from a random place in the table: consecutive scan steps, looking at 10 * count
+  // buckets at most, or on until one is found while the Db has any (so a Db whose TTL keys are
+  // sparse still yields one). Keys already expired count too; nothing is removed or touched.
+  void SampleForEviction(bool volatile_only, EvictRank by, size_t count, int64_t now_ms,
+                         std::vector<EvictSample>* out);
+  // A random key (with a TTL when volatile_only) for the *-random policies, as Redis's
+  // dictGetRandomKey: a random bucket, then a random entry of its chain. nullopt when the Db has
+  // none. Expired keys may be drawn; nothing is removed or touched.
+  std::optional<std::string> RandomForEviction(bool volatile_only);
+  // The key's rank now, without touching it: nullopt when it is missing (an expired key is
+  // removed), or has no TTL and `by` is kExpireAt.
+  std::optional<int64_t> EvictionRank(std::string_view key, EvictRank by, int64_t now_ms);
   // Removes the key as DEL does (watchers, lock waiters and the journal hear of a deletion)
   // and returns its bytes as MEMORY USAGE counts them; nullopt when it is missing or expired.
   std::optional<size_t> Evict(std::string_view key, int64_t now_ms);

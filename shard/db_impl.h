@@ -67,10 +67,17 @@ struct Db::Impl {
   void LockKeyChanged(std::string_view key, Change change);
 
   // Finds a live key. A key met expired is removed first and reported missing. *hash receives
-  // the key's hash for a following Add.
+  // the key's hash for a following Add. Sets the access clock to now_ms's (`clock`) and stamps
+  // the key found with it: every command's read or write of a key is an access (maxmemory-policy
+  // *-lru, OBJECT IDLETIME), except those Redis does not count (EXISTS, TYPE, the TTL family,
+  // OBJECT), which call LookupNoTouch.
   Dict::Pos Lookup(std::string_view key, int64_t now_ms, uint64_t* hash);
+  Dict::Pos LookupNoTouch(std::string_view key, int64_t now_ms, uint64_t* hash);
+  template <bool kTouch>
+  Dict::Pos LookupImpl(std::string_view key, int64_t now_ms, uint64_t* hash);
+  uint16_t clock = 0;  // Entry::ClockAt of the last Lookup's now_ms: Add and Swap stamp it
 
-  // Links a new entry (its key must be missing).
+  // Links a new entry (its key must be missing), accessed now (`clock`).
   void Add(Entry* e, uint64_t hash);
   // Replaces the entry at pos with `e` (same key), destroys the old one and reports `why`.
   void Overwrite(Dict::Pos pos, Entry* e, Change why = Change::kOverwritten);

@@ -15,11 +15,12 @@ namespace deadbolt::shard {
 
 std::optional<Db::ObjectInfo> Db::Object(std::string_view key, int64_t now_ms) {
   uint64_t hash;
-  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  Dict::Pos pos = impl_->LookupNoTouch(key, now_ms, &hash);  // as Redis: not an access
   if (!pos) return std::nullopt;
   const Entry* e = pos.entry();
   // The entry: its header, key and (inline) value; an estimate of the allocator's block.
-  ObjectInfo info{"raw", 16 + key.size(), false};
+  ObjectInfo info{"raw", 16 + key.size(), false, e->access_clock(),
+                  e->IdleUnits(now_ms) * Entry::kClockUnitMs / 1000};
   switch (e->kind()) {
     case Entry::Kind::kInlineString:
     case Entry::Kind::kHeapString: {

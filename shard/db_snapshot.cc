@@ -15,6 +15,20 @@ namespace deadbolt::shard {
 std::optional<KeySnapshot> Db::Snapshot(std::string_view key, int64_t now_ms) {
   KeySnapshot snap;
   snap.type = Type(key, now_ms);
+  if (snap.type == ValueType::kNone) return std::nullopt;
+  // Reading the value below stamps the key's access clock; a copy is not an access (the
+  // journal's rewrite copies every key): put the clock back afterwards.
+  const uint64_t hash = Dict::Hash(key);
+  const uint16_t clock = impl_->dict.Find(key, hash)->access_clock();
+  struct RestoreClock {
+    Dict& dict;
+    std::string_view key;
+    uint64_t hash;
+    uint16_t clock;
+    ~RestoreClock() {
+      if (Dict::Pos pos = dict.FindLink(key, hash)) pos.entry()->Touch(clock);
+    }
+  } restore_clock{impl_->dict, key, hash, clock};
   switch (snap.type) {
     case ValueType::kNone:
       return std::nullopt;

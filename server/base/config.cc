@@ -94,8 +94,13 @@ constexpr Named<Config::Pin> kPins[] = {
 constexpr Named<Config::Fsync> kFsyncs[] = {{"everysec", Config::Fsync::kEverySec},
                                             {"always", Config::Fsync::kAlways},
                                             {"no", Config::Fsync::kNo}};
+// In Redis's order (its error lists them so), without the LFU policies.
 constexpr Named<Config::MaxmemoryPolicy> kMaxmemoryPolicies[] = {
+    {"volatile-lru", Config::MaxmemoryPolicy::kVolatileLru},
+    {"volatile-random", Config::MaxmemoryPolicy::kVolatileRandom},
     {"volatile-ttl", Config::MaxmemoryPolicy::kVolatileTtl},
+    {"allkeys-lru", Config::MaxmemoryPolicy::kAllkeysLru},
+    {"allkeys-random", Config::MaxmemoryPolicy::kAllkeysRandom},
     {"noeviction", Config::MaxmemoryPolicy::kNoEviction}};
 // Settings kept as their (lower-case) name.
 constexpr const char* kLoglevels[] = {"debug", "verbose", "notice", "warning", "nothing"};
@@ -395,7 +400,8 @@ std::optional<int64_t> ParseMemory(std::string_view s) {
 std::string Config::Usage() {
   return "Usage: deadbolt-server [--port N] [--bind ADDR] [--threads N] [--requirepass PASS]\n"
          "                       [--aclfile PATH] [--protected-mode yes|no] [--maxmemory BYTES]\n"
-         "                       [--maxmemory-policy noeviction|volatile-ttl]\n"
+         "                       [--maxmemory-policy noeviction|volatile-ttl|volatile-lru|\n"
+         "                       allkeys-lru|volatile-random|allkeys-random]\n"
          "                       [--maxmemory-samples N] [--maxmemory-clients BYTES|PCT%]\n"
          "                       [--client-output-buffer-limit \"CLASS HARD SOFT SECS ...\"]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"

@@ -32,13 +32,22 @@ struct Config {
   int64_t client_query_buffer_limit = 1024LL * 1024 * 1024;
   int64_t maxclients = 10000;
   // maxmemory (0: none): over it, with the noeviction policy, commands that may grow the data
-  // are refused with OOM; with volatile-ttl, every command first evicts keys with a TTL,
-  // soonest-to-expire first, from the shard of the reactor that runs it, and is refused only
-  // when no shard has one left (server/cmdtable/memory_limit.h).
+  // are refused with OOM; with another policy, every command first evicts keys from the shard
+  // of the reactor that runs it (volatile-ttl: keys with a TTL, soonest-to-expire first;
+  // volatile-lru / allkeys-lru: the least recently used keys with a TTL / of all;
+  // volatile-random / allkeys-random: random ones), and is refused only when no shard has one
+  // the policy may evict left (server/cmdtable/memory_limit.h).
   int64_t maxmemory = 0;
-  enum class MaxmemoryPolicy : uint8_t { kNoEviction, kVolatileTtl };
+  enum class MaxmemoryPolicy : uint8_t {
+    kNoEviction,
+    kVolatileTtl,
+    kVolatileLru,
+    kAllkeysLru,
+    kVolatileRandom,
+    kAllkeysRandom,
+  };
   MaxmemoryPolicy maxmemory_policy = MaxmemoryPolicy::kNoEviction;
-  int maxmemory_samples = 5;  // keys with a TTL sampled per db and eviction (Redis's default)
+  int maxmemory_samples = 5;  // keys sampled per db and eviction (Redis's default)
   // client-output-buffer-limit: unread replies a client may leave, per class (output_limit.h).
   OutputBufferLimits client_output_buffer_limit;
   // maxmemory-clients, as Redis: bytes (> 0), a percentage of maxmemory (stored negated: -10 is

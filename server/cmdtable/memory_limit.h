@@ -5,11 +5,12 @@
 // deletes, expiries and releases (DEL, DELIFEQ, LOCK.RELEASE, LOCK.EXTEND, PEXPIRE, the release
 // scripts) keep working. Nothing is evicted: a lock is never dropped to make room.
 //
-// With volatile-ttl, a command that arrives while the process is over first has its reactor
-// evict keys with a TTL from its own shard, soonest-to-expire first (Reactor::EvictForMemory,
-// shard::Shard::EvictVolatileTtl), until the process is under. When that shard has no key with a
-// TTL left, the command still runs if another shard has some (every reactor also evicts from its
-// own shard on its tick while the process is over); when none has, it is refused as above.
+// With another policy (volatile-ttl, volatile-lru, allkeys-lru, volatile-random,
+// allkeys-random), a command that arrives while the process is over first has its reactor evict
+// keys the policy picks from its own shard (Reactor::EvictForMemory, shard::Shard::Evict), until
+// the process is under. When that shard has none left, the command still runs if another shard
+// has some (every reactor also evicts from its own shard on its tick while the process is over);
+// when none has, it is refused as above.
 //
 // What "under" means: used memory is the allocator's committed bytes, which freeing a key does
 // not lower at once (the allocator keeps the block for the next write). So the bytes evicted
@@ -47,8 +48,9 @@ class MemoryLimit {
   static bool StillOver(int64_t maxmemory);
   // An evicting reactor freed `bytes`: counted as slack, and the verdict cleared once under.
   static void NoteEvicted(size_t bytes, int64_t maxmemory);
-  // Reactors whose shard has keys with a TTL (volatile-ttl): a reactor with none left lets a
-  // command run while this is not 0, as those reactors evict on their tick.
+  // Reactors whose shard has keys the policy may evict (with a TTL, or any for allkeys-*): a
+  // reactor with none left lets a command run while this is not 0, as those reactors evict on
+  // their tick.
   static int evictable_shards() { return evictable_shards_.load(std::memory_order_relaxed); }
   static void CountEvictableShard(int delta) {
     evictable_shards_.fetch_add(delta, std::memory_order_relaxed);

@@ -36,6 +36,9 @@ bool DelKey(shard::Db& db, std::string_view key, int64_t now_ms) { return db.Del
 bool KeyExists(shard::Db& db, std::string_view key, int64_t now_ms) {
   return db.Exists(key, now_ms);
 }
+bool KeyTouch(shard::Db& db, std::string_view key, int64_t now_ms) {
+  return db.Touch(key, now_ms);
+}
 
 // All keys on the shard running this: the count, in one step.
 template <KeyOp op>
@@ -79,6 +82,9 @@ void CountKeys(CmdArgs args, Connection& conn, ReplyBuilder& rb, KeyOp op) {
 void Del(CmdArgs args, Connection& conn, ReplyBuilder& rb) { CountKeys(args, conn, rb, DelKey); }
 void Exists(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   CountKeys(args, conn, rb, KeyExists);
+}
+void Touch(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  CountKeys(args, conn, rb, KeyTouch);
 }
 
 // --- single-key commands ---
@@ -605,7 +611,7 @@ void RegisterKeyCommands(CommandTable* t) {
   t->Add(MultiKey("del", -2, kWrite, Del, CountKeysOnShard<DelKey>, kWriteSlow));
   t->Add(MultiKey("unlink", -2, kWrite | kFast, Del, CountKeysOnShard<DelKey>, kWriteFast));
   t->Add(MultiKey("exists", -2, kReadOnly | kFast, Exists, CountKeysOnShard<KeyExists>, kReadFast));
-  t->Add(MultiKey("touch", -2, kReadOnly | kFast, Exists, CountKeysOnShard<KeyExists>, kReadFast));
+  t->Add(MultiKey("touch", -2, kReadOnly | kFast, Touch, CountKeysOnShard<KeyTouch>, kReadFast));
   t->Add(Key1("type", 2, kReadOnly | kFast, Type, kReadFast));
   t->Add(Key1("expire", -3, kWrite | kFast, Expire, kWriteFast));
   t->Add(Key1("pexpire", -3, kWrite | kFast, PExpire, kWriteFast));

@@ -609,8 +609,8 @@ void Reactor::Tick() {
   }
   if (MemoryLimit::Over() && config_.maxmemory > 0 &&
       config_.maxmemory_policy != Config::MaxmemoryPolicy::kNoEviction) {
-    // volatile-ttl: every reactor evicts from its own shard while the process is over, also
-    // for writes that other reactors let through (EvictForMemory).
+    // An evicting policy: every reactor evicts from its own shard while the process is over,
+    // also for writes that other reactors let through (EvictForMemory).
     EvictLocal();
   } else {
     UpdateEvictable();  // whatever the policy, so that it is known when one is set
@@ -680,6 +680,28 @@ void Reactor::CheckClientMemory() {
                               : now + std::max<int64_t>(client_mem_limit_ / 16, 64 * 1024);
 }
 
+namespace {
+
+// The shard's name for an evicting policy (never called with noeviction).
+shard::EvictPolicy EvictPolicyOf(Config::MaxmemoryPolicy p) {
+  switch (p) {
+    case Config::MaxmemoryPolicy::kVolatileLru:
+      return shard::EvictPolicy::kVolatileLru;
+    case Config::MaxmemoryPolicy::kAllkeysLru:
+      return shard::EvictPolicy::kAllkeysLru;
+    case Config::MaxmemoryPolicy::kVolatileRandom:
+      return shard::EvictPolicy::kVolatileRandom;
+    case Config::MaxmemoryPolicy::kAllkeysRandom:
+      return shard::EvictPolicy::kAllkeysRandom;
+    case Config::MaxmemoryPolicy::kVolatileTtl:
+    case Config::MaxmemoryPolicy::kNoEviction:
+      break;
+  }
+  return shard::EvictPolicy::kVolatileTtl;
+}
+
+}  // namespace
+
 bool Reactor::EvictForMemory() {
   if (config_.maxmemory_policy == Config::MaxmemoryPolicy::kNoEviction) return false;
   return EvictLocal() || MemoryLimit::evictable_shards() > 0;
@@ -693,7 +715,9 @@ bool Reactor::EvictLocal() {
   bool under = true;
   const int64_t start = MonotonicUs();
   for (uint64_t n = 1; MemoryLimit::StillOver(config_.maxmemory); ++n) {
-    std::optional<size_t> freed = shard_.EvictVolatileTtl(config_.maxmemory_samples, now_ms_, skip);
+    std::optional<size_t> freed =
+        shard_.Evict(EvictPolicyOf(config_.maxmemory_policy), config_.maxmemory_samples, now_ms_,
+                     skip);
     if (!freed) {
       under = false;
       break;
@@ -708,7 +732,9 @@ bool Reactor::EvictLocal() {
 }
 
 void Reactor::UpdateEvictable() {
-  const bool evictable = shard_.ExpiresSize() > 0;
+  const bool allkeys = config_.maxmemory_policy == Config::MaxmemoryPolicy::kAllkeysLru ||
+                       config_.maxmemory_policy == Config::MaxmemoryPolicy::kAllkeysRandom;
+  const bool evictable = (allkeys ? shard_.Size() : shard_.ExpiresSize()) > 0;
   if (evictable != evictable_) {
     MemoryLimit::CountEvictableShard(evictable ? 1 : -1);
     evictable_ = evictable;

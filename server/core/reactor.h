@@ -87,12 +87,13 @@ class Reactor {
   // This reactor's copy of the ACL users (server/acl/acl.h); ACL SETUSER changes every copy.
   acl::Users& acl_users() { return acl_users_; }
   PubSubRegistry& pubsub() { return pubsub_; }  // this reactor's subscriptions
-  // Over maxmemory, before a command runs: whether it may run. With volatile-ttl this reactor
-  // first evicts keys with a TTL from its own shard, soonest-to-expire first, until the process
+  // Over maxmemory, before a command runs: whether it may run. With an evicting policy
+  // (volatile-ttl, volatile-lru, allkeys-lru, volatile-random, allkeys-random) this reactor first
+  // evicts the keys the policy picks from its own shard (shard::Shard::Evict) until the process
   // is under (MemoryLimit's estimate), passing over keys a cross-shard transaction holds; each
   // eviction is a deletion the journal writes and INFO counts (evicted_keys). When its shard
-  // has nothing left, the command may still run while another shard has keys with a TTL: their
-  // reactors evict on their next tick (no shard asks another). False with noeviction.
+  // has nothing left, the command may still run while another shard has keys it may evict:
+  // their reactors evict on their next tick (no shard asks another). False with noeviction.
   bool EvictForMemory();
   const char* ring_mode() const { return ring_mode_; }
 
@@ -321,7 +322,8 @@ class Reactor {
   // EvictForMemory's work on this shard: true once the process is under the limit, or when
   // its time (500 us a call) ran out first; false when the shard has nothing left to evict.
   bool EvictLocal();
-  // Tells MemoryLimit whether this shard has keys with a TTL (evictable_).
+  // Tells MemoryLimit whether this shard has keys the policy may evict (evictable_): with a TTL,
+  // or any for allkeys-*.
   void UpdateEvictable();
   void CloseIdleClients();
   void Wake();

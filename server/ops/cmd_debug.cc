@@ -161,7 +161,8 @@ void Debug(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
           }
           rb.SimpleString(absl::StrCat("Value at:0x0 refcount:", (*info)->shared_int ? 2147483647 : 1,
                                        " encoding:", (*info)->encoding, " serializedlength:",
-                                       (*info)->bytes, " lru:0 lru_seconds_idle:0"));
+                                       (*info)->bytes, " lru:", (*info)->lru,
+                                       " lru_seconds_idle:", (*info)->idle_seconds));
         });
   } else if (EqualsIgnoreCase(sub, "reload")) {
     // DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: the options are Redis's RDB file's; here every

@@ -73,7 +73,7 @@ void Object(CmdArgs args, ShardCtx& ctx) {
   } else if (EqualsIgnoreCase(sub, "refcount")) {
     rb.Integer(info->shared_int ? INT_MAX : 1);
   } else if (EqualsIgnoreCase(sub, "idletime")) {
-    rb.Integer(0);  // no access clock is kept per key (nothing is evicted)
+    rb.Integer(info->idle_seconds);  // the key's access clock (shard/table/entry.h)
   } else {
     rb.Error(
         "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note "

@@ -41,13 +41,13 @@ uint64_t Dict::Rev(uint64_t v) {
   return __builtin_bswap64(v);
 }
 
-Entry** Dict::AllocBuckets(size_t n) {
+EntryLink* Dict::AllocBuckets(size_t n) {
   // calloc rather than new[](): memory fresh from the OS is known to be zero and is not written
   // again, so a large new table costs page faults spread over the rehash instead of one long
   // memset when the resize starts.
-  void* p = std::calloc(n, sizeof(Entry*));
+  void* p = std::calloc(n, sizeof(EntryLink));
   if (p == nullptr) throw std::bad_alloc();
-  return static_cast<Entry**>(p);
+  return static_cast<EntryLink*>(p);
 }
 
 void Dict::FreeBuckets(Table* t) {
@@ -63,8 +63,9 @@ Dict::Pos Dict::FindLink(std::string_view key, uint64_t hash) {
       const uint64_t idx = hash & tb.mask;
       // Buckets of the old table below rehash_idx_ have been moved and are empty.
       if (t == 1 || !rehashing() || idx >= static_cast<uint64_t>(rehash_idx_)) {
-        for (Entry** link = &tb.buckets[idx]; *link != nullptr; link = (*link)->next_link()) {
-          if ((*link)->KeyEquals(key)) return Pos{link, t};
+        for (EntryLink* link = &tb.buckets[idx]; link->get() != nullptr;
+             link = link->get()->next_link()) {
+          if (link->get()->KeyEquals(key)) return Pos{link, t};
         }
       }
     }
@@ -77,7 +78,7 @@ const Entry* Dict::Find(std::string_view key, uint64_t hash) const {
   for (int t = 0; t < 2; ++t) {
     const Table& tb = t_[t];
     if (tb.buckets != nullptr) {
-      for (const Entry* e = tb.buckets[hash & tb.mask]; e != nullptr; e = e->next()) {
+      for (const Entry* e = tb.buckets[hash & tb.mask].get(); e != nullptr; e = e->next()) {
         if (e->KeyEquals(key)) return e;
       }
     }
@@ -99,23 +100,23 @@ void Dict::Insert(Entry* e, uint64_t hash) {
     }
   }
   Table& tb = t_[rehashing() ? 1 : 0];
-  Entry** bucket = &tb.buckets[hash & tb.mask];
-  e->set_next(*bucket);
-  *bucket = e;
+  EntryLink* bucket = &tb.buckets[hash & tb.mask];
+  e->set_next(bucket->get());
+  bucket->set(e);
   ++tb.used;
 }
 
 Entry* Dict::Replace(Pos pos, Entry* e) {
-  Entry* old = *pos.link;
+  Entry* old = pos.link->get();
   e->set_next(old->next());
-  *pos.link = e;
+  pos.link->set(e);
   old->set_next(nullptr);
   return old;
 }
 
 Entry* Dict::Unlink(Pos pos) {
-  Entry* old = *pos.link;
-  *pos.link = old->next();
+  Entry* old = pos.link->get();
+  pos.link->set(old->next());
   old->set_next(nullptr);
   --t_[pos.table].used;
   return old;
@@ -154,21 +155,21 @@ bool Dict::RehashSteps(size_t n) {
   Table& from = t_[0];
   Table& to = t_[1];
   while (n-- > 0 && from.used != 0) {
-    while (from.buckets[rehash_idx_] == nullptr) {
+    while (from.buckets[rehash_idx_].get() == nullptr) {
       ++rehash_idx_;
       if (--empty_visits == 0) return true;
     }
-    Entry* e = from.buckets[rehash_idx_];
+    Entry* e = from.buckets[rehash_idx_].get();
     while (e != nullptr) {
       Entry* next = e->next();
-      Entry** bucket = &to.buckets[Hash(e->key()) & to.mask];
-      e->set_next(*bucket);
-      *bucket = e;
+      EntryLink* bucket = &to.buckets[Hash(e->key()) & to.mask];
+      e->set_next(bucket->get());
+      bucket->set(e);
       --from.used;
       ++to.used;
       e = next;
     }
-    from.buckets[rehash_idx_] = nullptr;
+    from.buckets[rehash_idx_].set(nullptr);
     ++rehash_idx_;
   }
   FinishRehashIfDone();
@@ -178,7 +179,7 @@ bool Dict::RehashSteps(size_t n) {
 void Dict::Clear() {
   for (Table& t : t_) {
     for (size_t i = 0; i < t.size(); ++i) {
-      Entry* e = t.buckets[i];
+      Entry* e = t.buckets[i].get();
       while (e != nullptr) {
         Entry* next = e->next();
         free_entry_(e);
@@ -199,10 +200,10 @@ Entry* Dict::Random(uint64_t* rng) const {
     const uint64_t span = t_[0].size() + t_[1].size() - start;
     while (head == nullptr) {
       const uint64_t h = start + SplitMix64(rng) % span;
-      head = h >= t_[0].size() ? t_[1].buckets[h - t_[0].size()] : t_[0].buckets[h];
+      head = h >= t_[0].size() ? t_[1].buckets[h - t_[0].size()].get() : t_[0].buckets[h].get();
     }
   } else {
-    while (head == nullptr) head = t_[0].buckets[SplitMix64(rng) & t_[0].mask];
+    while (head == nullptr) head = t_[0].buckets[SplitMix64(rng) & t_[0].mask].get();
   }
   size_t len = 0;
   for (Entry* e = head; e != nullptr; e = e->next()) ++len;
@@ -217,7 +218,7 @@ size_t Dict::MaxChainLength() const {
   for (const Table& t : t_) {
     for (size_t i = 0; i < t.size(); ++i) {
       size_t len = 0;
-      for (const Entry* e = t.buckets[i]; e != nullptr; e = e->next()) ++len;
+      for (const Entry* e = t.buckets[i].get(); e != nullptr; e = e->next()) ++len;
       best = std::max(best, len);
     }
   }

@@ -29,12 +29,13 @@ namespace deadbolt::shard {
 // Clear. Replace and Unlink move nothing else.
 class Dict {
  public:
-  // Where an entry is linked: `link` points at the pointer that points at the entry.
+  // Where an entry is linked: `link` is the bucket or the previous entry's link that points at
+  // the entry.
   struct Pos {
-    Entry** link = nullptr;
+    EntryLink* link = nullptr;
     int table = 0;
     explicit operator bool() const { return link != nullptr; }
-    Entry* entry() const { return *link; }
+    Entry* entry() const { return link->get(); }
   };
 
   // Frees an entry and whatever it owns.
@@ -51,7 +52,7 @@ class Dict {
   size_t bucket_count() const { return t_[0].size() + t_[1].size(); }
   bool rehashing() const { return rehash_idx_ >= 0; }
   // Bytes held by the bucket arrays.
-  size_t bucket_bytes() const { return bucket_count() * sizeof(Entry*); }
+  size_t bucket_bytes() const { return bucket_count() * sizeof(EntryLink); }
 
   // Does one rehash step, then finds the entry for `key` (hash from Hash(key)).
   Pos FindLink(std::string_view key, uint64_t hash);
@@ -97,14 +98,14 @@ class Dict {
 
  private:
   struct Table {
-    Entry** buckets = nullptr;
+    EntryLink* buckets = nullptr;
     uint64_t mask = 0;
     size_t used = 0;
     size_t size() const { return buckets == nullptr ? 0 : static_cast<size_t>(mask) + 1; }
   };
   static constexpr size_t kInitialSize = 4;
 
-  static Entry** AllocBuckets(size_t n);
+  static EntryLink* AllocBuckets(size_t n);
   static void FreeBuckets(Table* t);
   static uint64_t Rev(uint64_t v);
   void StartResize(size_t new_size);
@@ -122,11 +123,11 @@ class Dict {
 template <typename Fn>
 void Dict::ScanBucket(int table, uint64_t idx, Fn& fn) {
   Table& t = t_[table];
-  Entry** link = &t.buckets[idx];
-  while (*link != nullptr) {
-    Entry* e = *link;
+  EntryLink* link = &t.buckets[idx];
+  while (link->get() != nullptr) {
+    Entry* e = link->get();
     if (fn(e)) {
-      *link = e->next();
+      link->set(e->next());
       --t.used;
       free_entry_(e);
     } else {
@@ -171,7 +172,7 @@ void Dict::ForEach(Fn&& fn) const {
   for (int t = 0; t < 2; ++t) {
     const Table& tb = t_[t];
     for (size_t i = 0; i < tb.size(); ++i) {
-      for (const Entry* e = tb.buckets[i]; e != nullptr; e = e->next()) {
+      for (const Entry* e = tb.buckets[i].get(); e != nullptr; e = e->next()) {
         if (!fn(e)) return;
       }
     }

@@ -1,5 +1,7 @@
 #include "shard/table/entry.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -39,7 +41,13 @@ Entry* Entry::Allocate(Kind kind, std::string_view key, size_t value_area_len, i
   const bool wide = NeedsWideLengths(key.size(), value_area_len);
   const size_t size = BlockSize(key.size(), value_area_len, at);
   void* block = ::operator new(size);
-  Entry* e = new (block) Entry(nullptr);
+  if ((reinterpret_cast<uintptr_t>(block) & ~EntryLink::kPtrMask) != 0) [[unlikely]] {
+    // EntryLink keeps the access clock above bit 48: an address there cannot be linked.
+    std::fprintf(stderr, "deadbolt: the allocator returned %p, above the 48-bit address space\n",
+                 block);
+    std::abort();
+  }
+  Entry* e = new (block) Entry();
   char* p = e->bytes() + kHeaderOffset;
   uint8_t flags = static_cast<uint8_t>(kind);
   const size_t ew = ExpireWidth(at);
@@ -100,6 +108,7 @@ Entry* Entry::Rebuild(const Entry* old, int64_t expire_at) {
   if (old->value_area_len() != 0) {
     std::memcpy(e->value_area(), old->value_area(), old->value_area_len());
   }
+  e->next_.set_tag(old->access_clock());  // the same key: its last access stays
   return e;
 }
 

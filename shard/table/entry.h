@@ -13,12 +13,34 @@ namespace deadbolt::shard {
 class HashValue;   // shard/types/hash_value.h
 class ZSetValue;   // shard/types/zset_value.h
 class HeapString;  // shard/table/heap_string.h
+class Entry;
+
+// One word of a Dict's chains: a bucket, or an Entry's link to the next entry. The pointer is
+// kept in the low 48 bits, which hold every user-space address on x86-64 (4-level page tables,
+// and 5-level ones unless mmap is asked for more) and AArch64 (48-bit VA); Entry::Allocate checks
+// every block it gets. An Entry's own link keeps the key's access clock in the 16 high bits:
+// set() changes the pointer and leaves them alone, so relinking never loses a key's clock. A
+// bucket's high bits stay zero. Zeroed memory is a valid null link (the Dict callocs buckets).
+class EntryLink {
+ public:
+  static constexpr uintptr_t kPtrMask = (uintptr_t{1} << 48) - 1;
+  Entry* get() const { return reinterpret_cast<Entry*>(w_ & kPtrMask); }
+  void set(Entry* e) { w_ = (w_ & ~kPtrMask) | reinterpret_cast<uintptr_t>(e); }
+  uint16_t tag() const { return static_cast<uint16_t>(w_ >> 48); }
+  void set_tag(uint16_t t) { w_ = (w_ & kPtrMask) | (uintptr_t{t} << 48); }
+
+ private:
+  uintptr_t w_ = 0;
+};
+static_assert(sizeof(EntryLink) == sizeof(void*) && sizeof(void*) == 8);
 
 // Owned by the Dict that links it, on the shard's reactor thread; never shared across threads.
 //
 // Memory layout (one block from operator new, no padding, unaligned fields read with memcpy):
 //
-//   offset 0   Entry* next            chain link of the Dict bucket (8 bytes)
+//   offset 0   next                   chain link of the Dict bucket (8 bytes, EntryLink): the
+//                                     next entry's address in the low 48 bits, the key's
+//                                     access clock in the high 16 (below)
 //   offset 8   uint8  flags           kind (3 bits) | has-expire | wide-expire | wide-lengths
 //                                     | inline-value
 //   offset 9   lengths                short: u8 key_len, u8 value_len        (2 bytes)
@@ -33,6 +55,12 @@ class HeapString;  // shard/table/heap_string.h
 //
 // A lock key "lock:123456" (11 bytes) holding a 36-byte uuid with a TTL takes
 // 8 + 1 + 2 + 6 + 11 + 36 = 64 bytes: one 64-byte allocator size class.
+//
+// The access clock (maxmemory-policy *-lru, OBJECT IDLETIME) costs no byte: it is the time of
+// the key's last access in units of 1024 ms (a shift, where 1000 ms took a multiply), modulo
+// 2^16 (ClockAt), in the link's high bits. Idle times are computed modulo the wrap, 2^16 units
+// (18.6 hours): a key idle for longer looks as idle as its idle time less a multiple of 18.6
+// hours. Redis keeps 24 bits at 1000 ms (194 days); its OBJECT IDLETIME wraps too.
 //
 // The layout is fixed when the entry is built. Changes that keep the layout (a new value of the
 // same length, a new expire time of the same width) are done in place; others build a new entry
@@ -78,9 +106,32 @@ class Entry {
   // object was moved elsewhere. An entry that owns a value object is freed with DestroyEntry.
   static void FreeShell(Entry* e);
 
-  Entry* next() const { return next_; }
-  Entry** next_link() { return &next_; }
-  void set_next(Entry* n) { next_ = n; }
+  Entry* next() const { return next_.get(); }
+  EntryLink* next_link() { return &next_; }
+  void set_next(Entry* n) { next_.set(n); }
+
+  // --- the access clock ---
+  static constexpr int kClockShift = 10;
+  static constexpr int64_t kClockUnitMs = int64_t{1} << kClockShift;
+  static constexpr int64_t kClockPeriod = int64_t{1} << 16;  // in units: it wraps after this
+  // Units since the epoch (the clock before the wrap).
+  static int64_t ClockUnits(int64_t now_ms) {
+    return static_cast<int64_t>(static_cast<uint64_t>(now_ms) >> kClockShift);
+  }
+  // The clock at a time: its unit count modulo 2^16.
+  static uint16_t ClockAt(int64_t now_ms) { return static_cast<uint16_t>(ClockUnits(now_ms)); }
+  // Units from `then` to `now`, modulo the wrap: 0 .. 65535.
+  static int64_t ClockDistance(uint16_t then, uint16_t now) {
+    return static_cast<uint16_t>(now - then);
+  }
+  uint16_t access_clock() const { return next_.tag(); }
+  // One compare per lookup; the store only when the clock moved on (a key read again within
+  // the same second leaves its cache line clean).
+  void Touch(uint16_t clock) {
+    if (next_.tag() != clock) next_.set_tag(clock);
+  }
+  // Idle time at now_ms in clock units, modulo the wrap.
+  int64_t IdleUnits(int64_t now_ms) const { return ClockDistance(access_clock(), ClockAt(now_ms)); }
 
   Kind kind() const { return static_cast<Kind>(flags() & kKindMask); }
   bool is_string() const { return kind() == Kind::kInlineString || kind() == Kind::kHeapString; }
@@ -157,7 +208,7 @@ class Entry {
   static constexpr size_t kHeaderOffset = sizeof(Entry*);
   static constexpr int64_t kCompactExpireLimit = int64_t{1} << 48;
 
-  explicit Entry(Entry* next) : next_(next) {}
+  Entry() = default;
 
   // 0 (no TTL), 6 (48-bit) or 8 bytes.
   static size_t ExpireWidth(int64_t at) {
@@ -224,7 +275,7 @@ class Entry {
   }
   void StorePtr(void* p);
 
-  Entry* next_;
+  EntryLink next_;
   // Followed by the flags, lengths, expire, key and value bytes described above.
 };
 

@@ -70,7 +70,9 @@ TEST(EntryTest, KeyEqualsAtEveryLengthAndPosition) {
       other[i] = static_cast<char>(key[i] ^ 0x80);
       EXPECT_FALSE(e->KeyEquals(other)) << i;
     }
-    if (len > 0) EXPECT_FALSE(e->KeyEquals(key.substr(0, len - 1)));
+    if (len > 0) {
+      EXPECT_FALSE(e->KeyEquals(key.substr(0, len - 1)));
+    }
     EXPECT_FALSE(e->KeyEquals(key + "a"));
   }
 }

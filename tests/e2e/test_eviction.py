@@ -1,8 +1,11 @@
-"""maxmemory-policy volatile-ttl (issue 15), against deadbolt and redis-server alike: over
-maxmemory, keys with a TTL are evicted, soonest-to-expire first (approximately: sampled, as Redis
-does), so that writes go on; keys without a TTL are never evicted; once nothing with a TTL is
-left, writes get the OOM error as with noeviction. INFO counts evicted_keys, and (deadbolt's
-journal, redis-server's AOF) a restart does not bring evicted keys back.
+"""maxmemory-policy volatile-ttl, volatile-lru, allkeys-lru, volatile-random and allkeys-random
+(issue 15), against deadbolt and redis-server alike. volatile-ttl: over maxmemory, keys with a
+TTL are evicted, soonest-to-expire first (approximately: sampled, as Redis does), so that writes
+go on; keys without a TTL are never evicted; once nothing with a TTL is left, writes get the OOM
+error as with noeviction. INFO counts evicted_keys, and (deadbolt's journal, redis-server's AOF)
+a restart does not bring evicted keys back. allkeys-lru: the keys accessed least recently go,
+with or without a TTL, and OBJECT IDLETIME counts (one 2-second wait). volatile-lru and
+volatile-random take keys with a TTL only, allkeys-random any.
 
 deadbolt evicts per shard (each reactor from its own shard), so the keys of these tests share a
 hash tag: on one shard, "the soonest to expire" means the same on both servers."""
@@ -44,9 +47,9 @@ def ttl_key(i):
     return "{ev}ttl:%d" % i
 
 
-def fill_past_the_limit(test, c):
+def fill_past_the_limit(test, c, policy="volatile-ttl"):
     """Writes VOLATILE keys with TTLs and KEEP without, sets maxmemory a little above what the
-    server uses, then writes FILL_MB without TTLs. Returns the fill's replies."""
+    server uses and the policy, then writes FILL_MB without TTLs. Returns the fill's replies."""
     if info_memory(c).get("mem_allocator") == "libc":
         # An ASan build: used_memory is the resident set, and freed memory waits in ASan's
         # quarantine instead of being reused, so what eviction frees never shows.
@@ -60,7 +63,7 @@ def fill_past_the_limit(test, c):
         test.assertEqual(c.cmd("SET", ttl_key(i), VALUE, "EX", str(10000 + 10 * i)), OK)
     used = int(info_memory(c)["used_memory"])
     test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", str(used + 1024 * 1024)), OK)
-    test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", "volatile-ttl"), OK)
+    test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", policy), OK)
     replies = []
     planned = FILL_MB * 1024 * 1024 // len(VALUE)
     # deadbolt's used memory is the allocator's committed bytes, which grow 1 MB at a time and
@@ -160,6 +163,53 @@ class VolatileTtlTest(harness.ServerTestCase):
         self.assertEqual(int(info_stats(c)["evicted_keys"]), len(only))
 
 
+class OtherPoliciesTest(harness.ServerTestCase):
+    """volatile-lru and volatile-random take only keys with a TTL; allkeys-random any key."""
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(self.c.cmd("FLUSHALL"), OK)
+        self.assertEqual(self.c.cmd("CONFIG", "RESETSTAT"), OK)
+
+        def reset():
+            c = self.conn()
+            c.cmd("CONFIG", "SET", "maxmemory", "0")
+            c.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction")
+            c.cmd("FLUSHALL")
+        self.addCleanup(reset)
+
+    def check(self, policy):
+        c = self.c
+        replies = fill_past_the_limit(self, c, policy)
+        self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", "0"), OK)
+        self.assertEqual(set(replies), {OK}, "a write was refused under " + policy)
+        gone_ttl = [i for i in range(VOLATILE)
+                    if c.cmd("EXISTS", ttl_key(i)) == harness.integer(0)]
+        gone_keep = [i for i in range(KEEP)
+                     if c.cmd("EXISTS", "{ev}keep:%d" % i) == harness.integer(0)]
+        gone_fill = [j for j in range(len(replies))
+                     if c.cmd("EXISTS", "{ev}fill:%d" % j) == harness.integer(0)]
+        n = len(gone_ttl) + len(gone_keep) + len(gone_fill)
+        self.assertGreater(n, 16)
+        self.assertEqual(int(info_stats(c)["evicted_keys"]), n)
+        return gone_ttl, gone_keep, gone_fill
+
+    def test_volatile_lru_takes_only_keys_with_a_ttl(self):
+        gone_ttl, gone_keep, gone_fill = self.check("volatile-lru")
+        self.assertEqual((gone_keep, gone_fill), ([], []))
+        self.assertLess(len(gone_ttl), VOLATILE)
+
+    def test_volatile_random_takes_only_keys_with_a_ttl(self):
+        gone_ttl, gone_keep, gone_fill = self.check("volatile-random")
+        self.assertEqual((gone_keep, gone_fill), ([], []))
+        self.assertLess(len(gone_ttl), VOLATILE)
+
+    def test_allkeys_random_takes_keys_without_a_ttl_too(self):
+        gone_ttl, gone_keep, gone_fill = self.check("allkeys-random")
+        # Drawn at random from keys 3 in 4 of which have no TTL: some of them go.
+        self.assertGreater(len(gone_keep) + len(gone_fill), 0)
+
+
 class EvictionJournalTest(JournalCase):
     redis_too = True
 
@@ -178,3 +228,102 @@ class EvictionJournalTest(JournalCase):
                              harness.integer(0 if i in evicted else 1), i)
         for i in range(KEEP):
             self.assertEqual(c.cmd("EXISTS", "{ev}keep:%d" % i), harness.integer(1), i)
+
+
+OLD = 300  # keys written, then left alone for LRU_WAIT
+HOT = 100  # keys written with them, then read after the wait
+LRU_WAIT = 2.0  # seconds: both servers' access clocks count whole seconds
+
+
+def lru_key(i):
+    return "{ev}lru:%d" % i
+
+
+class AllkeysLruTest(harness.ServerTestCase):
+    """maxmemory-policy allkeys-lru: over maxmemory, the keys accessed least recently go first,
+    with or without a TTL; OBJECT IDLETIME reports the seconds since a key's last access."""
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(self.c.cmd("FLUSHALL"), OK)
+        self.assertEqual(self.c.cmd("CONFIG", "RESETSTAT"), OK)
+
+        def reset():
+            c = self.conn()
+            c.cmd("CONFIG", "SET", "maxmemory", "0")
+            c.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction")
+            c.cmd("CONFIG", "SET", "maxmemory-samples", "5")
+            c.cmd("FLUSHALL")
+        self.addCleanup(reset)
+
+    def test_config_names(self):
+        c = self.c
+        for name in ("allkeys-lru", "volatile-lru", "allkeys-random", "volatile-random",
+                     "volatile-ttl", "noeviction"):
+            self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", name), OK)
+            self.assertEqual(c.cmd("CONFIG", "GET", "maxmemory-policy"),
+                             harness.array(harness.bulk(b"maxmemory-policy"),
+                                           harness.bulk(name.encode())))
+            self.assertEqual(info_memory(c)["maxmemory_policy"], name)
+        # Not an LFU policy: OBJECT FREQ keeps Redis's refusal.
+        self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"), OK)
+        self.assertEqual(c.cmd("SET", "k", "v"), OK)
+        self.assertTrue(c.cmd("OBJECT", "FREQ", "k").startswith(
+            b"-ERR An LFU maxmemory policy is not selected"))
+
+    def test_the_least_recently_used_go_and_idletime_counts(self):
+        c = self.c
+        if info_memory(c).get("mem_allocator") == "libc":
+            self.skipTest("needs the allocator's own measure of used memory (mimalloc)")
+        # Half of the old keys have a TTL: allkeys-lru takes keys with or without one.
+        for i in range(OLD + HOT):
+            args = ["EX", "100000"] if i % 2 else []
+            self.assertEqual(c.cmd("SET", lru_key(i), VALUE, *args), OK)
+        time.sleep(LRU_WAIT)  # the one wait: let the old keys' access clocks fall behind
+        # An untouched key's idle time: whole seconds, at least one (a clock that ticks per
+        # second, read over two seconds; Redis's cached clock may lag by its cron period).
+        idle = harness.decode(c.cmd("OBJECT", "IDLETIME", lru_key(0)))
+        self.assertGreaterEqual(idle, 1)
+        self.assertLessEqual(idle, 60)
+        # Neither OBJECT nor EXISTS, TYPE and TTL count as an access, as in Redis.
+        for cmd in (("EXISTS",), ("TYPE",), ("TTL",), ("OBJECT", "ENCODING")):
+            c.cmd(*cmd, lru_key(0))
+        self.assertGreaterEqual(harness.decode(c.cmd("OBJECT", "IDLETIME", lru_key(0))), 1)
+        # Reads and TOUCH do.
+        for i in range(OLD, OLD + HOT):
+            if i % 3 == 0:
+                self.assertEqual(c.cmd("TOUCH", lru_key(i)), harness.integer(1))
+            else:
+                self.assertEqual(c.cmd("GET", lru_key(i)), harness.bulk(VALUE.encode()))
+        self.assertEqual(c.cmd("OBJECT", "IDLETIME", lru_key(OLD)), harness.integer(0))
+        self.assertEqual(c.cmd("OBJECT", "IDLETIME", lru_key(OLD + 1)), harness.integer(0))
+        self.assertEqual(c.cmd("OBJECT", "IDLETIME", "{ev}missing"), harness.bulk(None))
+
+        used = int(info_memory(c)["used_memory"])
+        self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", str(used + 1024 * 1024)), OK)
+        self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"), OK)
+        # More samples than the default: the old keys are found among the fresh ones even
+        # when most of them have gone (sampled, as Redis does).
+        self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-samples", "10"), OK)
+        planned = FILL_MB * 1024 * 1024 // len(VALUE)
+        replies = []
+        for j in range(planned + 256):
+            if j >= planned and int(info_stats(c)["evicted_keys"]) > 0:
+                break
+            replies.append(c.cmd("SET", "{ev}fill:%d" % j, VALUE))
+            if j % 8 == 7 and not harness.AGAINST_REDIS:
+                time.sleep(0.02)  # pacing for deadbolt's memory measure (10 ms ticks)
+        self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", "0"), OK)
+        self.assertEqual(set(replies), {OK}, "a write was refused under allkeys-lru")
+        gone = [i for i in range(OLD + HOT)
+                if c.cmd("EXISTS", lru_key(i)) == harness.integer(0)]
+        n = len(gone)
+        self.assertGreater(n, 16, gone)
+        self.assertLess(n, OLD, gone)
+        # The keys read after the wait (and the fill) stayed; only old ones went, with and
+        # without a TTL.
+        self.assertEqual([i for i in gone if i >= OLD], [], gone)
+        self.assertTrue(any(i % 2 for i in gone) and any(i % 2 == 0 for i in gone), gone)
+        for j in range(len(replies)):
+            self.assertEqual(c.cmd("EXISTS", "{ev}fill:%d" % j), harness.integer(1), j)
+        self.assertEqual(int(info_stats(c)["evicted_keys"]), n)
