@@ -572,6 +572,19 @@ def wrong_args(cmd):
     return b"-ERR wrong number of arguments for '%s' command\r\n" % cmd.encode()
 
 
+def drain_until_closed(sock, timeout=30):
+    """Reads and discards until the server closes the connection; True if it did."""
+    sock.settimeout(timeout)
+    try:
+        while True:
+            if not sock.recv(1 << 20):
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
 class RespConn:
     """A raw connection: send exact bytes, read exactly one reply as raw bytes."""
 

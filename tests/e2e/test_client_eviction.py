@@ -29,19 +29,6 @@ def tearDownModule():
     harness.stop_module_server()
 
 
-def drain_until_closed(sock, timeout=30):
-    """Reads and discards until the server closes the connection; True if it did."""
-    sock.settimeout(timeout)
-    try:
-        while True:
-            if not sock.recv(1 << 20):
-                return True
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
-
-
 def raw_client(rcvbuf=64 * 1024):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -125,7 +112,7 @@ class ClientEvictionTest(harness.ServerTestCase):
         # 100 MB of replies asked for, never read.
         hog.sendall(harness.encode_command("CLIENT", "SETNAME", "hog") +
                     b"".join(harness.encode_command("GET", keys[i % 2]) for i in range(100)))
-        self.assertTrue(drain_until_closed(hog), "the reader was not evicted")
+        self.assertTrue(harness.drain_until_closed(hog), "the reader was not evicted")
         self.assertEqual(other.cmd("PING"), b"+PONG\r\n")
         names = [n for n, _ in self.client_names()]
         self.assertNotIn("hog", names)
@@ -155,7 +142,7 @@ class ClientEvictionTest(harness.ServerTestCase):
         else:
             self.fail("the keeper's replies never went over the limit: %r" % self.client_names())
         # Over the limit with a client that may not go: the others do, the keeper stays.
-        self.assertTrue(drain_until_closed(idle), "the idle client was not evicted")
+        self.assertTrue(harness.drain_until_closed(idle), "the idle client was not evicted")
         self.assertIn("keeper", [name for name, _ in self.client_names()])
         reply = b"$%d\r\n%s\r\n" % (len(VALUE), VALUE.encode())
         self.assertEqual(read_reply(keeper, n * len(reply)), reply * n)

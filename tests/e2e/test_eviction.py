@@ -90,7 +90,10 @@ def write_past_the_limit(c):
     return replies
 
 
-class VolatileTtlTest(harness.ServerTestCase):
+class EvictionCase(harness.ServerTestCase):
+    """Each test starts from an empty keyspace and fresh INFO counters, and leaves the module's
+    server as it found it: no limit, noeviction, the default samples, nothing in it."""
+
     def setUp(self):
         super().setUp()
         self.assertEqual(self.c.cmd("FLUSHALL"), OK)
@@ -100,9 +103,12 @@ class VolatileTtlTest(harness.ServerTestCase):
             c = self.conn()
             c.cmd("CONFIG", "SET", "maxmemory", "0")
             c.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction")
+            c.cmd("CONFIG", "SET", "maxmemory-samples", "5")
             c.cmd("FLUSHALL")
         self.addCleanup(reset)
 
+
+class VolatileTtlTest(EvictionCase):
     def test_config(self):
         c = self.c
         self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", "volatile-ttl"), OK)
@@ -173,20 +179,8 @@ class VolatileTtlTest(harness.ServerTestCase):
         self.assertEqual(int(info_stats(c)["evicted_keys"]), len(only))
 
 
-class OtherPoliciesTest(harness.ServerTestCase):
+class OtherPoliciesTest(EvictionCase):
     """volatile-lru and volatile-random take only keys with a TTL; allkeys-random any key."""
-
-    def setUp(self):
-        super().setUp()
-        self.assertEqual(self.c.cmd("FLUSHALL"), OK)
-        self.assertEqual(self.c.cmd("CONFIG", "RESETSTAT"), OK)
-
-        def reset():
-            c = self.conn()
-            c.cmd("CONFIG", "SET", "maxmemory", "0")
-            c.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction")
-            c.cmd("FLUSHALL")
-        self.addCleanup(reset)
 
     def check(self, policy):
         c = self.c
@@ -249,22 +243,9 @@ def lru_key(i):
     return "{ev}lru:%d" % i
 
 
-class AllkeysLruTest(harness.ServerTestCase):
+class AllkeysLruTest(EvictionCase):
     """maxmemory-policy allkeys-lru: over maxmemory, the keys accessed least recently go first,
     with or without a TTL; OBJECT IDLETIME reports the seconds since a key's last access."""
-
-    def setUp(self):
-        super().setUp()
-        self.assertEqual(self.c.cmd("FLUSHALL"), OK)
-        self.assertEqual(self.c.cmd("CONFIG", "RESETSTAT"), OK)
-
-        def reset():
-            c = self.conn()
-            c.cmd("CONFIG", "SET", "maxmemory", "0")
-            c.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction")
-            c.cmd("CONFIG", "SET", "maxmemory-samples", "5")
-            c.cmd("FLUSHALL")
-        self.addCleanup(reset)
 
     def test_config_names(self):
         c = self.c

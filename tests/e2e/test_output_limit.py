@@ -50,19 +50,6 @@ def setting(c):
     return harness.decode(c.cmd("CONFIG", "GET", "client-output-buffer-limit"))[1]
 
 
-def drain_until_closed(sock, timeout=30):
-    """Reads and discards until the server closes the connection; True if it did."""
-    sock.settimeout(timeout)
-    try:
-        while True:
-            if not sock.recv(1 << 20):
-                return True
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
-
-
 class OutputLimitTest(harness.ServerTestCase):
     def setUp(self):
         super().setUp()
@@ -122,7 +109,7 @@ class OutputLimitTest(harness.ServerTestCase):
                 pass  # closed while sending: what we want
             time.sleep(0.5)
             peak[0] = max(peak[0], rss_mb(pid))
-            self.assertTrue(drain_until_closed(reader), "the reader was not closed")
+            self.assertTrue(harness.drain_until_closed(reader), "the reader was not closed")
         finally:
             stop.set()
             t.join()
@@ -156,7 +143,7 @@ class OutputLimitTest(harness.ServerTestCase):
         message = "m" * (64 * 1024)
         for _ in range(200):  # 12.5 MB, never read
             self.c.cmd("PUBLISH", "news", message)
-        self.assertTrue(drain_until_closed(sub), "the subscriber was not closed")
+        self.assertTrue(harness.drain_until_closed(sub), "the subscriber was not closed")
         self.assertEqual(self.c.cmd("PUBLISH", "news", "x"), harness.integer(0))
 
 
