@@ -24,6 +24,15 @@ namespace {
 
 constexpr int64_t kNow = 1'700'000'000'000;
 
+// 0 .. n-1 in an order fixed by `seed`.
+std::vector<int> ShuffledRanks(int n, uint32_t seed) {
+  std::vector<int> ranks(n);
+  for (int i = 0; i < n; ++i) ranks[i] = i;
+  std::mt19937 gen(seed);
+  std::shuffle(ranks.begin(), ranks.end(), gen);
+  return ranks;
+}
+
 void SetPx(Db& db, std::string_view key, int64_t ttl_ms) {
   SetOptions o;
   if (ttl_ms > 0) {
@@ -55,11 +64,11 @@ TEST(EvictVolatileTtl, SoonestFirstAndNeverAKeyWithoutTtl) {
   std::vector<std::string> order;
   for (const char* want : {"a", "b", "c", "d", "e"}) {
     EXPECT_TRUE(db.Exists(want, kNow));
-    std::optional<size_t> bytes = shard.EvictVolatileTtl(5, kNow, nullptr);
+    std::optional<size_t> bytes = shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr);
     ASSERT_TRUE(bytes.has_value());
     EXPECT_FALSE(db.Exists(want, kNow)) << want;
   }
-  EXPECT_FALSE(shard.EvictVolatileTtl(5, kNow, nullptr).has_value());
+  EXPECT_FALSE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr).has_value());
   EXPECT_EQ(db.Size(), 3u);
   EXPECT_TRUE(db.Exists("persistent1", kNow));
   EXPECT_TRUE(db.Exists("persistent2", kNow));
@@ -71,7 +80,7 @@ TEST(EvictVolatileTtl, ReturnsTheBytesMemoryUsageCounts) {
   Db& db = shard.db(0);
   SetPx(db, "lock:1", 30000);
   const size_t usage = db.Object("lock:1", kNow)->bytes;
-  EXPECT_EQ(shard.EvictVolatileTtl(5, kNow, nullptr), std::optional<size_t>(usage));
+  EXPECT_EQ(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr), std::optional<size_t>(usage));
 }
 
 TEST(EvictVolatileTtl, SamplingFavoursTheNearestAmongMany) {
@@ -82,15 +91,12 @@ TEST(EvictVolatileTtl, SamplingFavoursTheNearestAmongMany) {
   Shard shard(0, 1);
   Db& db = shard.db(0);
   constexpr int kN = 2000;
-  std::vector<int> ranks(kN);
-  for (int i = 0; i < kN; ++i) ranks[i] = i;
-  std::mt19937 gen(42);
-  std::shuffle(ranks.begin(), ranks.end(), gen);
+  const std::vector<int> ranks = ShuffledRanks(kN, 42);
   for (int i = 0; i < kN; ++i) {
     SetPx(db, "v" + std::to_string(ranks[i]), 1000 + 10 * int64_t{ranks[i]});
     SetPx(db, "p" + std::to_string(i), 0);
   }
-  for (int i = 0; i < 200; ++i) ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow, nullptr));
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr));
   int evicted = 0, near = 0;
   for (int r = 0; r < kN; ++r) {
     if (db.Exists("v" + std::to_string(r), kNow)) continue;
@@ -101,8 +107,8 @@ TEST(EvictVolatileTtl, SamplingFavoursTheNearestAmongMany) {
   EXPECT_GE(near, 180);
   for (int i = 0; i < kN; ++i) ASSERT_TRUE(db.Exists("p" + std::to_string(i), kNow)) << i;
   // Until nothing with a TTL is left.
-  for (int i = 200; i < kN; ++i) ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow, nullptr)) << i;
-  EXPECT_FALSE(shard.EvictVolatileTtl(5, kNow, nullptr));
+  for (int i = 200; i < kN; ++i) ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr)) << i;
+  EXPECT_FALSE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr));
   EXPECT_EQ(db.Size(), static_cast<size_t>(kN));
   EXPECT_EQ(db.ExpiresSize(), 0u);
 }
@@ -114,9 +120,9 @@ TEST(EvictVolatileTtl, SparseTtlKeysAreStillFound) {
   Db& db = shard.db(0);
   for (int i = 0; i < 50000; ++i) SetPx(db, "p" + std::to_string(i), 0);
   SetPx(db, "lonely", 1000);
-  ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow, nullptr));
+  ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr));
   EXPECT_FALSE(db.Exists("lonely", kNow));
-  EXPECT_FALSE(shard.EvictVolatileTtl(5, kNow, nullptr));
+  EXPECT_FALSE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr));
   EXPECT_EQ(db.Size(), 50000u);
 }
 
@@ -125,10 +131,10 @@ TEST(EvictVolatileTtl, AHeldKeyIsPassedOver) {
   SetPx(shard.db(1), "held", 1000);
   SetPx(shard.db(1), "free", 9000);
   auto skip = [](int db, std::string_view key) { return db == 1 && key == "held"; };
-  ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow, skip));
+  ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, skip));
   EXPECT_TRUE(shard.db(1).Exists("held", kNow));
   EXPECT_FALSE(shard.db(1).Exists("free", kNow));
-  EXPECT_FALSE(shard.EvictVolatileTtl(5, kNow, skip));
+  EXPECT_FALSE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, skip));
   EXPECT_TRUE(shard.db(1).Exists("held", kNow));
 }
 
@@ -137,9 +143,9 @@ TEST(EvictVolatileTtl, EveryDbTakesPart) {
   SetPx(shard.db(2), "soonest", 1000);
   SetPx(shard.db(0), "later", 5000);
   SetPx(shard.db(1), "latest", 9000);
-  ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow, nullptr));
+  ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr));
   EXPECT_FALSE(shard.db(2).Exists("soonest", kNow));
-  ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow, nullptr));
+  ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr));
   EXPECT_FALSE(shard.db(0).Exists("later", kNow));
   EXPECT_TRUE(shard.db(1).Exists("latest", kNow));
 }
@@ -152,10 +158,10 @@ TEST(EvictVolatileTtl, AKeyWhoseTtlChangedAfterSamplingIsNotEvictedOnStaleOrder)
   SetPx(db, "a", 1000);
   SetPx(db, "b", 2000);
   SetPx(db, "c", 3000);
-  ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow, nullptr));
+  ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr));
   EXPECT_FALSE(db.Exists("a", kNow));
   EXPECT_EQ(db.ExpireAt("b", kNow + 60000, ExpireCond::kNone, kNow), 1);
-  ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow, nullptr));
+  ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr));
   EXPECT_TRUE(db.Exists("b", kNow));
   EXPECT_FALSE(db.Exists("c", kNow));
 }
@@ -169,7 +175,7 @@ TEST(EvictVolatileTtl, AnEvictionIsADeletionObserversHear) {
   SetPx(db, "lock:1", 1000);
   SetPx(db, "keep", 0);
   db.AddObserver(&rec);
-  ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow, nullptr));
+  ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow, nullptr));
   EXPECT_EQ(rec.events, std::vector<std::string>{"c:lock:1"});
   db.RemoveObserver(&rec);
 }
@@ -182,7 +188,7 @@ TEST(EvictVolatileTtl, AnExpiredKeyMetIsRemovedAsExpiredNotCountedAsEvicted) {
   Recorder rec;
   db.AddObserver(&rec);
   // At kNow + 100 "gone" has expired: it is removed as an expiry, and "live" is evicted.
-  ASSERT_TRUE(shard.EvictVolatileTtl(5, kNow + 100, nullptr));
+  ASSERT_TRUE(shard.Evict(EvictPolicy::kVolatileTtl, 5, kNow + 100, nullptr));
   EXPECT_EQ(rec.events, (std::vector<std::string>{"x:gone", "c:live"}));
   db.RemoveObserver(&rec);
 }
@@ -374,10 +380,7 @@ TEST(EvictLru, SamplingFavoursTheOldestAmongMany) {
   Shard shard(0, 1);
   Db& db = shard.db(0);
   constexpr int kN = 4000;
-  std::vector<int> ranks(kN);
-  for (int i = 0; i < kN; ++i) ranks[i] = i;
-  std::mt19937 gen(7);
-  std::shuffle(ranks.begin(), ranks.end(), gen);
+  const std::vector<int> ranks = ShuffledRanks(kN, 7);
   for (int r : ranks) Put(db, "k" + std::to_string(r), kNow + kUnit * r);
   const int64_t now = kNow + kUnit * kN;
   for (int i = 0; i < 400; ++i) ASSERT_TRUE(shard.Evict(EvictPolicy::kAllkeysLru, 5, now, nullptr));

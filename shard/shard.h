@@ -48,9 +48,6 @@ class Shard {
   using EvictSkip = std::function<bool(int db, std::string_view key)>;
   std::optional<size_t> Evict(EvictPolicy policy, int samples, int64_t now_ms,
                               const EvictSkip& skip);
-  std::optional<size_t> EvictVolatileTtl(int samples, int64_t now_ms, const EvictSkip& skip) {
-    return Evict(EvictPolicy::kVolatileTtl, samples, now_ms, skip);
-  }
   // Keys with a TTL over all dbs; keys over all dbs (expired ones not yet removed included).
   size_t ExpiresSize() const;
   size_t Size() const;
