@@ -572,6 +572,16 @@ def wrong_args(cmd):
     return b"-ERR wrong number of arguments for '%s' command\r\n" % cmd.encode()
 
 
+def info(c, section):
+    """INFO `section` as a dict of its fields (strings); comment lines left out."""
+    fields = {}
+    for line in bytes(decode(c.cmd("INFO", section))).decode().splitlines():
+        if ":" in line and not line.startswith("#"):
+            k, v = line.split(":", 1)
+            fields[k] = v
+    return fields
+
+
 def drain_until_closed(sock, timeout=30):
     """Reads and discards until the server closes the connection; True if it did."""
     sock.settimeout(timeout)

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import OK  # noqa: E402
 from test_journal import JournalCase  # noqa: E402
-from test_maxmemory import OOM, info_memory  # noqa: E402
+from test_maxmemory import OOM  # noqa: E402
 
 VALUE = "v" * (16 * 1024)
 VOLATILE = 400  # keys with a TTL, key i expiring after 10000 + 10 * i seconds
@@ -34,15 +34,6 @@ def tearDownModule():
     harness.stop_module_server()
 
 
-def info_stats(c):
-    fields = {}
-    for line in bytes(harness.decode(c.cmd("INFO", "stats"))).decode().splitlines():
-        if ":" in line:
-            k, v = line.split(":", 1)
-            fields[k] = v
-    return fields
-
-
 def ttl_key(i):
     return "{ev}ttl:%d" % i
 
@@ -50,7 +41,7 @@ def ttl_key(i):
 def fill_past_the_limit(test, c, policy="volatile-ttl"):
     """Writes VOLATILE keys with TTLs and KEEP without, sets maxmemory a little above what the
     server uses and the policy, then writes FILL_MB without TTLs. Returns the fill's replies."""
-    if info_memory(c).get("mem_allocator") == "libc":
+    if harness.info(c, "memory").get("mem_allocator") == "libc":
         # An ASan build: used_memory is the resident set, and freed memory waits in ASan's
         # quarantine instead of being reused, so what eviction frees never shows.
         test.skipTest("needs the allocator's own measure of used memory (mimalloc)")
@@ -61,7 +52,7 @@ def fill_past_the_limit(test, c, policy="volatile-ttl"):
     order = order[1::2] + order[0::2][::-1]
     for i in order:
         test.assertEqual(c.cmd("SET", ttl_key(i), VALUE, "EX", str(10000 + 10 * i)), OK)
-    used = int(info_memory(c)["used_memory"])
+    used = int(harness.info(c, "memory")["used_memory"])
     test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", str(used + 1024 * 1024)), OK)
     test.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", policy), OK)
     return write_past_the_limit(c)
@@ -80,7 +71,7 @@ def write_past_the_limit(c):
     replies = []
     planned = FILL_MB * 1024 * 1024 // len(VALUE)
     for j in range(planned + 1024):
-        if j >= planned and int(info_stats(c)["evicted_keys"]) >= MIN_EVICTED:
+        if j >= planned and int(harness.info(c, "stats")["evicted_keys"]) >= MIN_EVICTED:
             break
         replies.append(c.cmd("SET", "{ev}fill:%d" % j, VALUE))
         # deadbolt measures its memory once per tick (10 ms): let it see the fill grow, as
@@ -115,7 +106,7 @@ class VolatileTtlTest(EvictionCase):
         self.assertEqual(c.cmd("CONFIG", "GET", "maxmemory-policy"),
                          harness.array(harness.bulk(b"maxmemory-policy"),
                                        harness.bulk(b"volatile-ttl")))
-        self.assertEqual(info_memory(c)["maxmemory_policy"], "volatile-ttl")
+        self.assertEqual(harness.info(c, "memory")["maxmemory_policy"], "volatile-ttl")
         self.assertEqual(c.cmd("CONFIG", "GET", "maxmemory-samples"),
                          harness.array(harness.bulk(b"maxmemory-samples"), harness.bulk(b"5")))
         self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-samples", "10"), OK)
@@ -145,7 +136,7 @@ class VolatileTtlTest(EvictionCase):
         # Sampled, not exact: nine in ten of those evicted are among the 2n soonest to expire.
         near = [i for i in evicted if i < 2 * n]
         self.assertGreaterEqual(len(near), 0.9 * n, evicted)
-        self.assertEqual(int(info_stats(c)["evicted_keys"]), n)
+        self.assertEqual(int(harness.info(c, "stats")["evicted_keys"]), n)
 
     def test_oom_once_nothing_with_a_ttl_is_left(self):
         c = self.c
@@ -176,7 +167,7 @@ class VolatileTtlTest(EvictionCase):
         self.assertEqual(c.cmd("GET", "keep"), harness.bulk(b"x"))
         self.assertEqual(c.cmd("DEL", "keep"), harness.integer(1))
         self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", "0"), OK)
-        self.assertEqual(int(info_stats(c)["evicted_keys"]), len(only))
+        self.assertEqual(int(harness.info(c, "stats")["evicted_keys"]), len(only))
 
 
 class OtherPoliciesTest(EvictionCase):
@@ -195,7 +186,7 @@ class OtherPoliciesTest(EvictionCase):
                      if c.cmd("EXISTS", "{ev}fill:%d" % j) == harness.integer(0)]
         n = len(gone_ttl) + len(gone_keep) + len(gone_fill)
         self.assertGreater(n, 16)
-        self.assertEqual(int(info_stats(c)["evicted_keys"]), n)
+        self.assertEqual(int(harness.info(c, "stats")["evicted_keys"]), n)
         return gone_ttl, gone_keep, gone_fill
 
     def test_volatile_lru_takes_only_keys_with_a_ttl(self):
@@ -255,7 +246,7 @@ class AllkeysLruTest(EvictionCase):
             self.assertEqual(c.cmd("CONFIG", "GET", "maxmemory-policy"),
                              harness.array(harness.bulk(b"maxmemory-policy"),
                                            harness.bulk(name.encode())))
-            self.assertEqual(info_memory(c)["maxmemory_policy"], name)
+            self.assertEqual(harness.info(c, "memory")["maxmemory_policy"], name)
         # Not an LFU policy: OBJECT FREQ keeps Redis's refusal.
         self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"), OK)
         self.assertEqual(c.cmd("SET", "k", "v"), OK)
@@ -264,7 +255,7 @@ class AllkeysLruTest(EvictionCase):
 
     def test_the_least_recently_used_go_and_idletime_counts(self):
         c = self.c
-        if info_memory(c).get("mem_allocator") == "libc":
+        if harness.info(c, "memory").get("mem_allocator") == "libc":
             self.skipTest("needs the allocator's own measure of used memory (mimalloc)")
         # Half of the old keys have a TTL: allkeys-lru takes keys with or without one.
         for i in range(OLD + HOT):
@@ -290,7 +281,7 @@ class AllkeysLruTest(EvictionCase):
         self.assertEqual(c.cmd("OBJECT", "IDLETIME", lru_key(OLD + 1)), harness.integer(0))
         self.assertEqual(c.cmd("OBJECT", "IDLETIME", "{ev}missing"), harness.bulk(None))
 
-        used = int(info_memory(c)["used_memory"])
+        used = int(harness.info(c, "memory")["used_memory"])
         self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory", str(used + 1024 * 1024)), OK)
         self.assertEqual(c.cmd("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"), OK)
         # More samples than the default: the old keys are found among the fresh ones even
@@ -310,4 +301,4 @@ class AllkeysLruTest(EvictionCase):
         self.assertTrue(any(i % 2 for i in gone) and any(i % 2 == 0 for i in gone), gone)
         for j in range(len(replies)):
             self.assertEqual(c.cmd("EXISTS", "{ev}fill:%d" % j), harness.integer(1), j)
-        self.assertEqual(int(info_stats(c)["evicted_keys"]), n)
+        self.assertEqual(int(harness.info(c, "stats")["evicted_keys"]), n)

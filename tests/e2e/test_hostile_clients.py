@@ -38,16 +38,6 @@ def rss_kb(pid):
     return 0
 
 
-def info_fields(c, section):
-    raw = harness.decode(c.cmd("INFO", section))
-    fields = {}
-    for line in bytes(raw).decode().splitlines():
-        if ":" in line and not line.startswith("#"):
-            k, v = line.split(":", 1)
-            fields[k] = v
-    return fields
-
-
 class HostileTestCase(harness.ServerTestCase):
     def authed(self):
         c = self.conn()
@@ -196,7 +186,7 @@ class UnauthenticatedLimitsTest(HostileTestCase):
         self.assertLess(grown_mb, 64, "RSS grew %.0f MB" % grown_mb)
         self.assertEqual(self.conn().cmd("AUTH", PASSWORD), OK)  # the server goes on
         if not harness.AGAINST_REDIS:
-            stats = info_fields(self.authed(), "stats")
+            stats = harness.info(self.authed(), "stats")
             self.assertGreaterEqual(int(stats["unauthenticated_clients_closed"]), 1)
             self.assertIn("closing unauthenticated client", harness.server().log_text())
 
@@ -204,12 +194,12 @@ class UnauthenticatedLimitsTest(HostileTestCase):
 class WrongPasswordTest(HostileTestCase):
     def test_wrong_passwords_are_counted(self):
         admin = self.authed()
-        before = info_fields(admin, "commandstats")
+        before = harness.info(admin, "commandstats")
         c = self.conn()
         for attempt in ("wrong", PASSWORD[:-1], PASSWORD + "x"):
             self.assertEqual(c.cmd("AUTH", attempt), WRONGPASS)
         self.assertEqual(c.cmd("AUTH", "default", "nope"), WRONGPASS)
-        after = info_fields(admin, "commandstats")
+        after = harness.info(admin, "commandstats")
 
         def failed(fields, cmd):
             m = re.search(r"failed_calls=(\d+)", fields.get("cmdstat_" + cmd, ""))
@@ -217,13 +207,13 @@ class WrongPasswordTest(HostileTestCase):
 
         self.assertEqual(failed(after, "auth") - failed(before, "auth"), 4, after)
         if not harness.AGAINST_REDIS:  # INFO stats acl_access_denied_auth is Redis 7.2's
-            s0 = int(info_fields(admin, "stats")["acl_access_denied_auth"])
+            s0 = int(harness.info(admin, "stats")["acl_access_denied_auth"])
             self.assertTrue(c.cmd("HELLO", "3", "AUTH", "default", "bad").startswith(
                 b"-WRONGPASS"))
             self.assertEqual(c.cmd("AUTH", "bad"), WRONGPASS)
-            self.assertEqual(int(info_fields(admin, "stats")["acl_access_denied_auth"]), s0 + 2)
+            self.assertEqual(int(harness.info(admin, "stats")["acl_access_denied_auth"]), s0 + 2)
             self.assertEqual(c.cmd("AUTH", PASSWORD), OK)
-            self.assertEqual(int(info_fields(admin, "stats")["acl_access_denied_auth"]), s0 + 2)
+            self.assertEqual(int(harness.info(admin, "stats")["acl_access_denied_auth"]), s0 + 2)
 
     @harness.unittest.skipIf(harness.AGAINST_REDIS, "deadbolt's log")
     def test_wrong_passwords_are_logged_rate_limited(self):

@@ -17,19 +17,13 @@ def tearDownModule():
     harness.stop_module_server()
 
 
-def info_section(c, name):
-    raw = harness.decode(c.cmd("INFO", name))
-    return {line.split(":", 1)[0]: line.split(":", 1)[1]
-            for line in bytes(raw).decode().split("\r\n") if ":" in line}
-
-
 class CommandStatsTest(harness.ServerTestCase):
     def test_usec_is_measured(self):
         # Before issue 14 every command said usec=0: 300 SETs take more than a microsecond.
         c = self.c
         self.assertEqual(c.cmd("CONFIG", "RESETSTAT"), OK)
         c.pipeline([("SET", "cs:%d" % i, "v") for i in range(300)])
-        line = info_section(c, "commandstats")["cmdstat_set"]
+        line = harness.info(c, "commandstats")["cmdstat_set"]
         m = re.fullmatch(r"calls=(\d+),usec=(\d+),usec_per_call=(\d+\.\d\d),"
                          r"rejected_calls=0,failed_calls=0", line)
         self.assertIsNotNone(m, line)
@@ -46,12 +40,12 @@ class CommandStatsTest(harness.ServerTestCase):
         c.cmd("CLIENT", "GETNAME")
         c.cmd("CLIENT", "GETNAME")
         c.cmd("CONFIG", "GET", "maxmemory")
-        stats = info_section(c, "commandstats")
+        stats = harness.info(c, "commandstats")
         self.assertTrue(stats["cmdstat_client|getname"].startswith("calls=2,"), stats)
         self.assertTrue(stats["cmdstat_client|setname"].startswith("calls=1,"), stats)
         self.assertTrue(stats["cmdstat_config|get"].startswith("calls=1,"), stats)
         self.assertNotIn("cmdstat_client", stats)
-        self.assertIn("latency_percentiles_usec_client|getname", info_section(c, "latencystats"))
+        self.assertIn("latency_percentiles_usec_client|getname", harness.info(c, "latencystats"))
         hist = harness.decode(c.cmd("LATENCY", "HISTOGRAM", "client|getname"))
         self.assertEqual(hist[0], b"client|getname")
         self.assertEqual(hist[1][:2], [b"calls", 2])
@@ -60,12 +54,12 @@ class CommandStatsTest(harness.ServerTestCase):
         c = self.c
         self.assertEqual(c.cmd("CONFIG", "RESETSTAT"), OK)
         c.pipeline([("GET", "ls:%d" % i) for i in range(50)])
-        stats = info_section(c, "latencystats")
+        stats = harness.info(c, "latencystats")
         self.assertRegex(stats["latency_percentiles_usec_get"],
                          r"^p50=\d+\.\d{3},p99=\d+\.\d{3},p99\.9=\d+\.\d{3}$")
         p = [float(x.split("=")[1]) for x in stats["latency_percentiles_usec_get"].split(",")]
         self.assertTrue(0 < p[0] <= p[1] <= p[2], p)
-        self.assertNotIn("latency_percentiles_usec_get", info_section(c, "default"))
+        self.assertNotIn("latency_percentiles_usec_get", harness.info(c, "default"))
         # Which percentiles is a setting.
         self.assertEqual(c.cmd("CONFIG", "GET", "latency-tracking-info-percentiles"),
                          harness.array(bulk("latency-tracking-info-percentiles"),
@@ -73,13 +67,13 @@ class CommandStatsTest(harness.ServerTestCase):
         self.assertEqual(c.cmd("CONFIG", "SET", "latency-tracking-info-percentiles", "90 25"),
                          OK)
         try:
-            line = info_section(c, "latencystats")["latency_percentiles_usec_get"]
+            line = harness.info(c, "latencystats")["latency_percentiles_usec_get"]
             self.assertRegex(line, r"^p90=\d+\.\d{3},p25=\d+\.\d{3}$")
             self.assertTrue(c.cmd("CONFIG", "SET", "latency-tracking-info-percentiles",
                                   "101").startswith(b"-ERR CONFIG SET failed"))
             # latency-tracking no: no section lines.
             self.assertEqual(c.cmd("CONFIG", "SET", "latency-tracking", "no"), OK)
-            self.assertNotIn("latency_percentiles_usec_get", info_section(c, "latencystats"))
+            self.assertNotIn("latency_percentiles_usec_get", harness.info(c, "latencystats"))
         finally:
             c.cmd("CONFIG", "SET", "latency-tracking-info-percentiles", "50 99 99.9")
             c.cmd("CONFIG", "SET", "latency-tracking", "yes")

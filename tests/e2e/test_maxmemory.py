@@ -33,15 +33,6 @@ def script_oom(sha, line=1):
             b"@user_script:%d.\r\n" % (sha.encode(), line))
 
 
-def info_memory(c):
-    fields = {}
-    for line in bytes(harness.decode(c.cmd("INFO", "memory"))).decode().splitlines():
-        if ":" in line:
-            k, v = line.split(":", 1)
-            fields[k] = v
-    return fields
-
-
 class MaxmemoryTest(harness.ServerTestCase):
     def setUp(self):
         super().setUp()
@@ -57,8 +48,8 @@ class MaxmemoryTest(harness.ServerTestCase):
         self.over_limit()
         self.assertEqual(self.c.cmd("CONFIG", "GET", "maxmemory"),
                          harness.array(harness.bulk(b"maxmemory"), harness.bulk(b"1")))
-        self.assertEqual(info_memory(self.c)["maxmemory"], "1")
-        self.assertEqual(info_memory(self.c)["maxmemory_policy"], "noeviction")
+        self.assertEqual(harness.info(self.c, "memory")["maxmemory"], "1")
+        self.assertEqual(harness.info(self.c, "memory")["maxmemory_policy"], "noeviction")
         self.assertReplies([
             (("SET", "k", "v"), OOM),
             (("SET", "lock:1", "tok", "NX", "PX", "30000"), OOM),
@@ -143,7 +134,7 @@ class MaxmemoryTest(harness.ServerTestCase):
 
     def test_a_real_limit_is_reached_and_the_held_lock_released(self):
         self.assertEqual(self.c.cmd("SET", "lock:held", "tok", "PX", "100000"), OK)
-        used = int(info_memory(self.c)["used_memory"])
+        used = int(harness.info(self.c, "memory")["used_memory"])
         limit = used + 8 * 1024 * 1024
         self.assertEqual(self.c.cmd("CONFIG", "SET", "maxmemory", str(limit)), OK)
         value = "v" * (64 * 1024)
