@@ -336,7 +336,7 @@ void Connection::ProcessInput() {
     }
   }
   reactor_->EndTiming(this);
-  SendRelay();  // the commands gathered from this input go in one relay
+  SendRelay(/*run_here=*/true);  // the commands gathered from this input go in one relay
   if (in_start_ == in_.size()) {
     in_.clear();
     in_start_ = 0;

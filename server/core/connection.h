@@ -324,10 +324,12 @@ class Connection {
   // OnClose: tells the shard that the client no longer waits.
   void CancelBlock();
   // --pipeline-order sent: gathers a command that cannot run inline, and the single-shard
-  // commands after it, into relay_; SendRelay sends it on its way (server/core/relay.cc).
+  // commands after it, into relay_; SendRelay sends it on its way (server/core/relay.cc), or
+  // with `run_here` (the end of a read, nothing else of the connection under way) runs this
+  // shard's part at once when it goes here first.
   void RelayAdd(const CommandSpec* spec, CmdArgs args, int shard);
   bool RelayFull() const;
-  void SendRelay();
+  void SendRelay(bool run_here = false);
   // Holds a command (and the input after it) until the commands in flight are done.
   void Defer(const CommandSpec* spec, CmdArgs args);
   void OnForwardDone();

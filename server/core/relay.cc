@@ -2,21 +2,40 @@
 //
 // A connection that cannot run a command inline (its key is on another shard, or behind a
 // transaction's lock here) gathers it and every single-shard command after it that the same
-// read brought in into one Relay, and sends that to the first command's shard. Each shard runs,
-// in order, the commands that are its own and passes the rest on to the shard of the next one;
-// the last sends the replies home in one message. A shard switch inside a pipeline therefore
-// costs one message one way, not a round trip, and a pipeline's effects still happen in the
-// order it was sent: a command runs only after every earlier one has run.
+// read brought in into one Relay, and sends it on its way; the last shard sends the replies home
+// in one message. A pipeline's effects still happen in the order it was sent, as others see
+// them: each command sees every earlier one, and no client sees a command's effect before that
+// of an earlier one.
+//
+// Two ways to travel:
+//  * Ascending (the usual): the relay visits each of its shards once, in ascending shard order,
+//    and there runs all the commands that are that shard's. A command may so run before an
+//    earlier command of the pipeline that waits on a higher shard ("ahead"). Its keys are then
+//    locked in that shard's LockTable (all the shard's ahead commands' keys at once, or the relay
+//    waits for them, as a transaction does) before it runs, and stay locked until the relay is
+//    home, when every earlier command has run: whoever wants them waits, so nobody sees the
+//    command's effect before the earlier one's. Over two shards a pipeline of random keys costs
+//    two or three messages instead of one per shard switch (about half its commands).
+//  * In order: the relay goes to the shard of its next command each time, as a client's own
+//    round trips would. Taken when a command may have effects beyond its keys (scripts publish,
+//    keyless and blocking commands), and under appendfsync always (where a crash must leave a
+//    prefix of the pipeline on disk, never a later command without an earlier one).
+//
+// Why ascending cannot deadlock: the relay takes its locks on a shard all at once, and waits on a
+// shard only while it holds locks on lower shards alone, as a transaction does (lock_table.h).
+// Whoever holds what it waits for has passed that shard and is on a higher one, or running.
 //
 // The Relay owns its bytes (arguments and replies) and moves from reactor to reactor; nothing
 // in it points into a shard. Only `conn` points back, and it is dereferenced on `origin` only.
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "server/base/config.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
@@ -30,17 +49,29 @@ struct Relay {
     const CommandSpec* spec;
     uint32_t argc;
     int shard;
+    uint32_t arg;   // its first argument in `lens`
+    uint32_t byte;  // its first byte in `bytes`
+    uint32_t reply_off = 0;  // its reply in `replies`, once run
+    uint32_t reply_len = 0;
+    bool done = false;
+  };
+  // Keys locked on one shard for commands run ahead, released when the relay is home.
+  struct Held {
+    int shard;
+    std::vector<std::string> names;
   };
   std::string bytes;           // every argument of every command, back to back
   std::vector<uint32_t> lens;  // the length of each argument
   std::vector<Cmd> cmds;
   size_t next = 0;       // the first command not yet run
-  size_t next_arg = 0;   // its first argument in `lens`
-  size_t next_byte = 0;  // its first byte in `bytes`
-  std::string replies;   // the replies of the commands run so far, in order
+  std::string replies;   // the replies of the commands run so far, in the order they ran
   std::vector<SlowlogEntry> slow;  // slow calls, logged at home with the client's address
   size_t segment = 0;    // where the replies written by the shard that sent it here begin
   bool resumed = false;  // `next` waited in the LockTable and may now run
+  bool in_order = false;   // visits the shard of each next command (see above)
+  bool reordered = false;  // a command ran ahead: replies are put in order at home
+  uint64_t lock_id = 0;    // the LockTable owner of its locks (not a transaction's id)
+  std::vector<Held> held;
   // client-output-buffer-limit's hard limit for the client (0: none): once the replies reach
   // it, the rest is not run and the relay goes home, where the client is closed for it.
   size_t max_replies = 0;
@@ -53,11 +84,13 @@ struct Relay {
   std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
   void Add(const CommandSpec* spec, CmdArgs args, int shard) {
+    Cmd c{spec, static_cast<uint32_t>(args.size()), shard, static_cast<uint32_t>(lens.size()),
+          static_cast<uint32_t>(bytes.size())};
     for (std::string_view a : args) {
       bytes.append(a);
       lens.push_back(static_cast<uint32_t>(a.size()));
     }
-    cmds.push_back(Cmd{spec, static_cast<uint32_t>(args.size()), shard});
+    cmds.push_back(c);
   }
 };
 
@@ -65,10 +98,18 @@ void RelayDeleter::operator()(Relay* r) const { delete r; }
 
 namespace {
 
-void RunRelay(std::unique_ptr<Relay> r);
+void RunRelay(std::unique_ptr<Relay> r, bool direct);
 
 absl::AnyInvocable<void()> Carry(std::unique_ptr<Relay> r) {
-  return [r = std::move(r)]() mutable { RunRelay(std::move(r)); };
+  return [r = std::move(r)]() mutable { RunRelay(std::move(r), false); };
+}
+
+// Whether a command may run before an earlier command of its pipeline that waits on another
+// shard, its keys locked until that one has run: its effects are on its keys alone. Not a
+// script (it may publish), a command without keys or with computed key positions, a pub/sub or
+// admin command. (A call that blocks never joins a relay.)
+bool CanRunAhead(const CommandSpec* spec) {
+  return spec->first_key > 0 && !spec->key_range && !(spec->flags & (kPubSub | kAdmin));
 }
 
 // Relays that came home, kept for the next ones of this reactor with their buffers' capacity
@@ -77,6 +118,7 @@ absl::AnyInvocable<void()> Carry(std::unique_ptr<Relay> r) {
 thread_local std::vector<std::unique_ptr<Relay>> spare;
 constexpr size_t kMaxSpare = 64;
 constexpr size_t kMaxSpareBytes = 16 * 1024;  // larger buffers go back to the allocator
+thread_local uint64_t relay_locks_made = 0;
 
 std::unique_ptr<Relay> NewRelay() {
   if (spare.empty()) return std::make_unique<Relay>();
@@ -95,57 +137,135 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->cmds.clear();
   r->replies.clear();
   r->slow.clear();
-  r->next = r->next_arg = r->next_byte = r->segment = 0;
-  r->resumed = false;
+  r->held.clear();
+  r->next = r->segment = 0;
+  r->resumed = r->in_order = r->reordered = false;
+  r->lock_id = 0;
   r->max_replies = 0;
   spare.push_back(std::move(r));
 }
 
-// On the origin: the relay is done; its replies go to the connection's slot.
+// The replies written from `segment` on, by a shard whose journal could not take its part,
+// become errors (each in its command's place).
+void FailSegment(Relay& r, const std::string& error) {
+  if (r.segment >= r.replies.size()) return;
+  if (!r.reordered) {
+    r.replies.replace(r.segment, std::string::npos,
+                      FailHeldReplies(std::string_view(r.replies).substr(r.segment), error));
+    return;  // spans are not read when nothing ran ahead
+  }
+  std::string tail;
+  std::vector<Relay::Cmd*> in_segment;
+  for (Relay::Cmd& c : r.cmds) {
+    if (c.done && c.reply_off >= r.segment) in_segment.push_back(&c);
+  }
+  std::sort(in_segment.begin(), in_segment.end(),
+            [](const Relay::Cmd* a, const Relay::Cmd* b) { return a->reply_off < b->reply_off; });
+  for (Relay::Cmd* c : in_segment) {
+    std::string failed =
+        FailHeldReplies(std::string_view(r.replies).substr(c->reply_off, c->reply_len), error);
+    c->reply_off = static_cast<uint32_t>(r.segment + tail.size());
+    c->reply_len = static_cast<uint32_t>(failed.size());
+    tail += failed;
+  }
+  r.replies.resize(r.segment);
+  r.replies += tail;
+}
+
+// On the origin: the relay is done. Its locks go, then its replies go to the connection's slot.
 void Home(std::unique_ptr<Relay> r) {
   if (const std::string* e = Reactor::FailedReplyError()) {
     // The last shard's part waited for a journal batch that could not be written.
-    r->replies.replace(r->segment, std::string::npos,
-                       FailHeldReplies(std::string_view(r->replies).substr(r->segment), *e));
+    FailSegment(*r, *e);
+  }
+  Reactor* re = Reactor::Current();
+  for (Relay::Held& h : r->held) {
+    if (h.shard == re->id()) {
+      re->locks().Unlock(r->lock_id, h.names, false);
+    } else {
+      re->Send(h.shard, [id = r->lock_id, names = std::move(h.names)] {
+        Reactor::Current()->locks().Unlock(id, names, false);
+      });
+    }
+  }
+  if (r->reordered) {
+    std::string ordered;
+    ordered.reserve(r->replies.size());
+    for (const Relay::Cmd& c : r->cmds) {
+      if (c.done) ordered.append(r->replies, c.reply_off, c.reply_len);
+    }
+    r->replies.swap(ordered);
   }
   Connection* c = r->conn;
-  for (SlowlogEntry& e : r->slow) [[unlikely]] Reactor::Current()->AddSlow(std::move(e), c);
+  for (SlowlogEntry& e : r->slow) [[unlikely]] re->AddSlow(std::move(e), c);
   uint64_t seq = r->seq;
   std::string replies = std::move(r->replies);
   Recycle(std::move(r));
   c->OnRelayDone(seq, std::move(replies));
 }
 
-void RunRelay(std::unique_ptr<Relay> r) {
+// Runs command `i` here, its reply appended to the relay's replies.
+void RunOne(Relay& r, size_t i, CmdArgs a) {
+  Reactor* re = Reactor::Current();
+  Relay::Cmd& cmd = r.cmds[i];
+  CommandStats& cs = re->stats().commands[cmd.spec->stats_slot];
+  cs.calls++;
+  cmd.reply_off = static_cast<uint32_t>(r.replies.size());
+  protocol::ReplyBuilder rb(&r.replies, r.resp);
+  ShardCtx ctx{re->shard(), re->shard().db(r.db), r.db, re->now_ms(), re->config(), rb};
+  ctx.acl_user = r.acl_user.get();
+  re->BeginCall(cmd.spec);
+  cmd.spec->shard_handler(a, ctx);
+  if (!re->JoinRun(cs, cmd.spec) && re->ChargeCall(cs, re->Lap())) [[unlikely]] {
+    if (auto e = re->NoteSlowCall(cmd.spec, a, re->last_lap_ticks())) {
+      r.slow.push_back(std::move(*e));
+    }
+  }
+  cmd.reply_len = static_cast<uint32_t>(r.replies.size() - cmd.reply_off);
+  cmd.done = true;
+}
+
+CmdArgs ArgsOf(const Relay& r, size_t i, std::vector<std::string_view>& views) {
+  const Relay::Cmd& cmd = r.cmds[i];
+  views.clear();
+  size_t off = cmd.byte;
+  for (uint32_t k = 0; k < cmd.argc; k++) {
+    uint32_t n = r.lens[cmd.arg + k];
+    views.emplace_back(r.bytes.data() + off, n);
+    off += n;
+  }
+  return CmdArgs(views.data(), views.size());
+}
+
+bool OverReplyLimit(const Relay& r) { return r.max_replies && r.replies.size() >= r.max_replies; }
+
+// `direct`: called by the connection on its own reactor rather than from a message, so it must
+// not come home here (the connection is in the middle of its input).
+void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   Reactor* re = Reactor::Current();
   const int me = re->id();
-  if (const std::string* e = Reactor::FailedReplyError(); e && r->segment < r->replies.size()) {
+  if (const std::string* e = Reactor::FailedReplyError()) {
     // The shard that sent it here could not put its part in its journal: that part's replies
     // become errors (its later commands still run, as a client's next command would).
-    r->replies.replace(r->segment, std::string::npos,
-                       FailHeldReplies(std::string_view(r->replies).substr(r->segment), *e));
+    FailSegment(*r, *e);
   }
   r->segment = r->replies.size();
   re->StartTiming();
   thread_local std::vector<std::string_view> views;
-  while (r->next < r->cmds.size()) {
+  LockTable& locks = re->locks();
+  const size_t n = r->cmds.size();
+  bool stop = false;
+  // The commands every earlier one of which has run: in order, each waiting for a transaction
+  // that holds its key (the rest of the relay waits with it).
+  while (r->next < n) {
+    if (r->cmds[r->next].done) {
+      r->next++;
+      continue;
+    }
     const Relay::Cmd& cmd = r->cmds[r->next];
-    if (cmd.shard != me) {
-      re->EndTiming(nullptr);
-      re->Send(cmd.shard, Carry(std::move(r)));
-      return;
-    }
-    views.clear();
-    size_t off = r->next_byte;
-    for (uint32_t i = 0; i < cmd.argc; i++) {
-      uint32_t n = r->lens[r->next_arg + i];
-      views.emplace_back(r->bytes.data() + off, n);
-      off += n;
-    }
-    CmdArgs a(views.data(), views.size());
-    LockTable& locks = re->locks();
+    if (cmd.shard != me) break;
+    CmdArgs a = ArgsOf(*r, r->next, views);
     if (!r->resumed && MustWait(cmd.spec, a, r->db, r->client_id, locks)) {
-      // Behind a transaction's lock: the rest of the pipeline waits with it.
       std::vector<std::string> names = LockNames(cmd.spec, a, r->db);
       uint64_t owner = r->client_id;
       r->resumed = true;
@@ -154,25 +274,65 @@ void RunRelay(std::unique_ptr<Relay> r) {
       return;
     }
     r->resumed = false;
-    CommandStats& cs = re->stats().commands[cmd.spec->stats_slot];
-    cs.calls++;
-    protocol::ReplyBuilder rb(&r->replies, r->resp);
-    ShardCtx ctx{re->shard(), re->shard().db(r->db), r->db, re->now_ms(), re->config(), rb};
-    ctx.acl_user = r->acl_user.get();
-    re->BeginCall(cmd.spec);
-    cmd.spec->shard_handler(a, ctx);
-    if (!re->JoinRun(cs, cmd.spec) && re->ChargeCall(cs, re->Lap())) [[unlikely]] {
-      if (auto e = re->NoteSlowCall(cmd.spec, a, re->last_lap_ticks())) {
-        r->slow.push_back(std::move(*e));
+    RunOne(*r, r->next, a);
+    r->next++;
+    if (OverReplyLimit(*r)) {  // a client not reading
+      stop = true;
+      break;
+    }
+  }
+  if (!stop && !r->in_order && r->next < n) {
+    // The rest of this shard's commands run ahead of r->next, under locks on their keys.
+    std::vector<std::string> names;
+    size_t ahead = 0;
+    for (size_t i = r->next + 1; i < n; i++) {
+      const Relay::Cmd& cmd = r->cmds[i];
+      if (cmd.done || cmd.shard != me) continue;
+      ahead++;
+      CmdArgs a = ArgsOf(*r, i, views);
+      cmd.spec->ForEachKey(a, [&](int k) { names.push_back(LockTable::Name(r->db, a[k])); });
+    }
+    if (ahead > 0) {
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      if (r->lock_id == 0) {
+        r->lock_id = (uint64_t{1} << 63) | (static_cast<uint64_t>(r->origin) << 40) |
+                     (++relay_locks_made & ((uint64_t{1} << 40) - 1));
+      }
+      if (!locks.TryLock(r->lock_id, names, false)) {
+        // Waits as a transaction does, holding locks on lower shards only; TryLock for the same
+        // names succeeds when it is run again.
+        uint64_t id = r->lock_id;
+        re->EndTiming(nullptr);
+        locks.ParkTx(id, names, false, Carry(std::move(r)));
+        return;
+      }
+      r->held.push_back(Relay::Held{me, std::move(names)});
+      r->reordered = true;
+      re->stats().relay_cmds_ahead += ahead;
+      for (size_t i = r->next + 1; i < n; i++) {
+        const Relay::Cmd& cmd = r->cmds[i];
+        if (cmd.done || cmd.shard != me) continue;
+        RunOne(*r, i, ArgsOf(*r, i, views));
+        if (OverReplyLimit(*r)) {
+          stop = true;
+          break;
+        }
       }
     }
-    r->next++;
-    r->next_arg += cmd.argc;
-    r->next_byte = off;
-    if (r->max_replies && r->replies.size() >= r->max_replies) break;  // a client not reading
   }
   re->EndTiming(nullptr);
-  if (r->origin == me) {
+  if (!stop && r->next < n) {
+    int to = r->cmds[r->next].shard;
+    if (!r->in_order) {
+      for (size_t i = r->next; i < n; i++) {
+        if (!r->cmds[i].done) to = std::min(to, r->cmds[i].shard);
+      }
+    }
+    re->Send(to, Carry(std::move(r)));
+    return;
+  }
+  if (r->origin == me && !direct) {
     Home(std::move(r));
   } else {
     int origin = r->origin;
@@ -196,10 +356,12 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
     const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
     relay_->max_replies =
         static_cast<size_t>(subscribed() ? limits.pubsub.hard : limits.normal.hard);
+    relay_->in_order = reactor_->config().appendfsync == Config::Fsync::kAlways;
     Ref();
     inflight_++;
     inflight_shard_ = kRelayShard;
   }
+  if (!CanRunAhead(spec)) relay_->in_order = true;
   relay_->Add(spec, args, shard);
 }
 
@@ -207,11 +369,18 @@ bool Connection::RelayFull() const {
   return relay_ && (relay_->cmds.size() >= kMaxRelayCommands || relay_->bytes.size() >= kMaxRelayBytes);
 }
 
-void Connection::SendRelay() {
+void Connection::SendRelay(bool run_here) {
   if (!relay_) return;
   std::unique_ptr<Relay> r(relay_.release());
   int first = r->cmds.front().shard;
-  reactor_->Send(first, Carry(std::move(r)));
+  if (!r->in_order) {
+    for (const Relay::Cmd& c : r->cmds) first = std::min(first, c.shard);
+  }
+  if (run_here && first == reactor_->id()) {
+    RunRelay(std::move(r), true);  // this shard's part now, no message to itself
+  } else {
+    reactor_->Send(first, Carry(std::move(r)));
+  }
 }
 
 void Connection::OnRelayDone(uint64_t seq, std::string replies) {

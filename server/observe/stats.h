@@ -43,6 +43,9 @@ struct ReactorStats {
   uint64_t wakeups_received = 0;
   uint64_t spins = 0;
   uint64_t spin_hits = 0;
+  // Pipelined commands run before an earlier one of their pipeline on a higher shard, their
+  // keys locked until it had run (server/core/relay.cc).
+  uint64_t relay_cmds_ahead = 0;
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
   // ACL refusals by reason: command, key, channel (acl::Denial::Reason's order).
@@ -82,6 +85,7 @@ struct ReactorStats {
     wakeups_received += o.wakeups_received;
     spins += o.spins;
     spin_hits += o.spin_hits;
+    relay_cmds_ahead += o.relay_cmds_ahead;
     total_error_replies += o.total_error_replies;
     acl_access_denied_auth += o.acl_access_denied_auth;
     for (int i = 0; i < 3; i++) acl_access_denied[i] += o.acl_access_denied[i];
