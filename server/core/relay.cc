@@ -51,9 +51,6 @@ struct Relay {
     int shard;
     uint32_t arg;   // its first argument in `lens`
     uint32_t byte;  // its first byte in `bytes`
-    uint32_t reply_off = 0;  // its reply in `replies`, once run
-    uint32_t reply_len = 0;
-    bool done = false;
   };
   // Keys locked on one shard for commands run ahead, released when the relay is home.
   struct Held {
@@ -62,14 +59,18 @@ struct Relay {
   };
   std::string bytes;           // every argument of every command, back to back
   std::vector<uint32_t> lens;  // the length of each argument
+  // Written on the origin only: shards read it (a line another core wrote costs a miss).
   std::vector<Cmd> cmds;
-  size_t next = 0;       // the first command not yet run
+  // The first command not yet run. Ascending, the commands of the shards below the current one
+  // have all run (each shard runs all of its own), so nothing else records what ran: the
+  // commands ran in ascending shard order, in pipeline order within a shard.
+  size_t next = 0;
   std::string replies;   // the replies of the commands run so far, in the order they ran
   std::vector<SlowlogEntry> slow;  // slow calls, logged at home with the client's address
   size_t segment = 0;    // where the replies written by the shard that sent it here begin
   bool resumed = false;  // `next` waited in the LockTable and may now run
   bool in_order = false;   // visits the shard of each next command (see above)
-  bool reordered = false;  // a command ran ahead: replies are put in order at home
+  bool reordered = false;  // a command ran ahead: replies are put in pipeline order at home
   uint64_t lock_id = 0;    // the LockTable owner of its locks (not a transaction's id)
   std::vector<Held> held;
   // client-output-buffer-limit's hard limit for the client (0: none): once the replies reach
@@ -146,30 +147,35 @@ void Recycle(std::unique_ptr<Relay> r) {
 }
 
 // The replies written from `segment` on, by a shard whose journal could not take its part,
-// become errors (each in its command's place).
+// become errors, one for each (so they can still be put in order at home).
 void FailSegment(Relay& r, const std::string& error) {
   if (r.segment >= r.replies.size()) return;
-  if (!r.reordered) {
-    r.replies.replace(r.segment, std::string::npos,
-                      FailHeldReplies(std::string_view(r.replies).substr(r.segment), error));
-    return;  // spans are not read when nothing ran ahead
+  r.replies.replace(r.segment, std::string::npos,
+                    FailHeldReplies(std::string_view(r.replies).substr(r.segment), error));
+}
+
+// Replies written in the order the commands ran (ascending shards), put in pipeline order.
+std::string InPipelineOrder(const Relay& r) {
+  const size_t n = r.cmds.size();
+  thread_local std::vector<uint32_t> ran, start, len;
+  ran.resize(n);
+  for (size_t i = 0; i < n; i++) ran[i] = static_cast<uint32_t>(i);
+  std::stable_sort(ran.begin(), ran.end(),
+                   [&](uint32_t a, uint32_t b) { return r.cmds[a].shard < r.cmds[b].shard; });
+  start.assign(n, 0);
+  len.assign(n, 0);
+  size_t pos = 0;
+  for (size_t k = 0; k < n && pos < r.replies.size(); k++) {
+    size_t l = RespValueLength(std::string_view(r.replies).substr(pos));
+    if (l == 0) l = r.replies.size() - pos;  // never so for our own replies
+    start[ran[k]] = static_cast<uint32_t>(pos);
+    len[ran[k]] = static_cast<uint32_t>(l);
+    pos += l;
   }
-  std::string tail;
-  std::vector<Relay::Cmd*> in_segment;
-  for (Relay::Cmd& c : r.cmds) {
-    if (c.done && c.reply_off >= r.segment) in_segment.push_back(&c);
-  }
-  std::sort(in_segment.begin(), in_segment.end(),
-            [](const Relay::Cmd* a, const Relay::Cmd* b) { return a->reply_off < b->reply_off; });
-  for (Relay::Cmd* c : in_segment) {
-    std::string failed =
-        FailHeldReplies(std::string_view(r.replies).substr(c->reply_off, c->reply_len), error);
-    c->reply_off = static_cast<uint32_t>(r.segment + tail.size());
-    c->reply_len = static_cast<uint32_t>(failed.size());
-    tail += failed;
-  }
-  r.replies.resize(r.segment);
-  r.replies += tail;
+  std::string out;
+  out.reserve(r.replies.size());
+  for (size_t i = 0; i < n; i++) out.append(r.replies, start[i], len[i]);
+  return out;
 }
 
 // On the origin: the relay is done. Its locks go, then its replies go to the connection's slot.
@@ -188,14 +194,7 @@ void Home(std::unique_ptr<Relay> r) {
       });
     }
   }
-  if (r->reordered) {
-    std::string ordered;
-    ordered.reserve(r->replies.size());
-    for (const Relay::Cmd& c : r->cmds) {
-      if (c.done) ordered.append(r->replies, c.reply_off, c.reply_len);
-    }
-    r->replies.swap(ordered);
-  }
+  if (r->reordered) r->replies = InPipelineOrder(*r);
   Connection* c = r->conn;
   for (SlowlogEntry& e : r->slow) [[unlikely]] re->AddSlow(std::move(e), c);
   uint64_t seq = r->seq;
@@ -207,10 +206,9 @@ void Home(std::unique_ptr<Relay> r) {
 // Runs command `i` here, its reply appended to the relay's replies.
 void RunOne(Relay& r, size_t i, CmdArgs a) {
   Reactor* re = Reactor::Current();
-  Relay::Cmd& cmd = r.cmds[i];
+  const Relay::Cmd& cmd = r.cmds[i];
   CommandStats& cs = re->stats().commands[cmd.spec->stats_slot];
   cs.calls++;
-  cmd.reply_off = static_cast<uint32_t>(r.replies.size());
   protocol::ReplyBuilder rb(&r.replies, r.resp);
   ShardCtx ctx{re->shard(), re->shard().db(r.db), r.db, re->now_ms(), re->config(), rb};
   ctx.acl_user = r.acl_user.get();
@@ -221,8 +219,6 @@ void RunOne(Relay& r, size_t i, CmdArgs a) {
       r.slow.push_back(std::move(*e));
     }
   }
-  cmd.reply_len = static_cast<uint32_t>(r.replies.size() - cmd.reply_off);
-  cmd.done = true;
 }
 
 CmdArgs ArgsOf(const Relay& r, size_t i, std::vector<std::string_view>& views) {
@@ -258,11 +254,11 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   // The commands every earlier one of which has run: in order, each waiting for a transaction
   // that holds its key (the rest of the relay waits with it).
   while (r->next < n) {
-    if (r->cmds[r->next].done) {
+    const Relay::Cmd& cmd = r->cmds[r->next];
+    if (cmd.shard < me && !r->in_order) {  // ran on its own shard, earlier on the way
       r->next++;
       continue;
     }
-    const Relay::Cmd& cmd = r->cmds[r->next];
     if (cmd.shard != me) break;
     CmdArgs a = ArgsOf(*r, r->next, views);
     if (!r->resumed && MustWait(cmd.spec, a, r->db, r->client_id, locks)) {
@@ -287,7 +283,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     size_t ahead = 0;
     for (size_t i = r->next + 1; i < n; i++) {
       const Relay::Cmd& cmd = r->cmds[i];
-      if (cmd.done || cmd.shard != me) continue;
+      if (cmd.shard != me) continue;
       ahead++;
       CmdArgs a = ArgsOf(*r, i, views);
       cmd.spec->ForEachKey(a, [&](int k) { names.push_back(LockTable::Name(r->db, a[k])); });
@@ -311,8 +307,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
       r->reordered = true;
       re->stats().relay_cmds_ahead += ahead;
       for (size_t i = r->next + 1; i < n; i++) {
-        const Relay::Cmd& cmd = r->cmds[i];
-        if (cmd.done || cmd.shard != me) continue;
+        if (r->cmds[i].shard != me) continue;
         RunOne(*r, i, ArgsOf(*r, i, views));
         if (OverReplyLimit(*r)) {
           stop = true;
@@ -324,9 +319,9 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   re->EndTiming(nullptr);
   if (!stop && r->next < n) {
     int to = r->cmds[r->next].shard;
-    if (!r->in_order) {
+    if (!r->in_order) {  // the lowest shard above this one
       for (size_t i = r->next; i < n; i++) {
-        if (!r->cmds[i].done) to = std::min(to, r->cmds[i].shard);
+        if (r->cmds[i].shard > me) to = std::min(to, r->cmds[i].shard);
       }
     }
     re->Send(to, Carry(std::move(r)));
