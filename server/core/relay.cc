@@ -289,8 +289,6 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
       cmd.spec->ForEachKey(a, [&](int k) { names.push_back(LockTable::Name(r->db, a[k])); });
     }
     if (ahead > 0) {
-      std::sort(names.begin(), names.end());
-      names.erase(std::unique(names.begin(), names.end()), names.end());
       if (r->lock_id == 0) {
         r->lock_id = (uint64_t{1} << 63) | (static_cast<uint64_t>(r->origin) << 40) |
                      (++relay_locks_made & ((uint64_t{1} << 40) - 1));
@@ -299,6 +297,8 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
         // Waits as a transaction does, holding locks on lower shards only; TryLock for the same
         // names succeeds when it is run again.
         uint64_t id = r->lock_id;
+        std::sort(names.begin(), names.end());  // a waiter is queued once per name
+        names.erase(std::unique(names.begin(), names.end()), names.end());
         re->EndTiming(nullptr);
         locks.ParkTx(id, names, false, Carry(std::move(r)));
         return;

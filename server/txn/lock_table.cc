@@ -41,6 +41,22 @@ bool LockTable::TryLock(uint64_t tx, const std::vector<std::string>& names, bool
     whole_holder_ = tx;
     return true;
   }
+  if (tx_queue_.empty() && whole_waiting_.empty()) {
+    // Nobody waits for a lock (the usual case): a name is either free, held by `tx` already, or
+    // held by another transaction, which fails the call. One lookup per name.
+    thread_local std::vector<const std::string*> taken;
+    taken.clear();
+    for (const auto& n : names) {
+      auto [it, inserted] = held_.try_emplace(n, tx);
+      if (inserted) {
+        taken.push_back(&n);
+      } else if (it->second != tx) {
+        for (const std::string* t : taken) held_.erase(*t);
+        return false;
+      }
+    }
+    return true;
+  }
   bool all_mine = true;
   for (const auto& n : names) {
     auto it = held_.find(n);
@@ -62,18 +78,20 @@ bool LockTable::TryLock(uint64_t tx, const std::vector<std::string>& names, bool
 }
 
 void LockTable::Unlock(uint64_t tx, const std::vector<std::string>& names, bool whole) {
+  // With nothing waiting, a release wakes nobody: no names to look at again.
+  const bool wake = !waiters_.empty();
   if (whole && whole_holder_ == tx) {
     whole_holder_ = 0;
-    woken_all_ = true;
+    woken_all_ = woken_all_ || wake;
   }
   for (const auto& n : names) {
     auto it = held_.find(n);
     if (it != held_.end() && it->second == tx) {
       held_.erase(it);
-      woken_names_.push_back(n);
+      if (wake) woken_names_.push_back(n);
     }
   }
-  Drain();
+  if (wake) Drain();
 }
 
 void LockTable::Park(std::vector<std::string> names, uint64_t owner,

@@ -37,6 +37,21 @@ TEST(LockTableTest, AllOrNothing) {
   EXPECT_TRUE(t.TryLock(1, Names({"b"}), false)) << "a holder may ask again";
 }
 
+TEST(LockTableTest, FailedTryLockKeepsWhatTheCallerHeldBefore) {
+  // A relay asks for more names (and a duplicate) while holding one: a conflict gives back only
+  // what this call took.
+  LockTable t;
+  ASSERT_TRUE(t.TryLock(1, Names({"b"}), false));
+  ASSERT_TRUE(t.TryLock(2, Names({"c"}), false));
+  EXPECT_FALSE(t.TryLock(1, Names({"a", "a", "b", "c"}), false));
+  EXPECT_FALSE(t.Blocked(0, "a"));
+  EXPECT_TRUE(t.Blocked(0, "b"));
+  EXPECT_EQ(t.held(), 2u);
+  EXPECT_TRUE(t.TryLock(1, Names({"a", "a", "b"}), false));
+  t.Unlock(1, Names({"a", "a", "b"}), false);
+  EXPECT_EQ(t.held(), 1u);
+}
+
 TEST(LockTableTest, ParkedCommandRunsWhenItsKeyIsReleased) {
   LockTable t;
   ASSERT_TRUE(t.TryLock(1, Names({"k"}), false));
