@@ -154,14 +154,20 @@ void FailSegment(Relay& r, const std::string& error) {
                     FailHeldReplies(std::string_view(r.replies).substr(r.segment), error));
 }
 
-// Replies written in the order the commands ran (ascending shards), put in pipeline order.
+// Replies written in the order the commands ran (ascending shards, pipeline order within one),
+// put in pipeline order.
 std::string InPipelineOrder(const Relay& r) {
   const size_t n = r.cmds.size();
-  thread_local std::vector<uint32_t> ran, start, len;
+  thread_local std::vector<uint32_t> ran, first, start, len;
+  // Where each shard's commands begin in the run order (a counting sort by shard).
+  first.assign(1, 0);
+  for (const Relay::Cmd& c : r.cmds) {
+    if (first.size() < static_cast<size_t>(c.shard) + 2) first.resize(c.shard + 2, 0);
+    first[c.shard + 1]++;
+  }
+  for (size_t s = 1; s < first.size(); s++) first[s] += first[s - 1];
   ran.resize(n);
-  for (size_t i = 0; i < n; i++) ran[i] = static_cast<uint32_t>(i);
-  std::stable_sort(ran.begin(), ran.end(),
-                   [&](uint32_t a, uint32_t b) { return r.cmds[a].shard < r.cmds[b].shard; });
+  for (size_t i = 0; i < n; i++) ran[first[r.cmds[i].shard]++] = static_cast<uint32_t>(i);
   start.assign(n, 0);
   len.assign(n, 0);
   size_t pos = 0;
