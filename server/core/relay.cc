@@ -31,6 +31,7 @@
 // in it points into a shard. Only `conn` points back, and it is dereferenced on `origin` only.
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -87,13 +88,20 @@ struct Relay {
   std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
   void Add(const CommandSpec* spec, CmdArgs args, int shard) {
-    Cmd c{spec, static_cast<uint32_t>(args.size()), shard, static_cast<uint32_t>(lens.size()),
-          static_cast<uint32_t>(bytes.size())};
+    const size_t at = bytes.size(), first = lens.size();
+    cmds.push_back(Cmd{spec, static_cast<uint32_t>(args.size()), shard,
+                       static_cast<uint32_t>(first), static_cast<uint32_t>(at)});
+    size_t total = 0;
+    for (std::string_view a : args) total += a.size();
+    bytes.resize(at + total);
+    lens.resize(first + args.size());
+    char* p = bytes.data() + at;
+    uint32_t* l = lens.data() + first;
     for (std::string_view a : args) {
-      bytes.append(a);
-      lens.push_back(static_cast<uint32_t>(a.size()));
+      memcpy(p, a.data(), a.size());
+      p += a.size();
+      *l++ = static_cast<uint32_t>(a.size());
     }
-    cmds.push_back(c);
   }
 };
 
@@ -135,6 +143,7 @@ void Recycle(std::unique_ptr<Relay> r) {
       r->cmds.capacity() > kMaxSpareBytes / 8) {
     return;
   }
+  if (r->replies.capacity() > kMaxSpareBytes) std::string().swap(r->replies);
   r->bytes.clear();
   r->lens.clear();
   r->cmds.clear();
@@ -202,11 +211,12 @@ void Home(std::unique_ptr<Relay> r) {
       });
     }
   }
-  if (r->reordered) r->replies = InPipelineOrder(*r);
+  // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
+  // shards); the connection gets a copy, in pipeline order.
+  std::string replies = r->reordered ? InPipelineOrder(*r) : r->replies;
   Connection* c = r->conn;
   for (SlowlogEntry& e : r->slow) [[unlikely]] re->AddSlow(std::move(e), c);
   uint64_t seq = r->seq;
-  std::string replies = std::move(r->replies);
   Recycle(std::move(r));
   c->OnRelayDone(seq, std::move(replies));
 }

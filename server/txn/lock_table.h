@@ -15,7 +15,9 @@
 namespace deadbolt::server {
 
 // Owned by one reactor thread (the shard's). A transaction that spans shards takes exclusive
-// locks on its keys here, one shard at a time in ascending shard order; single-key commands and
+// locks on its keys here, one shard at a time in ascending shard order (and so does a pipeline's
+// relay for the commands it runs ahead, server/core/relay.cc, with an id that has the top bit
+// set so it never meets a transaction's); single-key commands and
 // other transactions that touch a locked key wait until it is released. Commands on other keys
 // never wait. A shard with no locks pays one emptiness check per command.
 //
