@@ -68,13 +68,13 @@ struct Relay {
   // have all run (each shard runs all of its own), so nothing else records what ran: the
   // commands ran in ascending shard order, in pipeline order within a shard.
   size_t next = 0;
-  std::string replies;   // the replies of the commands run so far, in the order they ran
+  std::string replies;             // the replies of the commands run so far, in the order they ran
   std::vector<SlowlogEntry> slow;  // slow calls, logged at home with the client's address
-  size_t segment = 0;    // where the replies written by the shard that sent it here begin
-  bool resumed = false;  // `next` waited in the LockTable and may now run
-  bool in_order = false;   // visits the shard of each next command (see above)
-  bool reordered = false;  // a command ran ahead: replies are put in pipeline order at home
-  uint64_t lock_id = 0;    // the LockTable owner of its locks (not a transaction's id)
+  size_t segment = 0;              // where the replies written by the shard that sent it here begin
+  bool resumed = false;            // `next` waited in the LockTable and may now run
+  bool in_order = false;           // visits the shard of each next command (see above)
+  bool reordered = false;          // a command ran ahead: replies are put in pipeline order at home
+  uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
   std::vector<Held> held;
   // client-output-buffer-limit's hard limit for the client (0: none): once the replies reach
   // it, the rest is not run and the relay goes home, where the client is closed for it.
@@ -84,7 +84,7 @@ struct Relay {
   int resp = 2;
   uint64_t seq = 0;
   uint64_t client_id = 0;
-  Connection* conn = nullptr;  // dereferenced only on `origin`
+  Connection* conn = nullptr;                 // dereferenced only on `origin`
   std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
   void Add(const CommandSpec* spec, CmdArgs args, int shard) {
@@ -379,7 +379,8 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
 }
 
 bool Connection::RelayFull() const {
-  return relay_ && (relay_->cmds.size() >= kMaxRelayCommands || relay_->bytes.size() >= kMaxRelayBytes);
+  return relay_ &&
+         (relay_->cmds.size() >= kMaxRelayCommands || relay_->bytes.size() >= kMaxRelayBytes);
 }
 
 namespace {
