@@ -307,8 +307,8 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
       cmd.spec->ForEachKey(a, [&](int k) { names.push_back(LockTable::Name(r->db, a[k])); });
     }
     if (ahead > 0) {
-      if (r->lock_id == 0) {
-        r->lock_id = (uint64_t{1} << 63) | (static_cast<uint64_t>(r->origin) << 40) |
+      if (r->lock_id == 0) {  // unique: this reactor's id and its own count
+        r->lock_id = (uint64_t{1} << 63) | (static_cast<uint64_t>(me) << 40) |
                      (++relay_locks_made & ((uint64_t{1} << 40) - 1));
       }
       if (!locks.TryLock(r->lock_id, names, false)) {
