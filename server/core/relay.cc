@@ -44,6 +44,7 @@
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 #include "server/txn/lock_table.h"
+#include "server/txn/relay_route.h"
 
 namespace deadbolt::server {
 
@@ -109,6 +110,8 @@ void RelayDeleter::operator()(Relay* r) const { delete r; }
 
 namespace {
 
+int ShardOf(const Relay::Cmd& c) { return c.shard; }
+
 void RunRelay(std::unique_ptr<Relay> r, bool direct);
 
 absl::AnyInvocable<void()> Carry(std::unique_ptr<Relay> r) {
@@ -169,16 +172,8 @@ void FailSegment(Relay& r, const std::string& error) {
 // put in pipeline order.
 std::string InPipelineOrder(const Relay& r) {
   const size_t n = r.cmds.size();
-  thread_local std::vector<uint32_t> ran, first, start, len;
-  // Where each shard's commands begin in the run order (a counting sort by shard).
-  first.assign(1, 0);
-  for (const Relay::Cmd& c : r.cmds) {
-    if (first.size() < static_cast<size_t>(c.shard) + 2) first.resize(c.shard + 2, 0);
-    first[c.shard + 1]++;
-  }
-  for (size_t s = 1; s < first.size(); s++) first[s] += first[s - 1];
-  ran.resize(n);
-  for (size_t i = 0; i < n; i++) ran[first[r.cmds[i].shard]++] = static_cast<uint32_t>(i);
+  thread_local std::vector<uint32_t> ran, start, len;
+  relay_route::AscendingRunOrder(r.cmds, ShardOf, &ran);
   start.assign(n, 0);
   len.assign(n, 0);
   size_t pos = 0;
@@ -388,32 +383,10 @@ namespace {
 // Ascending pays when the pipeline switches shards more often than it has shards: over 2 shards
 // a pipeline of 16 random keys makes about 8 switches for 2 shards, over 64 shards about 15
 // switches for 14 shards (and ascending then also needs a message to release each shard's
-// locks). Counts the messages of each way (assuming nothing waits) and takes the cheaper.
+// locks). Takes the route of fewer messages, assuming nothing waits.
 bool AscendingPays(const Relay& r) {
-  const int origin = r.origin;
-  int in_order = 0;  // shard switches along origin, the commands' shards, origin
-  int prev = origin;
-  int low = INT32_MAX, high = -1, max_seen = -1;
-  thread_local std::vector<uint8_t> seen;  // 1: visited, 2: also holds locks
-  for (const Relay::Cmd& c : r.cmds) {
-    in_order += c.shard != prev;
-    prev = c.shard;
-    if (seen.size() <= static_cast<size_t>(c.shard)) seen.resize(c.shard + 1, 0);
-    if (!seen[c.shard]) seen[c.shard] = 1;
-    if (max_seen > c.shard) seen[c.shard] = 2;  // runs ahead of a command on a higher shard
-    max_seen = std::max(max_seen, c.shard);
-    low = std::min(low, c.shard);
-    high = std::max(high, c.shard);
-  }
-  in_order += prev != origin;
-  // origin -> each shard in ascending order -> origin, then a release to each shard with locks.
-  int ascending = 1 - (low == origin) - (high == origin);
-  for (int s = low; s <= high; s++) {
-    if (!seen[s]) continue;
-    ascending += 1 + (seen[s] == 2 && s != origin);
-    seen[s] = 0;
-  }
-  return ascending < in_order;
+  relay_route::Messages m = relay_route::Count(r.origin, r.cmds, ShardOf);
+  return m.ascending < m.in_order;
 }
 
 }  // namespace
