@@ -74,9 +74,8 @@ struct Relay {
   size_t segment = 0;              // where the replies written by the shard that sent it here begin
   bool resumed = false;            // `next` waited in the LockTable and may now run
   bool in_order = false;           // visits the shard of each next command (see above)
-  bool reordered = false;          // a command ran ahead: replies are put in pipeline order at home
   uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
-  std::vector<Held> held;
+  std::vector<Held> held;          // non-empty: some command ran ahead
   // client-output-buffer-limit's hard limit for the client (0: none): once the replies reach
   // it, the rest is not run and the relay goes home, where the client is closed for it.
   size_t max_replies = 0;
@@ -154,7 +153,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->slow.clear();
   r->held.clear();
   r->next = r->segment = 0;
-  r->resumed = r->in_order = r->reordered = false;
+  r->resumed = r->in_order = false;
   r->lock_id = 0;
   r->max_replies = 0;
   spare.push_back(std::move(r));
@@ -208,7 +207,8 @@ void Home(std::unique_ptr<Relay> r) {
   }
   // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
   // shards); the connection gets a copy, in pipeline order.
-  std::string replies = r->reordered ? InPipelineOrder(*r) : r->replies;
+  // Commands ran ahead exactly when their keys were locked: replies go back in pipeline order.
+  std::string replies = !r->held.empty() ? InPipelineOrder(*r) : r->replies;
   Connection* c = r->conn;
   for (SlowlogEntry& e : r->slow) [[unlikely]] re->AddSlow(std::move(e), c);
   uint64_t seq = r->seq;
@@ -317,7 +317,6 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
         return;
       }
       r->held.push_back(Relay::Held{me, std::move(names)});
-      r->reordered = true;
       re->stats().relay_cmds_ahead += ahead;
       for (size_t i = r->next + 1; i < n; i++) {
         if (r->cmds[i].shard != me) continue;
