@@ -56,6 +56,11 @@ struct Relay {
     uint32_t arg;   // its first argument in `lens`
     uint32_t byte;  // its first byte in `bytes`
   };
+  // Where a command's reply is in `replies` (written by the shard that ran it; ascending only).
+  struct Span {
+    size_t start = 0;
+    size_t len = 0;  // 0: not run
+  };
   // Keys locked on one shard for commands run ahead, released when the relay is home.
   struct Held {
     int shard;
@@ -70,12 +75,14 @@ struct Relay {
   // commands ran in ascending shard order, in pipeline order within a shard.
   size_t next = 0;
   std::string replies;             // the replies of the commands run so far, in the order they ran
+  std::vector<Span> spans;         // ascending: each command's reply in `replies`
   std::vector<SlowlogEntry> slow;  // slow calls, logged at home with the client's address
   size_t segment = 0;              // where the replies written by the shard that sent it here begin
   bool resumed = false;            // `next` waited in the LockTable and may now run
   bool in_order = false;           // visits the shard of each next command (see above)
   uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
   std::vector<Held> held;          // non-empty: some command ran ahead
+  relay_route::Tally tally;        // the messages of each route, counted as commands join
   // client-output-buffer-limit's hard limit for the client (0: none): once the replies reach
   // it, the rest is not run and the relay goes home, where the client is closed for it.
   size_t max_replies = 0;
@@ -88,19 +95,12 @@ struct Relay {
   std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
   void Add(const CommandSpec* spec, CmdArgs args, int shard) {
-    const size_t at = bytes.size(), first = lens.size();
     cmds.push_back(Cmd{spec, static_cast<uint32_t>(args.size()), shard,
-                       static_cast<uint32_t>(first), static_cast<uint32_t>(at)});
-    size_t total = 0;
-    for (std::string_view a : args) total += a.size();
-    bytes.resize(at + total);
-    lens.resize(first + args.size());
-    char* p = bytes.data() + at;
-    uint32_t* l = lens.data() + first;
-    for (std::string_view a : args) {
-      memcpy(p, a.data(), a.size());
-      p += a.size();
-      *l++ = static_cast<uint32_t>(a.size());
+                       static_cast<uint32_t>(lens.size()), static_cast<uint32_t>(bytes.size())});
+    tally.Add(shard);
+    for (std::string_view a : args) {  // (the buffers keep their capacity from relay to relay)
+      bytes.append(a);
+      lens.push_back(static_cast<uint32_t>(a.size()));
     }
   }
 };
@@ -108,8 +108,6 @@ struct Relay {
 void RelayDeleter::operator()(Relay* r) const { delete r; }
 
 namespace {
-
-int ShardOf(const Relay::Cmd& c) { return c.shard; }
 
 void RunRelay(std::unique_ptr<Relay> r, bool direct);
 
@@ -150,6 +148,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->lens.clear();
   r->cmds.clear();
   r->replies.clear();
+  r->spans.clear();
   r->slow.clear();
   r->held.clear();
   r->next = r->segment = 0;
@@ -160,32 +159,37 @@ void Recycle(std::unique_ptr<Relay> r) {
 }
 
 // The replies written from `segment` on, by a shard whose journal could not take its part,
-// become errors, one for each (so they can still be put in order at home).
+// become errors, one for each; ascending, each command's span is moved to its error.
 void FailSegment(Relay& r, const std::string& error) {
   if (r.segment >= r.replies.size()) return;
-  r.replies.replace(r.segment, std::string::npos,
-                    FailHeldReplies(std::string_view(r.replies).substr(r.segment), error));
+  if (r.spans.empty()) {
+    r.replies.replace(r.segment, std::string::npos,
+                      FailHeldReplies(std::string_view(r.replies).substr(r.segment), error));
+    return;
+  }
+  std::vector<uint32_t> failed;  // the commands whose replies are in the segment, as they ran
+  for (uint32_t i = 0; i < r.spans.size(); i++) {
+    if (r.spans[i].len > 0 && r.spans[i].start >= r.segment) failed.push_back(i);
+  }
+  std::sort(failed.begin(), failed.end(),
+            [&](uint32_t a, uint32_t b) { return r.spans[a].start < r.spans[b].start; });
+  std::string tail;
+  for (uint32_t i : failed) {
+    Relay::Span& sp = r.spans[i];
+    std::string one = FailHeldReplies(std::string_view(r.replies).substr(sp.start, sp.len), error);
+    sp.start = r.segment + tail.size();
+    sp.len = one.size();
+    tail += one;
+  }
+  r.replies.replace(r.segment, std::string::npos, tail);
 }
 
 // Replies written in the order the commands ran (ascending shards, pipeline order within one),
 // put in pipeline order.
 std::string InPipelineOrder(const Relay& r) {
-  const size_t n = r.cmds.size();
-  thread_local std::vector<uint32_t> ran, start, len;
-  relay_route::AscendingRunOrder(r.cmds, ShardOf, &ran);
-  start.assign(n, 0);
-  len.assign(n, 0);
-  size_t pos = 0;
-  for (size_t k = 0; k < n && pos < r.replies.size(); k++) {
-    size_t l = RespValueLength(std::string_view(r.replies).substr(pos));
-    if (l == 0) l = r.replies.size() - pos;  // never so for our own replies
-    start[ran[k]] = static_cast<uint32_t>(pos);
-    len[ran[k]] = static_cast<uint32_t>(l);
-    pos += l;
-  }
   std::string out;
   out.reserve(r.replies.size());
-  for (size_t i = 0; i < n; i++) out.append(r.replies, start[i], len[i]);
+  for (const Relay::Span& sp : r.spans) out.append(r.replies, sp.start, sp.len);
   return out;
 }
 
@@ -222,11 +226,15 @@ void RunOne(Relay& r, size_t i, CmdArgs a) {
   const Relay::Cmd& cmd = r.cmds[i];
   CommandStats& cs = re->stats().commands[cmd.spec->stats_slot];
   cs.calls++;
+  const size_t start = r.replies.size();
   protocol::ReplyBuilder rb(&r.replies, r.resp);
   ShardCtx ctx{re->shard(), re->shard().db(r.db), r.db, re->now_ms(), re->config(), rb};
   ctx.acl_user = r.acl_user.get();
   re->BeginCall(cmd.spec);
   cmd.spec->shard_handler(a, ctx);
+  if (!r.spans.empty()) {
+    r.spans[i] = Relay::Span{start, r.replies.size() - start};
+  }
   if (!re->JoinRun(cs, cmd.spec) && re->ChargeCall(cs, re->Lap())) [[unlikely]] {
     if (auto e = re->NoteSlowCall(cmd.spec, a, re->last_lap_ticks())) {
       r.slow.push_back(std::move(*e));
@@ -248,8 +256,6 @@ CmdArgs ArgsOf(const Relay& r, size_t i, std::vector<std::string_view>& views) {
 
 bool OverReplyLimit(const Relay& r) { return r.max_replies && r.replies.size() >= r.max_replies; }
 
-// `direct`: called by the connection on its own reactor rather than from a message, so it must
-// not come home here (the connection is in the middle of its input).
 void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   Reactor* re = Reactor::Current();
   const int me = re->id();
@@ -360,6 +366,7 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
     relay_->client_id = id_;
     relay_->conn = this;
     relay_->acl_user = AclSnapshot();
+    relay_->tally.Reset(relay_->origin);
     const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
     relay_->max_replies =
         static_cast<size_t>(subscribed() ? limits.pubsub.hard : limits.normal.hard);
@@ -384,7 +391,7 @@ namespace {
 // switches for 14 shards (and ascending then also needs a message to release each shard's
 // locks). Takes the route of fewer messages, assuming nothing waits.
 bool AscendingPays(const Relay& r) {
-  relay_route::Messages m = relay_route::Count(r.origin, r.cmds, ShardOf);
+  relay_route::Messages m = r.tally.Done();
   return m.ascending < m.in_order;
 }
 
@@ -396,7 +403,8 @@ void Connection::SendRelay(bool run_here) {
   if (!r->in_order && !AscendingPays(*r)) r->in_order = true;
   int first = r->cmds.front().shard;
   if (!r->in_order) {
-    for (const Relay::Cmd& c : r->cmds) first = std::min(first, c.shard);
+    first = r->tally.low();
+    r->spans.assign(r->cmds.size(), Relay::Span{});
   }
   if (run_here && first == reactor_->id()) {
     RunRelay(std::move(r), true);  // this shard's part now, no message to itself

@@ -1,6 +1,7 @@
 #pragma once
-// How a pipeline's relay travels between the shards (server/core/relay.cc): pure functions of
-// the shards of its commands, in pipeline order. Any thread; no state.
+// How a pipeline's relay travels between the shards (server/core/relay.cc): the messages each
+// route costs, counted from the shards of its commands in pipeline order. No I/O; a Tally
+// belongs to the thread building the relay (its origin's reactor).
 //
 // Two routes: in order (to the shard of each next command, a message at each change of shard,
 // then home), or ascending (each shard of the relay once in ascending order, running all of its
@@ -9,6 +10,8 @@
 // grouped by shard, in ascending shard order, in pipeline order within a shard.
 
 #include <algorithm>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -19,52 +22,76 @@ struct Messages {
   int ascending = 0;
 };
 
-// The messages each route costs when nothing waits, for commands whose shards `shard_of(cmd)`
-// gives, sent from `origin`. A run on the origin's own reactor costs none.
+// Counts the messages each route costs when nothing waits, one command's shard at a time, as
+// the commands join a relay (sent from `origin`; a run on the origin's own reactor costs none).
+class Tally {
+ public:
+  explicit Tally(int origin = 0) { Reset(origin); }
+
+  // Starts over for a relay from `origin` (the bitmaps of shards from 64 on keep their capacity).
+  void Reset(int origin) {
+    origin_ = prev_ = origin;
+    in_order_ = 0;
+    low_ = INT32_MAX;
+    high_ = -1;
+    visited_ = ahead_ = 0;
+    std::fill(more_.begin(), more_.end(), 0);
+  }
+
+  void Add(int shard) {
+    in_order_ += shard != prev_;
+    prev_ = shard;
+    // After a command on a higher shard, it runs ahead of that one.
+    const uint64_t bit = uint64_t{1} << (shard % 64), ahead = high_ > shard ? bit : 0;
+    if (shard < 64) [[likely]] {
+      visited_ |= bit;
+      ahead_ |= ahead;
+    } else {
+      const size_t w = static_cast<size_t>(shard) / 64 * 2;
+      if (more_.size() < w) more_.resize(w, 0);
+      more_[w - 2] |= bit;
+      more_[w - 1] |= ahead;
+    }
+    low_ = std::min(low_, shard);
+    high_ = std::max(high_, shard);
+  }
+
+  // The lowest shard added (ascending, the first one visited); INT32_MAX when none was.
+  int low() const { return low_; }
+
+  Messages Done() const {
+    Messages m;
+    if (high_ < 0) return m;
+    m.in_order = in_order_ + (prev_ != origin_);
+    // origin -> each shard in ascending order -> origin, the legs between equal ends free; and a
+    // release for each shard but the origin where commands ran ahead.
+    m.ascending = 1 - (low_ == origin_) - (high_ == origin_) + Releases(0, visited_, ahead_);
+    for (size_t w = 0; w < more_.size(); w += 2) {
+      m.ascending += Releases(w / 2 + 1, more_[w], more_[w + 1]);
+    }
+    return m;
+  }
+
+ private:
+  // The visits and releases of the 64 shards from 64 * word on.
+  int Releases(size_t word, uint64_t visited, uint64_t ahead) const {
+    if (static_cast<size_t>(origin_) / 64 == word) ahead &= ~(uint64_t{1} << (origin_ % 64));
+    return std::popcount(visited) + std::popcount(ahead);
+  }
+
+  int origin_ = 0, prev_ = 0, in_order_ = 0, low_ = INT32_MAX, high_ = -1;
+  // Bit s: shard s has commands (visited), some of them run ahead (ahead). Shards from 64 on in
+  // `more_`, two words for each 64: visited, then ahead.
+  uint64_t visited_ = 0, ahead_ = 0;
+  std::vector<uint64_t> more_;
+};
+
+// Both routes' messages for a whole list of commands whose shards `shard_of(cmd)` gives.
 template <typename Cmds, typename ShardOf>
 Messages Count(int origin, const Cmds& cmds, ShardOf shard_of) {
-  Messages m;
-  int prev = origin;
-  int low = INT32_MAX, high = -1, max_seen = -1;
-  thread_local std::vector<uint8_t> seen;  // 1: visited, 2: commands run ahead there
-  for (const auto& c : cmds) {
-    const int s = shard_of(c);
-    m.in_order += s != prev;
-    prev = s;
-    if (seen.size() <= static_cast<size_t>(s)) seen.resize(s + 1, 0);
-    if (!seen[s]) seen[s] = 1;
-    if (max_seen > s) seen[s] = 2;  // after a command on a higher shard: runs ahead of it
-    max_seen = std::max(max_seen, s);
-    low = std::min(low, s);
-    high = std::max(high, s);
-  }
-  if (high < 0) return m;
-  m.in_order += prev != origin;
-  // origin -> each shard in ascending order -> origin, the legs between equal ends are free.
-  m.ascending = 1 - (low == origin) - (high == origin);
-  for (int s = low; s <= high; s++) {
-    if (!seen[s]) continue;
-    m.ascending += 1 + (seen[s] == 2 && s != origin);
-    seen[s] = 0;
-  }
-  return m;
-}
-
-// Ascending, the order the commands ran in: (*ran)[k] is the index of the k-th command run
-// (a stable counting sort by shard).
-template <typename Cmds, typename ShardOf>
-void AscendingRunOrder(const Cmds& cmds, ShardOf shard_of, std::vector<uint32_t>* ran) {
-  thread_local std::vector<uint32_t> first;  // where each shard's commands begin
-  first.assign(1, 0);
-  for (const auto& c : cmds) {
-    const size_t s = static_cast<size_t>(shard_of(c));
-    if (first.size() < s + 2) first.resize(s + 2, 0);
-    first[s + 1]++;
-  }
-  for (size_t s = 1; s < first.size(); s++) first[s] += first[s - 1];
-  ran->resize(cmds.size());
-  uint32_t i = 0;
-  for (const auto& c : cmds) (*ran)[first[shard_of(c)]++] = i++;
+  Tally t(origin);
+  for (const auto& c : cmds) t.Add(shard_of(c));
+  return t.Done();
 }
 
 }  // namespace deadbolt::server::relay_route

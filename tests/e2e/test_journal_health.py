@@ -233,6 +233,34 @@ class NothingAcknowledgedLostTest(FullDiskCase):
         self.assertEqual(lost, [], "%d of %d acknowledged SETs lost" % (len(lost), len(acked)))
 
 
+    def test_everysec_cross_shard_pipelines_keep_their_replies_in_order(self):
+        # Pipelines whose commands alternate between the shards run ahead (a relay visits each
+        # shard once); when a shard's journal write fails, the replies of its part become errors
+        # on the way. Each reply must still be its own command's: a SET's OK or error, a GET's
+        # value (its own key's), nil or error.
+        c = self.start("everysec")
+        self.fill()
+        conns = [c, self.conn()]
+        refused = 0
+        for round_ in range(20):
+            for n, conn in enumerate(conns):
+                cmds, want = [], []
+                for i in range(40):
+                    key = on_shard(i % 2, "q%d:%d:%d" % (n, round_, i))
+                    value = (key + ":") * 10
+                    cmds += [("SET", key, value), ("GET", key)]
+                    want.append(value.encode())
+                replies = conn.pipeline(cmds)
+                for value, set_raw, get_raw in zip(want, replies[0::2], replies[1::2]):
+                    self.assertTrue(set_raw == OK or is_error(set_raw, MISCONF), set_raw)
+                    refused += set_raw != OK
+                    self.assertTrue(get_raw in (b"$%d\r\n%s\r\n" % (len(value), value), b"$-1\r\n")
+                                    or is_error(get_raw, MISCONF), (get_raw, value))
+        self.assertGreater(refused, 0)
+        stats = parse_info(c.cmd("INFO", "stats"))
+        self.assertGreater(int(stats["pipeline_cmds_run_ahead"]), 0)
+
+
 class AlwaysFullDiskTest(FullDiskCase):
     """appendfsync always on a full disk: errors, not a hang; a restart on the same disk."""
 
