@@ -674,7 +674,12 @@ def cross_shard_suite(cfg):
                                 if tool == "lockload":
                                     args = common + ["-P", str(d)]
                                     if config == XS_TAGGED:
-                                        _, prefixes = local_conn_prefixes(ctl)
+                                        reactors, prefixes = local_conn_prefixes(ctl)
+                                        # Each prefix is a keyspace of its own: together as many
+                                        # keys as the untagged run's (a bigger table costs more
+                                        # per lookup, which would flatter the ratio).
+                                        ks = common.index("--keyspace") + 1
+                                        args[ks] = str(max(1, cfg.keyspace // reactors))
                                         args += ["--conn-prefixes", prefixes]
                                     res = run_lockload(cfg, srv, args, cfg.warmup, cfg.duration,
                                                        cores=cores,

@@ -618,7 +618,8 @@ def render_cross_shard_markdown(data, s):
       "reactor per core, left to the scheduler by `--pin auto`), load unpinned; *default tagged local*: the "
       "same, each lockload connection's keys `{tag}lock:<n>` with a tag on the shard of the "
       "reactor the connection landed on (`--conn-prefixes`, from deadbolt's round-robin "
-      "placement; the cross-shard column checks it); *threads 1*: `--threads 1 --no-pin` and "
+      "placement; the cross-shard column checks it), n over the keys ÷ reactors, so that the "
+      "server holds as many keys as untagged; *threads 1*: `--threads 1 --no-pin` and "
       "*redis*: `redis-server --save '' --appendonly no`, both `taskset -c 1`, load `taskset -c "
       "0`. Server CPU from `/proc` over the measured window, per command the server counted "
       "(redis-benchmark: over its whole run); cross-shard messages per op from `INFO stats`.\n")
