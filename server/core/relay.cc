@@ -31,7 +31,6 @@
 // in it points into a shard. Only `conn` points back, and it is dereferenced on `origin` only.
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -256,6 +255,8 @@ CmdArgs ArgsOf(const Relay& r, size_t i, std::vector<std::string_view>& views) {
 
 bool OverReplyLimit(const Relay& r) { return r.max_replies && r.replies.size() >= r.max_replies; }
 
+// `direct`: called by the connection on its own reactor rather than from a message, so it must
+// not come home here (the connection is in the middle of its input).
 void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   Reactor* re = Reactor::Current();
   const int me = re->id();
