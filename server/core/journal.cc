@@ -605,6 +605,7 @@ bool Journal::StartRewrite(std::string* why) {
   }
   rewrite_ = std::make_unique<File>();
   rewrite_->path = path_ + ".rewrite";
+  scan_txs_.clear();
   rewrite_->write_op.file = rewrite_->fsync_op.file = rewrite_.get();
   rw_state_ = RewriteState::kOpening;
   stats_.rewrite_started_ms = MonotonicMs();
@@ -627,6 +628,13 @@ void Journal::RewriteStep(int64_t now_ms) {
     // About kScanStep keys per turn; a db that ends early (an empty one, most of the 16) hands
     // the rest of the step to the next, so an idle rewrite does not take a turn per db.
     size_t copied = 0;
+    // What this step copies may include a transaction's uncommitted changes, and misses the
+    // keys it deleted: the new file waits for it to settle before it takes over.
+    for (const auto& [id, list] : tx_dirty_) {
+      if (!list.empty() && std::find(scan_txs_.begin(), scan_txs_.end(), id) == scan_txs_.end()) {
+        scan_txs_.push_back(id);
+      }
+    }
     while (copied < kScanStep) {
       shard::ScanResult r = shard_->db(scan_db_).Scan(scan_cursor_, "*", kScanStep,
                                                       shard::ValueType::kNone, now_ms);
@@ -666,12 +674,20 @@ void Journal::RewriteStep(int64_t now_ms) {
       }
       return;
     }
+    if (!ScanTxsSettled()) return;  // checked again at the end of each turn
     rw_state_ = RewriteState::kRenaming;
     io_uring_sqe* sqe = Sqe();
     io_uring_prep_renameat(sqe, AT_FDCWD, rewrite_->path.c_str(), AT_FDCWD, path_.c_str(), 0);
     rw_op_->kind = Op::kRename;
     io_uring_sqe_set_data64(sqe, Reactor::JournalTag(rw_op_.get()));
   }
+}
+
+bool Journal::ScanTxsSettled() {
+  scan_txs_.erase(std::remove_if(scan_txs_.begin(), scan_txs_.end(),
+                                 [&](uint64_t id) { return !tx_dirty_.contains(id); }),
+                  scan_txs_.end());
+  return scan_txs_.empty();
 }
 
 void Journal::FinishRewrite() {
