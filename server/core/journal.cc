@@ -605,7 +605,6 @@ bool Journal::StartRewrite(std::string* why) {
   }
   rewrite_ = std::make_unique<File>();
   rewrite_->path = path_ + ".rewrite";
-  scan_txs_.clear();
   rewrite_->write_op.file = rewrite_->fsync_op.file = rewrite_.get();
   rw_state_ = RewriteState::kOpening;
   stats_.rewrite_started_ms = MonotonicMs();
@@ -628,13 +627,6 @@ void Journal::RewriteStep(int64_t now_ms) {
     // About kScanStep keys per turn; a db that ends early (an empty one, most of the 16) hands
     // the rest of the step to the next, so an idle rewrite does not take a turn per db.
     size_t copied = 0;
-    // What this step copies may include a transaction's uncommitted changes, and misses the
-    // keys it deleted: the new file waits for it to settle before it takes over.
-    for (const auto& [id, list] : tx_dirty_) {
-      if (!list.empty() && std::find(scan_txs_.begin(), scan_txs_.end(), id) == scan_txs_.end()) {
-        scan_txs_.push_back(id);
-      }
-    }
     while (copied < kScanStep) {
       shard::ScanResult r = shard_->db(scan_db_).Scan(scan_cursor_, "*", kScanStep,
                                                       shard::ValueType::kNone, now_ms);
@@ -659,6 +651,12 @@ void Journal::RewriteStep(int64_t now_ms) {
         w.EndFrame();
         rewrite_->pending += frame_;
         rw_state_ = RewriteState::kSyncing;
+        // A transaction in flight during the scan may have left its uncommitted changes in it,
+        // and the keys it deleted out of it: the new file takes over only once it has settled
+        // (its frame, in both files, then says what became of those keys). One that settled
+        // before now has; those still unsettled are these.
+        scan_txs_.clear();
+        for (const auto& [id, list] : tx_dirty_) scan_txs_.push_back(id);
         scan_end_offset_ = rewrite_->size();
         rewrite_->fsync_wanted = true;
         return;

@@ -34,8 +34,8 @@
 // A transaction still in flight while the scan runs may have deleted a key the scan has not
 // reached: the scan never sees it, so the new file has neither the key's old state nor, until
 // the transaction commits, its deletion. The new file therefore replaces the old one only once
-// every transaction that had changed keys here during the scan has settled (its tagged frame
-// is on disk in both files, and so are its other parts).
+// every transaction with changes here that was unsettled when the scan ended has settled (its
+// tagged frame is on disk in both files, and so are its other parts).
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/functional/any_invocable.h>
@@ -209,8 +209,8 @@ class Journal {
   uint64_t cur_tx_ = 0;  // EnterTx..LeaveTx: changes go to tx_dirty_[cur_tx_]
   absl::flat_hash_map<uint64_t, std::vector<Dirty>> tx_dirty_;  // until SettleTx
   bool ScanBlockedByTx(int db, const std::vector<std::string>& keys) const;
-  // Transactions that had changed keys here, unsettled, while the rewrite's scan ran: the new
-  // file replaces the old one only once each has settled (RewriteStep).
+  // Transactions with changes here still unsettled when the rewrite's scan ended: the new file
+  // replaces the old one only once each has settled (RewriteStep).
   std::vector<uint64_t> scan_txs_;
   bool ScanTxsSettled();
   std::vector<uint64_t> journalled_tokens_;  // per db: last fencing token written
