@@ -904,28 +904,21 @@ class JournalCrossShardCrashTest(JournalCase):
         self.assertEqual(decode(c.cmd("MGET", a, b)), [b"new", b"new"])
         self.stop()
 
-    # A script that keeps its shard busy for about `secs` seconds.
+    # A script that keeps its shard busy for about %d milliseconds.
     BUSY = ("local t = redis.call('TIME'); local s = t[1] * 1000000 + t[2] "
             "repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - s >= %d * 1000 "
             "return 1")
+    GONE, OTHER = on_shard(1, "scan:gone"), on_shard(0, "scan:other")
 
-    def send_slow_exec(self, c, gone, other, ms):
-        """EXEC: DEL `gone` (shard 1), SET `other` (shard 0), then ms of work on shard 0."""
-        c.send(encode_command("MULTI") + encode_command("DEL", gone) +
-               encode_command("SET", other, "new") +
-               encode_command("EVAL", self.BUSY % ms, 1, other) + encode_command("EXEC"))
-
-    def test_rewrite_scan_passing_a_key_an_unfinished_exec_deleted(self):
-        # An EXEC deletes `gone` on shard 1 and is still running (a script on shard 0) when a
-        # rewrite of shard 1 scans: the scan cannot see `gone`, so the new file has neither its
-        # old state nor, until the EXEC commits, its deletion. The first version renamed the new
-        # file over the journal at once; a SIGKILL then brought back the DEL without the SET
-        # (lockcrash caught it as torn MULTI/EXEC releases).
+    def slow_exec_during_a_rewrite(self, exec_ms):
+        """Starts a server, then an EXEC: DEL GONE (shard 1), SET OTHER (shard 0), then exec_ms
+        of work on shard 0; once the DEL has run, writes enough to shard 1 to start a rewrite
+        there at its next tick (within a second). Returns (connection, EXEC's connection,
+        the writers' connections)."""
         c = self.start(threads=2, fsync="always",
                        extra=["--auto-aof-rewrite-min-size", "1mb",
                               "--auto-aof-rewrite-percentage", "100"])
-        gone, other = on_shard(1, "scan:gone"), on_shard(0, "scan:other")
-        self.assertEqual(c.cmd("SET", gone, "held"), OK)
+        self.assertEqual(c.cmd("SET", self.GONE, "held"), OK)
         for i in range(100):
             self.assertEqual(c.cmd("SET", on_shard(1, "scan:f%d" % i), "x"), OK)
         # Connections are handed out round-robin: one of these two is on reactor 1, which the
@@ -934,11 +927,28 @@ class JournalCrossShardCrashTest(JournalCase):
         for w in writers:
             self.assertEqual(w.cmd("PING"), b"+PONG\r\n")
         x = self.conn()
-        self.send_slow_exec(x, gone, other, 4000)
+        x.send(encode_command("MULTI") + encode_command("DEL", self.GONE) +
+               encode_command("SET", self.OTHER, "new") +
+               encode_command("EVAL", self.BUSY % exec_ms, 1, self.OTHER) +
+               encode_command("EXEC"))
         time.sleep(0.2)  # the DEL has run; the script runs
-        # Big enough to start a rewrite of shard 1 at its next tick (within a second).
         for i, w in enumerate(writers):
             w.send(encode_command("SET", on_shard(1, "scan:big%d" % i), "x" * (3 << 20)))
+        return c, x, writers
+
+    def exec_state_after_a_restart(self):
+        c = self.start(threads=2, fsync="always")
+        state = decode(c.cmd("EXISTS", self.GONE)), decode(c.cmd("GET", self.OTHER))
+        self.stop()
+        return state
+
+    def test_rewrite_scan_passing_a_key_an_unfinished_exec_deleted(self):
+        # An EXEC deletes GONE on shard 1 and is still running (a script on shard 0) when a
+        # rewrite of shard 1 scans: the scan cannot see GONE, so the new file has neither its
+        # old state nor, until the EXEC commits, its deletion. The first version renamed the new
+        # file over the journal at once; a SIGKILL then brought back the DEL without the SET
+        # (lockcrash caught it as torn MULTI/EXEC releases).
+        _c, x, _writers = self.slow_exec_during_a_rewrite(4000)
         deadline = time.monotonic() + 2.5
         while time.monotonic() < deadline and "shard 1: journal rewrite done" not in self.log():
             time.sleep(0.01)
@@ -950,28 +960,13 @@ class JournalCrossShardCrashTest(JournalCase):
         with self.assertRaises(OSError, msg="EXEC ended before the kill: the test tested nothing"):
             x.read_reply()
         self.kill()
-        c = self.start(threads=2, fsync="always")
-        state = decode(c.cmd("EXISTS", gone)), decode(c.cmd("GET", other))
-        self.assertIn(state, [(1, None), (0, b"new")],
-                      "EXEC came back half done: EXISTS gone, GET other = %r" % (state,))
-        self.stop()
+        self.assertIn(self.exec_state_after_a_restart(), [(1, None), (0, b"new")],
+                      "EXEC came back half done (EXISTS gone, GET other)")
 
     def test_rewrite_waiting_for_an_exec_finishes_after_it(self):
         # The same, left to finish: the rewrite takes over once the EXEC has committed, and a
         # SIGKILL after it keeps the whole EXEC.
-        c = self.start(threads=2, fsync="always",
-                       extra=["--auto-aof-rewrite-min-size", "1mb",
-                              "--auto-aof-rewrite-percentage", "100"])
-        gone, other = on_shard(1, "scan:gone"), on_shard(0, "scan:other")
-        self.assertEqual(c.cmd("SET", gone, "held"), OK)
-        writers = [self.conn(), self.conn()]
-        for w in writers:
-            self.assertEqual(w.cmd("PING"), b"+PONG\r\n")
-        x = self.conn()
-        self.send_slow_exec(x, gone, other, 2000)
-        time.sleep(0.2)
-        for i, w in enumerate(writers):
-            w.send(encode_command("SET", on_shard(1, "scan:big%d" % i), "x" * (3 << 20)))
+        c, x, writers = self.slow_exec_during_a_rewrite(2000)
         self.assertEqual([decode(x.read_reply()) for _ in range(4)], [b"OK"] + [b"QUEUED"] * 3)
         self.assertEqual(decode(x.read_reply()), [1, b"OK", 1])
         for w in writers:
@@ -979,10 +974,7 @@ class JournalCrossShardCrashTest(JournalCase):
         self.assertIn("shard 1: journal rewrite started", self.log())
         self.wait_rewrites(c, 1)
         self.kill()
-        c = self.start(threads=2, fsync="always")
-        self.assertEqual((decode(c.cmd("EXISTS", gone)), decode(c.cmd("GET", other))),
-                         (0, b"new"))
-        self.stop()
+        self.assertEqual(self.exec_state_after_a_restart(), (0, b"new"))
 
 
 # ---------------------------------------------------------------------------------------------
