@@ -156,6 +156,16 @@ bool Db::Del(std::string_view key, int64_t now_ms) {
   return true;
 }
 
+void Db::PrefetchKeys(const std::string_view* keys, size_t n) const {
+  constexpr size_t kWindow = 16;  // about as many misses as a core keeps in flight
+  uint64_t hashes[kWindow];
+  for (size_t start = 0; start < n; start += kWindow) {
+    const size_t m = std::min(kWindow, n - start);
+    for (size_t i = 0; i < m; ++i) hashes[i] = Dict::Hash(keys[start + i]);
+    impl_->dict.Prefetch(hashes, m);
+  }
+}
+
 bool Db::Exists(std::string_view key, int64_t now_ms) {
   uint64_t hash;
   return static_cast<bool>(impl_->LookupNoTouch(key, now_ms, &hash));

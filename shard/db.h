@@ -275,6 +275,9 @@ class Db {
   void SetLockRecord(std::string_view key, uint64_t token, int64_t holds);
 
   // --- keys ---
+  // Asks the CPU for what looking up these keys will read (a hint: changes nothing). A batch of
+  // commands about to run calls it first, so their lookups' cache misses overlap.
+  void PrefetchKeys(const std::string_view* keys, size_t n) const;
   bool Del(std::string_view key, int64_t now_ms);
   // Exists, Type, Pttl, ExpireTime and Object leave the key's access clock alone, as Redis's
   // EXISTS, TYPE, TTL and OBJECT do; every other call on a key is an access.

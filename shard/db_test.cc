@@ -94,6 +94,22 @@ TEST(DbTest, ManyKeysSetGetDel) {
   EXPECT_EQ(*db.Get("again", kNow), "x");
 }
 
+// PrefetchKeys is a hint over windows of keys: any count (none, one window, more than one and a
+// part), keys present or not, on an empty keyspace too, and the keyspace reads the same after.
+TEST(DbTest, PrefetchKeysChangesNothing) {
+  Db db;
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) names.push_back(Cat("key:", i));
+  std::vector<std::string_view> keys(names.begin(), names.end());
+  db.PrefetchKeys(keys.data(), keys.size());
+  for (int i = 0; i < 40; i += 2) db.Set(names[i], "v", SetOptions{}, kNow);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{16}, size_t{17}, size_t{40}}) {
+    db.PrefetchKeys(keys.data(), n);
+  }
+  EXPECT_EQ(db.Size(), 20u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(db.Exists(names[i], kNow), i % 2 == 0) << i;
+}
+
 TEST(DbTest, ViewsStayValidUntilTheKeyChanges) {
   Db db;
   db.Set("k", "value", SetOptions{}, kNow);

@@ -87,6 +87,24 @@ const Entry* Dict::Find(std::string_view key, uint64_t hash) const {
   return nullptr;
 }
 
+void Dict::Prefetch(const uint64_t* hashes, size_t n) const {
+  const int tables = rehashing() ? 2 : 1;
+  for (int t = 0; t < tables; ++t) {
+    const Table& tb = t_[t];
+    if (tb.buckets == nullptr) continue;
+    for (size_t i = 0; i < n; ++i) __builtin_prefetch(&tb.buckets[hashes[i] & tb.mask]);
+  }
+  // By now the first buckets asked for have come in (the rest are on their way): ask for the
+  // entries they point at.
+  for (int t = 0; t < tables; ++t) {
+    const Table& tb = t_[t];
+    if (tb.buckets == nullptr) continue;
+    for (size_t i = 0; i < n; ++i) {
+      if (const Entry* e = tb.buckets[hashes[i] & tb.mask].get()) __builtin_prefetch(e);
+    }
+  }
+}
+
 void Dict::Insert(Entry* e, uint64_t hash) {
   // As Redis's dictAdd: inserts also drive the rehash, so that it finishes long before the
   // new table fills up.

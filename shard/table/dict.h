@@ -58,6 +58,10 @@ class Dict {
   Pos FindLink(std::string_view key, uint64_t hash);
   // Finds without rehashing (and without changing anything).
   const Entry* Find(std::string_view key, uint64_t hash) const;
+  // Asks the CPU for the keys' buckets, then for the first entry of each bucket, without waiting
+  // for either: a batch of lookups about to run then overlaps its cache misses instead of taking
+  // them one after another. Changes nothing.
+  void Prefetch(const uint64_t* hashes, size_t n) const;
   // Does one rehash step, then links a new entry. Its key must not be in the table.
   void Insert(Entry* e, uint64_t hash);
   // Puts `e` (same key) where pos's entry was; returns the old entry, now unlinked.

@@ -82,6 +82,33 @@ TEST(DictTest, GrowsIncrementallyAndKeepsEverythingFindable) {
   EXPECT_LE(d.MaxChainLength(), 12u);  // a decent hash spreads keys
 }
 
+// Prefetch is a hint: on an empty table, and on one in the middle of a rehash, it moves no
+// bucket (a twin table without it needs as many rehash steps to finish) and every key is still
+// found.
+TEST(DictTest, PrefetchChangesNothing) {
+  std::vector<uint64_t> hashes;
+  for (int i = 0; i < 64; ++i) hashes.push_back(Dict::Hash(Key(i)));
+  Dict d(&Entry::FreeShell), twin(&Entry::FreeShell);
+  d.Prefetch(hashes.data(), hashes.size());  // no bucket array yet
+  d.Prefetch(hashes.data(), 0);
+  EXPECT_EQ(d.size(), 0u);
+  for (Dict* t : {&d, &twin}) {
+    for (int i = 0; i < 32; ++i) Add(*t, Key(i));
+    FinishRehash(*t);
+    Add(*t, Key(32));  // used == size: a resize starts
+    ASSERT_TRUE(t->rehashing());
+  }
+  d.Prefetch(hashes.data(), hashes.size());  // keys present and missing, in both tables
+  int steps = 0, twin_steps = 0;
+  while (d.RehashSteps(1)) ++steps;
+  while (twin.RehashSteps(1)) ++twin_steps;
+  EXPECT_EQ(steps, twin_steps);
+  EXPECT_GT(steps, 0);
+  EXPECT_EQ(d.size(), 33u);
+  for (int i = 0; i < 33; ++i) EXPECT_TRUE(Has(d, Key(i))) << i;
+  for (int i = 33; i < 64; ++i) EXPECT_FALSE(Has(d, Key(i))) << i;
+}
+
 TEST(DictTest, ShrinksWhenMostlyEmpty) {
   Dict d(&Entry::FreeShell);
   for (int i = 0; i < 4096; ++i) Add(d, Key(i));
