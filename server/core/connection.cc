@@ -289,7 +289,7 @@ void Connection::ProcessInput() {
   if (processing_) return;
   processing_ = true;
   reactor_->StartTiming();
-  if (in_start_ < in_.size()) PrefetchPipeline(std::string_view(in_).substr(in_start_));
+  int looked_ahead = 0;  // commands ahead that PrefetchPipeline has looked at
   while (!closing_ && !close_after_reply_ && !paused_ && in_start_ < in_.size() &&
          !ThrottledByOutputLimit()) {
     size_t consumed = 0;
@@ -314,6 +314,11 @@ void Connection::ProcessInput() {
     }
     in_start_ += consumed;
     if (args_.empty()) continue;
+    if (looked_ahead > 0) {
+      looked_ahead--;  // this command's keys were asked for already
+    } else {
+      looked_ahead = PrefetchPipeline(buf.substr(consumed));
+    }
     Dispatch(CmdArgs(args_.data(), args_.size()));
     if (!authenticated_ && unsent_output() > kUnauthMaxUnsentOutput) {
       CloseUnauthenticated();
@@ -350,25 +355,28 @@ void Connection::ProcessInput() {
   AfterOutput();
 }
 
-void Connection::PrefetchPipeline(std::string_view buf) {
+int Connection::PrefetchPipeline(std::string_view buf) {
   // Parsed again by Dispatch: the look here costs a fraction of one miss per command. Only whole
-  // multibulk commands (their arguments are views into `buf`), and only this shard's keys: the
-  // others' keyspaces are their reactors' alone.
+  // multibulk commands (their arguments are views into `buf`) in the first kLookaheadBytes (a
+  // big or unfinished command is not scanned again and again as it arrives), and only this
+  // shard's keys: the others' keyspaces are their reactors' alone.
   constexpr int kLookahead = 32;
+  constexpr size_t kLookaheadBytes = 4096;
   thread_local protocol::RespParser look;
   thread_local std::vector<std::string_view> args;
   thread_local std::vector<std::string_view> keys;
+  buf = buf.substr(0, std::min(buf.size(), kLookaheadBytes));
   look.set_limits(parser_.limits());
   keys.clear();
   const Server& server = reactor_->server();
   const int me = reactor_->id();
   size_t off = 0;
-  for (int i = 0; i < kLookahead && off < buf.size() && buf[off] == '*'; i++) {
+  int looked = 0;
+  for (; looked < kLookahead && off < buf.size() && buf[off] == '*'; looked++) {
     size_t consumed = 0;
     look.Reset();
     if (look.Parse(buf.substr(off), &consumed, &args) != protocol::ParseStatus::kOk) break;
     off += consumed;
-    if (i == 0 && off == buf.size()) return;  // one command: nothing to overlap its miss with
     if (args.empty()) continue;
     const CommandSpec* spec = lookup_cache_;
     if (spec == nullptr || !CommandTable::NameMatches(args[0], *spec)) {
@@ -379,7 +387,8 @@ void Connection::PrefetchPipeline(std::string_view buf) {
       if (server.ShardOf(args[k]) == me) keys.push_back(args[k]);
     });
   }
-  if (keys.size() > 1) reactor_->shard().db(db_index_).PrefetchKeys(keys.data(), keys.size());
+  if (!keys.empty()) reactor_->shard().db(db_index_).PrefetchKeys(keys.data(), keys.size());
+  return looked;
 }
 
 void Connection::CloseUnauthenticated() {

@@ -345,9 +345,11 @@ class Connection {
   void RunQuietly(F&& fn);
   // The shard owning every key of the call; -1 without keys, kSpansShards when they span shards.
   int KeyShard(const CommandSpec* spec, CmdArgs args) const;
-  // A pipeline in the input: asks for the keyspace lines its first commands' local keys will be
-  // looked up in, so that their cache misses overlap (a hint; it changes nothing).
-  void PrefetchPipeline(std::string_view buf);
+  // The rest of a pipeline, after the command about to run: asks for the keyspace lines its
+  // next commands' local keys will be looked up in, so that their cache misses overlap (a hint;
+  // it changes nothing). Returns how many commands it looked at: ProcessInput looks again once
+  // they have run.
+  int PrefetchPipeline(std::string_view buf);
   void RunConnHandler(const CommandSpec* spec, CmdArgs args, protocol::ReplyBuilder& rb);
   void Queue(const CommandSpec* spec, CmdArgs args);
   void ExecCheckWatches();

@@ -271,13 +271,15 @@ CmdArgs ArgsOf(const Relay& r, size_t i, std::vector<std::string_view>& views) {
   return CmdArgs(views.data(), views.size());
 }
 
-// Asks for the keyspace lines the commands to run here will look up: their lookups then take
-// their cache misses together rather than one by one.
+// Asks for the keyspace lines the next commands to run here will look up: their lookups then
+// take their cache misses together rather than one by one. At most kMaxKeys, so that a relay
+// that waits again and again before its commands does not ask for the same lines each time.
 void PrefetchKeys(const Relay& r, int me) {
+  constexpr size_t kMaxKeys = 64;
   thread_local std::vector<std::string_view> keys;
   thread_local std::vector<std::string_view> views;
   keys.clear();
-  for (size_t i = r.next; i < r.cmds.size(); i++) {
+  for (size_t i = r.next; i < r.cmds.size() && keys.size() < kMaxKeys; i++) {
     const Relay::Cmd& cmd = r.cmds[i];
     if (cmd.shard != me) continue;
     CmdArgs a = ArgsOf(r, i, views);
