@@ -61,6 +61,10 @@ class TaskQueue {
     return nullptr;
   }
 
+  // Consumer thread only: the task the next Pop() starts from (perhaps the stub), to be asked
+  // for ahead while the one just popped runs: a producer on another core wrote it.
+  const Task* Peek() const { return tail_; }
+
   // Consumer thread only: whether a Pop() might find something.
   bool MaybeNonEmpty() const {
     return tail_->next.load(std::memory_order_acquire) != nullptr || tail_ != &stub_ ||
