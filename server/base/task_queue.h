@@ -3,7 +3,9 @@
 
 #include <absl/functional/any_invocable.h>
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <utility>
 
 namespace deadbolt::server {
@@ -11,10 +13,23 @@ namespace deadbolt::server {
 // A message between reactors. Created by the sender, run and freed by the receiver. Anything it
 // carries from the sender's shard is copied in; it never holds a pointer into another shard's
 // table.
-struct Task {
+//
+// `hints` name what the task reads first, written by the sender's core: the receiver asks for
+// those lines while the task before it runs (Reactor::DrainInbox), so their misses overlap that
+// work instead of each waiting at its first touch.
+struct TaskHints {
+  struct Span {
+    const void* p = nullptr;
+    size_t len = 0;
+  };
+  std::array<Span, 4> spans{};
+};
+
+struct alignas(64) Task {  // two whole lines: both are asked for ahead
   explicit Task(absl::AnyInvocable<void()> f) : fn(std::move(f)) {}
   std::atomic<Task*> next{nullptr};
   absl::AnyInvocable<void()> fn;
+  TaskHints hints;
 };
 
 // Many producers, one consumer: the consumer is the owning reactor's thread; producers are the

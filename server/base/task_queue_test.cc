@@ -45,6 +45,34 @@ TEST(TaskQueueTest, ChainKeepsOrder) {
 
 // Several producers push concurrently; the consumer must see every task exactly once and each
 // producer's tasks in the order it pushed them.
+// DrainInbox reads the hints of the task Peek() names while the one just popped runs: it must be
+// the next task Pop() returns, with the hints its sender set, and never a task already popped.
+TEST(TaskQueueTest, PeekNamesTheNextTaskWithItsHints) {
+  TaskQueue q;
+  int marks[3] = {};
+  std::vector<Task*> tasks;
+  for (int i = 0; i < 3; i++) {
+    Task* t = new Task([] {});
+    t->hints.spans[0] = {&marks[i], sizeof(int)};
+    tasks.push_back(t);
+    q.Push(t);
+  }
+  for (int i = 0; i < 3; i++) {
+    Task* t = q.Pop();
+    ASSERT_EQ(t, tasks[i]);
+    const Task* n = q.Peek();
+    ASSERT_NE(n, nullptr);
+    if (i < 2) {
+      EXPECT_EQ(n, tasks[i + 1]);
+      EXPECT_EQ(n->hints.spans[0].p, &marks[i + 1]);
+    } else {
+      EXPECT_EQ(n->hints.spans[0].p, nullptr);  // the stub: nothing to ask for
+    }
+  }
+  EXPECT_EQ(q.Pop(), nullptr);
+  for (Task* t : tasks) delete t;
+}
+
 TEST(TaskQueueTest, ManyProducersEveryTaskOnceInProducerOrder) {
   constexpr int kProducers = 4, kPerProducer = 50000;
   TaskQueue q;

@@ -516,8 +516,9 @@ void Reactor::DoneTask(Task* t) {
   spare_tasks_.push_back(t);
 }
 
-void Reactor::Send(int target, absl::AnyInvocable<void()> fn) {
+void Reactor::Send(int target, absl::AnyInvocable<void()> fn, const TaskHints& hints) {
   Task* t = NewTask(std::move(fn));
+  t->hints = hints;
   if (target == id_) {
     local_tasks_.push_back(t);
     return;
@@ -571,7 +572,21 @@ void Reactor::DrainInbox() {
   for (; i < 4096; i++) {
     Task* t = inbox_.Pop();
     if (!t) break;
-    __builtin_prefetch(inbox_.Peek());  // its line's miss overlaps this task's work
+    // Asked for while t runs: the next task's hinted lines (its node was asked for while the
+    // task before t ran), and the node after it.
+    const Task* n = inbox_.Peek();
+    for (const TaskHints::Span& h : n->hints.spans) {
+      const char* p = static_cast<const char*>(h.p);
+      for (size_t off = 0; off < std::min<size_t>(h.len, kHintBytes); off += 64) {
+        __builtin_prefetch(p + off);
+      }
+    }
+    const char* after = reinterpret_cast<const char*>(n->next.load(std::memory_order_relaxed));
+    if (after) {
+      static_assert(sizeof(Task) <= 128);
+      __builtin_prefetch(after);
+      __builtin_prefetch(after + 64);
+    }
     t->fn();
     DoneTask(t);
   }

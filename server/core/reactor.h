@@ -230,7 +230,8 @@ class Reactor {
 
   // Reactor thread: runs fn on reactor `target`. Messages to the same target keep their order;
   // they are sent in one batch at the end of this loop turn. target may be this reactor.
-  void Send(int target, absl::AnyInvocable<void()> fn);
+  // `hints`: what fn reads first (TaskHints), asked for ahead on the target.
+  void Send(int target, absl::AnyInvocable<void()> fn, const TaskHints& hints = {});
   // Any thread: enqueue fn here now and wake the loop.
   void Post(absl::AnyInvocable<void()> fn);
 
@@ -405,6 +406,7 @@ class Reactor {
   std::vector<Task*> local_tasks_;
   // Nodes of tasks that ran here, reused by NewTask (DoneTask).
   static constexpr size_t kMaxSpareTasks = 4096;
+  static constexpr size_t kHintBytes = 1536;  // asked for ahead of a task, per hinted span
   std::vector<Task*> spare_tasks_;
   Task* NewTask(absl::AnyInvocable<void()> fn);
   void DoneTask(Task* t);

@@ -113,6 +113,23 @@ namespace {
 
 void RunRelay(std::unique_ptr<Relay> r, bool direct);
 
+// What RunRelay reads first on the next shard, and Home at home: lines the sender wrote.
+TaskHints ToShard(const Relay& r) {
+  TaskHints h;
+  h.spans = {{{&r, sizeof(Relay)},
+              {r.cmds.data(), r.cmds.size() * sizeof(Relay::Cmd)},
+              {r.lens.data(), r.lens.size() * sizeof(uint32_t)},
+              {r.bytes.data(), r.bytes.size()}}};
+  return h;
+}
+TaskHints ToHome(const Relay& r) {
+  TaskHints h;
+  h.spans = {{{&r, sizeof(Relay)},
+              {r.replies.data(), r.replies.size()},
+              {r.spans.data(), r.spans.size() * sizeof(Relay::Span)}}};
+  return h;
+}
+
 absl::AnyInvocable<void()> Carry(std::unique_ptr<Relay> r) {
   return [r = std::move(r)]() mutable { RunRelay(std::move(r), false); };
 }
@@ -409,14 +426,17 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
         if (r->cmds[i].shard > me) to = std::min(to, r->cmds[i].shard);
       }
     }
-    re->Send(to, Carry(std::move(r)));
+    TaskHints h = ToShard(*r);
+    re->Send(to, Carry(std::move(r)), h);
     return;
   }
   if (r->origin == me && !direct) {
     Home(std::move(r));
   } else {
     int origin = r->origin;
-    re->Send(origin, [r = std::move(r)]() mutable { Home(std::move(r)); });
+    TaskHints h = ToHome(*r);
+    re->Send(
+        origin, [r = std::move(r)]() mutable { Home(std::move(r)); }, h);
   }
 }
 
@@ -476,7 +496,8 @@ void Connection::SendRelay(bool run_here) {
   if (run_here && first == reactor_->id()) {
     RunRelay(std::move(r), true);  // this shard's part now, no message to itself
   } else {
-    reactor_->Send(first, Carry(std::move(r)));
+    TaskHints h = ToShard(*r);
+    reactor_->Send(first, Carry(std::move(r)), h);
   }
 }
 
