@@ -640,6 +640,19 @@ def run_redis_benchmark(cfg, server, pipeline, requests, cores):
     }
 
 
+def line_round_trip_ns(cfg):
+    """What a cache line's round trip between CPUs 0 and 1 costs now (bench/core_pingpong.cc),
+    or None."""
+    if not cfg.pingpong or (os.cpu_count() or 1) < 2:
+        return None
+    try:
+        out = subprocess.run([cfg.pingpong, "0", "1", "20000"], capture_output=True, text=True,
+                             timeout=5).stdout.split()
+        return float(out[1]) if len(out) == 2 and out[0] == "round_trip_ns" else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+
+
 def cross_shard_suite(cfg):
     """Issue 12's side-by-side: returns the data for compare_report.cross_shard_report."""
     depths = [int(x) for x in cfg.xs_depths.split(",") if x]
@@ -667,6 +680,7 @@ def cross_shard_suite(cfg):
                 for tool, name in jobs:
                     if cfg.quiet_wait > 0:
                         wait_quiet(cfg.quiet_wait)
+                    probe = line_round_trip_ns(cfg)
                     try:
                         with xs_server(cfg, config) as srv:
                             ctl = Resp(srv.port)
@@ -699,6 +713,8 @@ def cross_shard_suite(cfg):
                         msg = f"round {rnd + 1} {name} {config}: {e}"
                         data["failures"].append(msg)
                         log("FAILED " + msg)
+                    if res:
+                        res["line_round_trip_ns"] = probe
                     data["runs"][name][config].append(res)
                     if res:
                         x = res.get("cross_shard_messages_per_op")
@@ -707,7 +723,8 @@ def cross_shard_suite(cfg):
                             f"{res['server_cpu_us_per_op']:6.3f} us/op "
                             f"({res['server_cpu_util'] * 100:3.0f}% of a core)"
                             + (f"  xshard {x:.2f}/op" if x is not None and config != XS_REDIS
-                               else ""))
+                               else "")
+                            + (f"  line {probe:.0f} ns" if probe else ""))
     elapsed = time.monotonic() - started
     log(f"measured in {elapsed:.0f} s")
     data["meta"] = collect_meta(cfg, None, elapsed, depths, [])
@@ -732,6 +749,9 @@ def main():
     ap.add_argument("--deadbolt", default="build/release/server/deadbolt-server")
     ap.add_argument("--lockload", default="build/release/tools/lockload")
     ap.add_argument("--redis", default="redis-server")
+    ap.add_argument("--pingpong", default="build/release/bench/core_pingpong",
+                    help="cross-shard suite: the cache-line round trip probe run before each "
+                         "run ('' to leave it out)")
     ap.add_argument("--null-responder", default="build/release/bench/null_responder",
                     help="the do-nothing responder run beside both servers at P1/P16/P64, the "
                          "floor under any server's CPU per op here ('' to leave it out)")
@@ -837,6 +857,12 @@ def main():
         if cfg.null_responder:
             notes.append(f"{cfg.null_responder} is not built: no floor measured.")
         cfg.null_responder = None
+    if cfg.pingpong and os.access(cfg.pingpong, os.X_OK):
+        cfg.pingpong = shutil.copy2(cfg.pingpong, os.path.join(tmp, "core_pingpong"))
+    else:
+        if cfg.pingpong and xs:
+            notes.append(f"{cfg.pingpong} is not built: no cache-line round trips measured.")
+        cfg.pingpong = None
     os.sched_setaffinity(0, {int(LOAD_CORE)})  # keep this script off the server's core
 
     if xs:

@@ -528,6 +528,51 @@ def xs_criteria(data):
     return rows
 
 
+# A line's round trip between the two CPUs under this many ns: the vCPUs sat close together.
+XS_NEAR_NS = 250
+
+
+def xs_rounds_by_line(data):
+    """Per lockload depth, each round's untagged ÷ tagged-local CPU per op beside the cache-line
+    round trip measured just before each of the two runs (core_pingpong), and the median ratio
+    of the rounds where both were near (under XS_NEAR_NS) and of the rest. None without probes."""
+    out = {}
+    for d in data["meta"]["depths"]:
+        by = data["runs"].get(f"lockload P{d}", {})
+        rows = []
+        for u, t in zip(by.get(XS_DEFAULT, []), by.get(XS_TAGGED, [])):
+            if not u or not t or not t["server_cpu_us_per_op"]:
+                rows.append(None)
+                continue
+            rows.append({"untagged_line_ns": u.get("line_round_trip_ns"),
+                         "tagged_line_ns": t.get("line_round_trip_ns"),
+                         "untagged_us": u["server_cpu_us_per_op"],
+                         "tagged_us": t["server_cpu_us_per_op"],
+                         "ratio": u["server_cpu_us_per_op"] / t["server_cpu_us_per_op"]})
+        probed = [r for r in rows if r and r["untagged_line_ns"] and r["tagged_line_ns"]]
+        if not probed:
+            continue
+        near = [r["ratio"] for r in probed
+                if max(r["untagged_line_ns"], r["tagged_line_ns"]) < XS_NEAR_NS]
+        far = [r["ratio"] for r in probed
+               if max(r["untagged_line_ns"], r["tagged_line_ns"]) >= XS_NEAR_NS]
+        out[f"lockload P{d}"] = {
+            "rounds": rows,
+            "near": {"n": len(near), "median_ratio": statistics.median(near) if near else None},
+            "far": {"n": len(far), "median_ratio": statistics.median(far) if far else None}}
+    return out or None
+
+
+def _by_line_text(load, b):
+    def part(name, x):
+        if not x["n"]:
+            return f"no round {name}"
+        return f"{x['median_ratio']:.2f}× over {x['n']} round{'s' if x['n'] > 1 else ''} {name}"
+    return (f"untagged ÷ tagged-local CPU/op, {load}, by the cache-line round trip before the "
+            f"runs: {part(f'under {XS_NEAR_NS} ns', b['near'])}; "
+            f"{part(f'at {XS_NEAR_NS} ns or more', b['far'])}")
+
+
 def cross_shard_summary(data):
     """Medians per load and configuration, and the criteria with their per-round ratios."""
     med = {}
@@ -555,7 +600,7 @@ def cross_shard_summary(data):
                      "target": tgt, "median_ratio": m,
                      "range": [min(per), max(per)] if per else None, "per_round": per,
                      "verdict": verdict})
-    return {"medians": med, "criteria": crit}
+    return {"medians": med, "criteria": crit, "by_line": xs_rounds_by_line(data)}
 
 
 def _range(c):
@@ -584,6 +629,8 @@ def cross_shard_report(data, cfg):
     lines.append("")
     for c in s["criteria"]:
         lines.append(f"  {c['criterion']:64s} {_range(c):22s} {c['target']:6s} {c['verdict']}")
+    for load, b in (s["by_line"] or {}).items():
+        lines.append("  " + _by_line_text(load, b))
     for f in data.get("failures", []):
         lines.append(f"  FAILED: {f}")
     print("\n".join(lines))
@@ -648,6 +695,24 @@ def render_cross_shard_markdown(data, s):
         v = c["verdict"]
         w(f"| {c['criterion']} | {_range(c)} | {c['target']} | "
           f"{'**not met**' if v == 'not met' else v} |")
+    if s.get("by_line"):
+        w("")
+        w("What a cache line's round trip between the two CPUs cost just before each run "
+          "(`bench/core_pingpong`): the hypervisor moves this VM's vCPUs, and a relay's lines and "
+          "wake-ups cross between them. Per round:")
+        w("")
+        w("| load | round | line before untagged (ns) | untagged µs/op | line before tagged (ns) "
+          "| tagged µs/op | ratio |")
+        w("|---|---:|---:|---:|---:|---:|---:|")
+        for load, b in s["by_line"].items():
+            for i, r in enumerate(b["rounds"]):
+                if r:
+                    w(f"| {load} | {i + 1} | {fmt(r['untagged_line_ns'], 0)} | "
+                      f"{r['untagged_us']:.3f} | {fmt(r['tagged_line_ns'], 0)} | "
+                      f"{r['tagged_us']:.3f} | {r['ratio']:.2f}× |")
+        w("")
+        for load, b in s["by_line"].items():
+            w(f"* {_by_line_text(load, b)}.")
     notes = list(data.get("notes", [])) + [f"failed: {f}" for f in data.get("failures", [])]
     if notes:
         w("")
