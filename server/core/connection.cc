@@ -458,12 +458,7 @@ void Connection::Dispatch(CmdArgs args) {
     return;
   }
   last_interaction_ms_ = reactor_->now_ms();
-  // A pipeline mostly repeats one command: try the previous one before the table.
-  const CommandSpec* spec = lookup_cache_;
-  if (spec == nullptr || !CommandTable::NameMatches(args[0], *spec)) {
-    spec = CommandTable::Get().Find(args[0]);
-    if (spec) lookup_cache_ = spec;
-  }
+  const CommandSpec* spec = LookUp(args[0]);
   // What CLIENT LIST shows as cmd=: the looked-up spec, never the client's bytes.
   last_cmd_ = spec;
   if (spec && !spec->subcommands.empty() && args.size() > 1) {

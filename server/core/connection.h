@@ -350,6 +350,16 @@ class Connection {
   // it changes nothing). Returns how many commands it looked at: ProcessInput looks again once
   // they have run.
   int PrefetchPipeline(std::string_view buf);
+  // The spec of command `name`, or null: the previous command's first (a pipeline mostly repeats
+  // one), then the table. Dispatch and the look-ahead share it.
+  const CommandSpec* LookUp(std::string_view name) {
+    const CommandSpec* spec = lookup_cache_;
+    if (spec == nullptr || !CommandTable::NameMatches(name, *spec)) {
+      spec = CommandTable::Get().Find(name);
+      if (spec) lookup_cache_ = spec;
+    }
+    return spec;
+  }
   void RunConnHandler(const CommandSpec* spec, CmdArgs args, protocol::ReplyBuilder& rb);
   void Queue(const CommandSpec* spec, CmdArgs args);
   void ExecCheckWatches();
@@ -407,7 +417,7 @@ class Connection {
   // The last command looked up (the subcommand's own spec for a container command); null when
   // it was unknown. Set before the arity, AUTH and MULTI checks, as Redis sets its lastcmd.
   const CommandSpec* last_cmd_ = nullptr;
-  const CommandSpec* lookup_cache_ = nullptr;  // the last command name Dispatch looked up
+  const CommandSpec* lookup_cache_ = nullptr;  // the last command name LookUp found
   int64_t created_ms_ = 0;
   int64_t last_interaction_ms_ = 0;
   OutputLimitState output_limit_;

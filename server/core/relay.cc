@@ -526,10 +526,7 @@ int Connection::PrefetchPipeline(std::string_view buf) {
     if (look.Parse(buf.substr(off), &consumed, &args) != protocol::ParseStatus::kOk) break;
     off += consumed;
     if (args.empty()) continue;
-    const CommandSpec* spec = lookup_cache_;
-    if (spec == nullptr || !CommandTable::NameMatches(args[0], *spec)) {
-      spec = CommandTable::Get().Find(args[0]);
-    }
+    const CommandSpec* spec = LookUp(args[0]);
     if (spec == nullptr || !spec->ArityOk(args.size())) continue;
     spec->ForEachKey(CmdArgs(args.data(), args.size()), [&](int k) {
       if (server.ShardOf(args[k]) == me) keys.push_back(args[k]);
