@@ -383,6 +383,9 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   if (!stop && !r->in_order && r->next < n) {
     // The rest of this shard's commands run ahead of r->next, under locks on their keys.
     std::vector<std::string> names;
+    // Room for one key for each command left (most have one): one allocation, not one for
+    // each doubling (the names go with the relay, and on to the unlock).
+    names.reserve(n - r->next - 1);
     size_t ahead = 0;
     for (size_t i = r->next + 1; i < n; i++) {
       const Relay::Cmd& cmd = r->cmds[i];
