@@ -277,8 +277,9 @@ class AllkeysLruTest(EvictionCase):
                 self.assertEqual(c.cmd("TOUCH", lru_key(i)), harness.integer(1))
             else:
                 self.assertEqual(c.cmd("GET", lru_key(i)), harness.bulk(VALUE.encode()))
-        self.assertEqual(c.cmd("OBJECT", "IDLETIME", lru_key(OLD)), harness.integer(0))
-        self.assertEqual(c.cmd("OBJECT", "IDLETIME", lru_key(OLD + 1)), harness.integer(0))
+        # Just touched: 0, or 1 when a second's boundary fell between the touch and the read.
+        for k in (lru_key(OLD), lru_key(OLD + 1)):
+            self.assertIn(c.cmd("OBJECT", "IDLETIME", k), (harness.integer(0), harness.integer(1)))
         self.assertEqual(c.cmd("OBJECT", "IDLETIME", "{ev}missing"), harness.bulk(None))
 
         used = int(harness.info(c, "memory")["used_memory"])
