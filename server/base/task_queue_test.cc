@@ -43,8 +43,6 @@ TEST(TaskQueueTest, ChainKeepsOrder) {
   EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
 }
 
-// Several producers push concurrently; the consumer must see every task exactly once and each
-// producer's tasks in the order it pushed them.
 // DrainInbox reads the hints of the task Peek() names while the one just popped runs: it must be
 // the next task Pop() returns, with the hints its sender set, and never a task already popped.
 TEST(TaskQueueTest, PeekNamesTheNextTaskWithItsHints) {
@@ -73,6 +71,8 @@ TEST(TaskQueueTest, PeekNamesTheNextTaskWithItsHints) {
   for (Task* t : tasks) delete t;
 }
 
+// Several producers push concurrently; the consumer must see every task exactly once and each
+// producer's tasks in the order it pushed them.
 TEST(TaskQueueTest, ManyProducersEveryTaskOnceInProducerOrder) {
   constexpr int kProducers = 4, kPerProducer = 50000;
   TaskQueue q;
