@@ -21,11 +21,11 @@
 
 #include "server/base/error_strings.h"
 #include "server/base/log.h"
-#include "server/cmdtable/peer_policy.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/cmdtable/memory_limit.h"
+#include "server/cmdtable/peer_policy.h"
 #include "server/core/connection.h"
 #include "server/core/server.h"
 #include "server/tls/tls.h"
@@ -575,17 +575,11 @@ void Reactor::DrainInbox() {
     // Asked for while t runs: the next task's hinted lines (its node was asked for while the
     // task before t ran), and the node after it.
     const Task* n = inbox_.Peek();
-    for (const TaskHints::Span& h : n->hints.spans) {
-      const char* p = static_cast<const char*>(h.p);
-      for (size_t off = 0; off < std::min<size_t>(h.len, kHintBytes); off += 64) {
-        __builtin_prefetch(p + off);
-      }
-    }
+    for (const TaskHints::Span& h : n->hints.spans) PrefetchLines(h.p, h.len);
     const char* after = reinterpret_cast<const char*>(n->next.load(std::memory_order_relaxed));
     if (after) {
-      static_assert(sizeof(Task) <= 128);
-      __builtin_prefetch(after);
-      __builtin_prefetch(after + 64);
+      static_assert(sizeof(Task) <= 2 * kCacheLine);
+      PrefetchLines(after, sizeof(Task));
     }
     t->fn();
     DoneTask(t);

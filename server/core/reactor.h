@@ -406,7 +406,6 @@ class Reactor {
   std::vector<Task*> local_tasks_;
   // Nodes of tasks that ran here, reused by NewTask (DoneTask).
   static constexpr size_t kMaxSpareTasks = 4096;
-  static constexpr size_t kHintBytes = 1536;  // asked for ahead of a task, per hinted span
   std::vector<Task*> spare_tasks_;
   Task* NewTask(absl::AnyInvocable<void()> fn);
   void DoneTask(Task* t);

@@ -150,36 +150,6 @@ constexpr size_t kMaxSpare = 64;
 constexpr size_t kMaxSpareBytes = 16 * 1024;  // larger buffers go back to the allocator
 thread_local uint64_t relay_locks_made = 0;
 
-// Asks for the cache lines of [p, p + n) (at most kPrefetchLines of them) ahead of use. A
-// relay's buffers move between two cores: the lines it is about to read were written by the
-// other core, and the lines it is about to write were read by it. Each first touch would wait
-// for the line to come over; asked for together, the transfers overlap.
-constexpr size_t kPrefetchLines = 24;
-// A line about to be written is asked for owned (PREFETCHW): one the other core has read is then
-// taken from it while other work goes on, not at the store. __builtin_prefetch(p, 1) asks only
-// to read it unless the build targets PRFCHW, which a portable x86-64 build does not; the
-// instruction itself is a no-op on the x86 CPUs without it.
-inline void PrefetchForWrite(const char* p) {
-#if defined(__x86_64__)
-  asm volatile("prefetchw %0" : : "m"(*p));
-#else
-  __builtin_prefetch(p, 1, 3);
-#endif
-}
-
-template <bool kWrite>
-void PrefetchLines(const void* p, size_t n) {
-  const char* c = static_cast<const char*>(p);
-  n = std::min(n, kPrefetchLines * 64);
-  for (size_t off = 0; off < n; off += 64) {
-    if constexpr (kWrite) {
-      PrefetchForWrite(c + off);
-    } else {
-      __builtin_prefetch(c + off, 0, 3);
-    }
-  }
-}
-
 std::unique_ptr<Relay> NewRelay() {
   if (spare.empty()) return std::make_unique<Relay>();
   std::unique_ptr<Relay> r = std::move(spare.back());
