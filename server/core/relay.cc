@@ -322,7 +322,10 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   thread_local std::vector<std::string_view> views;
   LockTable& locks = re->locks();
   const size_t n = r->cmds.size();
-  PrefetchKeys(*r, me);
+  // Direct, the connection's look-ahead (PrefetchPipeline) has just asked for this shard's keys
+  // among these commands, as it read them: asked again, each would be hashed and its bucket read
+  // a second time for nothing.
+  if (!direct) PrefetchKeys(*r, me);
   bool stop = false;
   // The commands every earlier one of which has run: in order, each waiting for a transaction
   // that holds its key (the rest of the relay waits with it).
