@@ -422,34 +422,57 @@ uint64_t Connection::ReserveSlot() {
 
 void Connection::CompleteSlot(uint64_t seq, std::string data) {
   Slot& s = pending_[seq - pending_base_];
-  if (&s.data != &data) s.data = std::move(data);
+  s.data = std::move(data);
   s.done = true;
   done_slot_bytes_ += s.data.size();
   Journal* j = reactor_->journal();
   if (j) s.hold = j->TurnBatch();  // what ran this turn is in this turn's batch
+  EmitDoneSlots();
+}
+
+void Connection::CompleteSlotFrom(uint64_t seq, std::string_view data) {
+  if (seq != pending_base_) {  // waits behind an earlier slot: kept until that one is done
+    CompleteSlot(seq, std::string(data));
+    return;
+  }
+  Journal* j = reactor_->journal();
+  EmitSlot(data, j ? j->TurnBatch() : 0, pending_.front().discard);
+  pending_.pop_front();
+  pending_base_++;
+  EmitDoneSlots();
+}
+
+void Connection::EmitDoneSlots() {
   while (!pending_.empty() && pending_.front().done) {
     Slot& front = pending_.front();
     done_slot_bytes_ -= front.data.size();
-    if (j && front.hold && front.hold > j->durable_batch() && front.hold <= j->failed_batch()) {
-      // Its batch could not be written while it waited behind earlier slots: an error, not OK.
-      front.data = FailHeldReplies(front.data, errors::AofWriteError(j->error() ? j->error() : EIO));
-      front.hold = 0;
-    }
-    if (front.discard) front.hold = 0;  // CLIENT REPLY OFF/SKIP
-    if (!front.discard) out_.append(front.data);
-    if (front.hold && front.hold > j->durable_batch()) {
-      // Held until its batch is written, as FlushConnections holds output of this turn (marks
-      // out of batch order only hold longer).
-      if (!hold_marks_.empty() && hold_marks_.back().second == front.hold) {
-        hold_marks_.back().first = out_.size();
-      } else {
-        hold_marks_.emplace_back(out_.size(), front.hold);
-      }
-    }
+    EmitSlot(front.data, front.hold, front.discard);
     pending_.pop_front();
     pending_base_++;
   }
   AfterOutput();
+}
+
+void Connection::EmitSlot(std::string_view data, uint64_t hold, bool discard) {
+  if (discard) return;  // CLIENT REPLY OFF/SKIP: neither sent nor held
+  Journal* j = reactor_->journal();
+  std::string failed;
+  if (j && hold && hold > j->durable_batch() && hold <= j->failed_batch()) {
+    // Its batch could not be written while it waited behind earlier slots: an error, not OK.
+    failed = FailHeldReplies(data, errors::AofWriteError(j->error() ? j->error() : EIO));
+    data = failed;
+    hold = 0;
+  }
+  out_.append(data);
+  if (hold && hold > j->durable_batch()) {
+    // Held until its batch is written, as FlushConnections holds output of this turn (marks
+    // out of batch order only hold longer).
+    if (!hold_marks_.empty() && hold_marks_.back().second == hold) {
+      hold_marks_.back().first = out_.size();
+    } else {
+      hold_marks_.emplace_back(out_.size(), hold);
+    }
+  }
 }
 
 void Connection::Dispatch(CmdArgs args) {

@@ -243,9 +243,10 @@ class Connection {
   bool blocked() const {
     return block_state_ && block_state_->waiting.load(std::memory_order_relaxed);
   }
-  // A relay of this connection's pipeline is back with the replies of its commands
-  // (server/core/relay.cc).
-  void OnRelayDone(uint64_t seq, std::string replies);
+  // A relay of this connection's pipeline is back (server/core/relay.cc): first its replies,
+  // copied out of the relay, then, once the relay is recycled, what waited for it runs.
+  void OnRelayReplies(uint64_t seq, std::string_view replies);
+  void OnRelayDone();
   // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
   void OnClose();
   bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }
@@ -367,7 +368,14 @@ class Connection {
   void ExecFinish(bool aborted);
   void ExecReply(ExecState& st, bool aborted);  // ExecFinish's second half, once released
   uint64_t ReserveSlot();
+  // A reserved slot's replies are in; out_ takes every done slot at the front, in order.
   void CompleteSlot(uint64_t seq, std::string data);
+  // The same for replies the caller keeps: copied only if the slot must wait for an earlier one.
+  void CompleteSlotFrom(uint64_t seq, std::string_view data);
+  void EmitDoneSlots();
+  // A slot's replies into out_, unless discarded: as errors if the journal batch they waited
+  // for failed, and held until it is on disk if not written yet.
+  void EmitSlot(std::string_view data, uint64_t hold, bool discard);
   std::string* ReplyTarget();  // out_ when nothing is pending, else a fresh slot
   void ReplyError(std::string_view msg);
   // Closes a client that left too many replies unread before AUTH (kUnauthMaxUnsentOutput).

@@ -63,10 +63,13 @@ struct Relay {
     size_t start = 0;
     size_t len = 0;  // 0: not run
   };
-  // Keys locked on one shard for commands run ahead, released when the relay is home.
+  // Keys locked on one shard for commands run ahead, released when the relay is home. The list
+  // goes back to that shard with the unlock, a pointer's size (the message's closure then fits
+  // in its own storage), and is kept there for the next relay's names (TakeNames).
+  using Names = std::unique_ptr<std::vector<std::string>>;
   struct Held {
     int shard;
-    std::vector<std::string> names;
+    Names names;
   };
   std::string bytes;           // every argument of every command, back to back
   std::vector<uint32_t> lens;  // the length of each argument
@@ -149,6 +152,22 @@ thread_local std::vector<std::unique_ptr<Relay>> spare;
 constexpr size_t kMaxSpare = 64;
 constexpr size_t kMaxSpareBytes = 16 * 1024;  // larger buffers go back to the allocator
 thread_local uint64_t relay_locks_made = 0;
+thread_local std::vector<Relay::Names> spare_names;  // name lists back from their unlocks
+
+Relay::Names TakeNames() {
+  if (spare_names.empty()) return std::make_unique<std::vector<std::string>>();
+  Relay::Names n = std::move(spare_names.back());
+  spare_names.pop_back();
+  return n;
+}
+
+void GiveNames(Relay::Names n) {
+  if (spare_names.size() >= kMaxSpare || n->capacity() > kMaxSpareBytes / sizeof(std::string)) {
+    return;
+  }
+  n->clear();
+  spare_names.push_back(std::move(n));
+}
 
 std::unique_ptr<Relay> NewRelay() {
   if (spare.empty()) return std::make_unique<Relay>();
@@ -208,12 +227,14 @@ void FailSegment(Relay& r, const std::string& error) {
 }
 
 // Replies written in the order the commands ran (ascending shards, pipeline order within one),
-// put in pipeline order.
-std::string InPipelineOrder(const Relay& r) {
-  std::string out;
-  out.reserve(r.replies.size());
-  for (const Relay::Span& sp : r.spans) out.append(r.replies, sp.start, sp.len);
-  return out;
+// put in pipeline order. Built in a buffer kept for the next time, then swapped with the
+// relay's: neither allocates once both have grown.
+void ToPipelineOrder(Relay& r) {
+  thread_local std::string ordered;
+  ordered.clear();
+  for (const Relay::Span& sp : r.spans) ordered.append(r.replies, sp.start, sp.len);
+  r.replies.swap(ordered);
+  if (ordered.capacity() > kMaxSpareBytes) std::string().swap(ordered);
 }
 
 // On the origin: the relay is done. Its locks go, then its replies go to the connection's slot.
@@ -228,22 +249,25 @@ void Home(std::unique_ptr<Relay> r) {
   Reactor* re = Reactor::Current();
   for (Relay::Held& h : r->held) {
     if (h.shard == re->id()) {
-      re->locks().Unlock(r->lock_id, h.names, false);
+      re->locks().Unlock(r->lock_id, *h.names, false);
+      GiveNames(std::move(h.names));
     } else {
-      re->Send(h.shard, [id = r->lock_id, names = std::move(h.names)] {
-        Reactor::Current()->locks().Unlock(id, names, false);
+      re->Send(h.shard, [id = r->lock_id, names = std::move(h.names)]() mutable {
+        Reactor::Current()->locks().Unlock(id, *names, false);
+        GiveNames(std::move(names));
       });
     }
   }
-  // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
-  // shards); the connection gets a copy, in pipeline order.
   // Commands ran ahead exactly when their keys were locked: replies go back in pipeline order.
-  std::string replies = !r->held.empty() ? InPipelineOrder(*r) : r->replies;
+  if (!r->held.empty()) ToPipelineOrder(*r);
   Connection* c = r->conn;
   for (SlowlogEntry& e : r->slow) [[unlikely]] re->AddSlow(std::move(e), c);
-  uint64_t seq = r->seq;
+  // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
+  // shards): the connection copies them out before the relay is recycled, and only then runs
+  // what waited for them (perhaps making its next relay, out of the spare ones).
+  c->OnRelayReplies(r->seq, r->replies);
   Recycle(std::move(r));
-  c->OnRelayDone(seq, std::move(replies));
+  c->OnRelayDone();
 }
 
 // Runs command `i` here, its reply appended to the relay's replies.
@@ -355,9 +379,10 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   }
   if (!stop && !r->in_order && r->next < n) {
     // The rest of this shard's commands run ahead of r->next, under locks on their keys.
-    std::vector<std::string> names;
-    // Room for one key for each command left (most have one): one allocation, not one for
-    // each doubling (the names go with the relay, and on to the unlock).
+    // A list kept from an earlier relay's unlock, with room for one key for each command left
+    // (most have one): it goes with the relay, and on to the unlock.
+    Relay::Names list = TakeNames();
+    std::vector<std::string>& names = *list;
     names.reserve(n - r->next - 1);
     size_t ahead = 0;
     for (size_t i = r->next + 1; i < n; i++) {
@@ -380,9 +405,10 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
         names.erase(std::unique(names.begin(), names.end()), names.end());
         re->EndTiming(nullptr);
         locks.ParkTx(id, names, false, Carry(std::move(r)));
+        GiveNames(std::move(list));
         return;
       }
-      r->held.push_back(Relay::Held{me, std::move(names)});
+      r->held.push_back(Relay::Held{me, std::move(list)});
       re->stats().relay_cmds_ahead += ahead;
       for (size_t i = r->next + 1; i < n; i++) {
         if (r->cmds[i].shard != me) continue;
@@ -393,6 +419,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
         }
       }
     }
+    if (list) GiveNames(std::move(list));  // nothing ran ahead
   }
   re->EndTiming(nullptr);
   if (!stop && r->next < n) {
@@ -512,8 +539,11 @@ int Connection::PrefetchPipeline(std::string_view buf) {
   return looked;
 }
 
-void Connection::OnRelayDone(uint64_t seq, std::string replies) {
-  CompleteSlot(seq, std::move(replies));
+void Connection::OnRelayReplies(uint64_t seq, std::string_view replies) {
+  CompleteSlotFrom(seq, replies);
+}
+
+void Connection::OnRelayDone() {
   OnForwardDone();
   Unref();
 }
