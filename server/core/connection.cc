@@ -813,23 +813,6 @@ void Connection::PauseHold(const CommandSpec* spec, CmdArgs args) {
   reactor_->AddPauseWaiter(id_);
 }
 
-void Connection::set_monitor(bool on) {
-  if (monitor_ == on) return;
-  monitor_ = on;
-  reactor_->SetMonitor(this, on);
-}
-
-void Connection::WriteMonitorLine(std::string_view line) {
-  if (closing_ || close_after_reply_) return;
-  if (pending_.empty()) {
-    out_.append(line);
-    AfterOutput();
-  } else {
-    uint64_t seq = ReserveSlot();  // behind replies still being computed elsewhere
-    CompleteSlot(seq, std::string(line));
-  }
-}
-
 void Connection::EndPause() {
   if (!pause_held_) return;
   pause_held_ = false;

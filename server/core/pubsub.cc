@@ -1,5 +1,6 @@
 // Pub/sub delivery (declared in server/core/reactor.h) and the connection's pub/sub block: a
-// PUBLISH delivers on every reactor that may have a receiver (server/pubsub/registry.h).
+// PUBLISH delivers on every reactor that may have a receiver (server/pubsub/registry.h). Also
+// the other output pushed to a connection unasked: MONITOR's lines.
 
 #include <absl/container/flat_hash_set.h>
 
@@ -141,6 +142,23 @@ void Connection::PubSubTeardown() {
   if (!pubsub_) return;
   reactor_->pubsub().UnsubscribeAll(this, *pubsub_);
   pubsub_.reset();
+}
+
+void Connection::set_monitor(bool on) {
+  if (monitor_ == on) return;
+  monitor_ = on;
+  reactor_->SetMonitor(this, on);
+}
+
+void Connection::WriteMonitorLine(std::string_view line) {
+  if (closing_ || close_after_reply_) return;
+  if (pending_.empty()) {
+    out_.append(line);
+    AfterOutput();
+  } else {
+    uint64_t seq = ReserveSlot();  // behind replies still being computed elsewhere
+    CompleteSlot(seq, std::string(line));
+  }
 }
 
 }  // namespace deadbolt::server
