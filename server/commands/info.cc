@@ -184,6 +184,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
         "\r\n", "cross_shard_wakeups_received:", s.wakeups_received, "\r\n",
         "cross_shard_spins:", s.spins, "\r\n", "cross_shard_spin_hits:", s.spin_hits, "\r\n",
         "pipeline_cmds_run_ahead:", s.relay_cmds_ahead, "\r\n",
+        "pipeline_replies_from_shard:", s.relay_replies_from_shard, "\r\n",
         "connections_moved:", s.connections_moved_in, "\r\n");
     // Per reactor: what it sent to the others (messages, in how many chains), what it ran for
     // them, the wake-ups it caused and got, and how often its spin caught a message.

@@ -249,6 +249,7 @@ void Connection::OnRead(const char* data, size_t n) {
   in_.append(data, n);
   if (moving_) [[unlikely]]
     return;  // runs on the reactor it moves to
+  WaitForRelayHome();
   ProcessInput();
 }
 
@@ -417,6 +418,7 @@ uint64_t Connection::ReserveSlot() {
   // commands, takes no more (the commands after this one wait for it).
   if (relay_) SendRelay();
   pending_.emplace_back();
+  WaitForRelayHome();
   return pending_base_ + pending_.size() - 1;
 }
 
@@ -761,6 +763,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
 }
 
 void Connection::Defer(const CommandSpec* spec, CmdArgs args) {
+  WaitForRelayHome();
   deferred_spec_ = spec;
   deferred_args_ = std::make_unique<OwnedArgs>(args);
   deferred_quiet_ = quiet_;

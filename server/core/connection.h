@@ -331,6 +331,18 @@ class Connection {
   void RelayAdd(const CommandSpec* spec, CmdArgs args, int shard);
   bool RelayFull() const;
   void SendRelay(bool run_here = false);
+  // Whether the relay leaving now may have its replies sent to the socket by its last shard:
+  // nothing of this connection is being written or waits to be (no send in flight, no output,
+  // the relay's slot first), and nothing but a slot can write to it meanwhile.
+  bool RepliesMayLeaveFromShard() const;
+  void EndDirectReply();  // the relay is home
+  // Something of this connection waits behind a relay whose replies its last shard sends
+  // (direct_reply_): the relay's lazy message home must wake this reactor (AddLazyWaiter).
+  void WaitForRelayHome() {
+    if (direct_reply_ && !lazy_waiting_) [[unlikely]]
+      StartLazyWait();
+  }
+  void StartLazyWait();
   // Holds a command (and the input after it) until the commands in flight are done.
   void Defer(const CommandSpec* spec, CmdArgs args);
   void OnForwardDone();
@@ -457,6 +469,8 @@ class Connection {
   int inflight_shard_ = -1;
   int inflight_local_ = 0;
   std::unique_ptr<Relay, RelayDeleter> relay_;  // being gathered, not yet sent
+  bool direct_reply_ = false;  // the relay out may send its replies from its last shard
+  bool lazy_waiting_ = false;  // WaitForRelayHome
   const CommandSpec* deferred_spec_ = nullptr;
   std::unique_ptr<OwnedArgs> deferred_args_;
   // While a blocking command is out: what it shares with its shards, and the shards it waits on.

@@ -220,6 +220,7 @@ Reactor::~Reactor() {
     delete c;
   }
   if (ring_ready_) io_uring_queue_exit(&ring_);
+  for (IoCall* call : calls_) call->drop(call);  // (after the ring: the kernel is done with them)
   if (buf_ring_) munmap(buf_ring_, kBufCount * sizeof(io_uring_buf));
   free(buf_base_);
   for (const Listener& l : listeners_) {
@@ -364,6 +365,7 @@ std::optional<std::string> Reactor::Init() {
   if (event_fd_ < 0) return std::string("eventfd failed: ") + strerror(errno);
 
   outbox_.assign(server_->num_shards(), {nullptr, nullptr});
+  outbox_urgent_.assign(server_->num_shards(), 0);
 
   if (config_.appendonly) {
     journal_ = std::make_unique<Journal>(this, &shard_, id_, server_->num_shards());
@@ -470,7 +472,7 @@ void Reactor::RequestStop() {
 
 void Reactor::Wake() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeping_.exchange(false, std::memory_order_acq_rel)) {
+  if (sleeping_.exchange(kAwake, std::memory_order_acq_rel) != kAwake) {
     uint64_t one = 1;
     ssize_t ignored = write(event_fd_, &one, sizeof(one));
     (void)ignored;
@@ -483,13 +485,22 @@ void Reactor::Wake() {
 // reactor's own ring (IORING_OP_MSG_RING posts a completion into r's ring), submitted with this
 // turn's other SQEs: no syscall of its own, and r has no eventfd read to re-arm. Falls back to
 // the eventfd if the kernel refuses it (HandleCqe).
-void Reactor::WakeFromHere(Reactor& r) {
+void Reactor::WakeFromHere(Reactor& r, bool urgent) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (urgent) {
+    if (r.sleeping_.exchange(kAwake, std::memory_order_acq_rel) == kAwake) return;
+  } else {
+    // Lazy messages only: a reactor asleep for urgent ones stays asleep (and keeps saying so).
+    uint8_t any = kSleepsForAny;
+    if (!r.sleeping_.compare_exchange_strong(any, kAwake, std::memory_order_acq_rel)) return;
+  }
   if (!msg_ring_ok_.load(std::memory_order_relaxed)) {
-    r.Wake();
+    uint64_t one = 1;
+    ssize_t ignored = write(r.event_fd_, &one, sizeof(one));
+    (void)ignored;
+    stats_.wakeups_sent++;
     return;
   }
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!r.sleeping_.exchange(false, std::memory_order_acq_rel)) return;
   io_uring_sqe* sqe = GetSqe();
   io_uring_prep_msg_ring(sqe, r.ring_.ring_fd, 0, Encode(nullptr, kOpMsg), 0);
   io_uring_sqe_set_data64(sqe, Encode(&r, kOpMsg));  // our own completion names the target
@@ -516,7 +527,7 @@ void Reactor::DoneTask(Task* t) {
   spare_tasks_.push_back(t);
 }
 
-void Reactor::Send(int target, absl::AnyInvocable<void()> fn, const TaskHints& hints) {
+void Reactor::Send(int target, absl::AnyInvocable<void()> fn, const TaskHints& hints, bool lazy) {
   Task* t = NewTask(std::move(fn));
   t->hints = hints;
   if (target == id_) {
@@ -530,6 +541,7 @@ void Reactor::Send(int target, absl::AnyInvocable<void()> fn, const TaskHints& h
     last->next.store(t, std::memory_order_relaxed);
     last = t;
   }
+  if (!lazy) outbox_urgent_[target] = 1;
   stats_.messages_sent++;
 }
 
@@ -551,7 +563,9 @@ void Reactor::FlushOutboxes() {
   for (int target = 0; target < static_cast<int>(outbox_.size()); target++) {
     auto& [first, last] = outbox_[target];
     if (!first) continue;
-    if (hold) {
+    const bool urgent = outbox_urgent_[target];
+    outbox_urgent_[target] = 0;
+    if (hold) {  // (woken for when released: ReleaseHeldOutboxes)
       held_outboxes_.push_back(HeldChain{hold, target, first, last});
       first = last = nullptr;
       continue;
@@ -561,7 +575,7 @@ void Reactor::FlushOutboxes() {
     first = last = nullptr;
     stats_.batches_sent++;
     messages_this_turn_ = true;
-    WakeFromHere(r);
+    WakeFromHere(r, urgent);
   }
 }
 
@@ -780,11 +794,12 @@ void Reactor::Turn() {
   if (block && messages_this_turn_ && config_.spin_us > 0) block = !Spin();
   messages_this_turn_ = false;
   if (block) {
-    sleeping_.store(true, std::memory_order_seq_cst);
+    sleeping_.store(lazy_waiters_ > 0 ? kSleepsForAny : kSleepsForUrgent,
+                    std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (inbox_.MaybeNonEmpty() || stop_.load(std::memory_order_acquire)) {
       block = false;
-      sleeping_.store(false, std::memory_order_relaxed);
+      sleeping_.store(kAwake, std::memory_order_relaxed);
     }
   }
   if (block) {
@@ -798,7 +813,7 @@ void Reactor::Turn() {
     worked = MonotonicUs() - work_start;
     io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
     work_start = MonotonicUs();
-    sleeping_.store(false, std::memory_order_relaxed);
+    sleeping_.store(kAwake, std::memory_order_relaxed);
   } else {
     io_uring_submit_and_get_events(&ring_);
   }

@@ -2,6 +2,7 @@
 // A reactor: one pinned thread with its own io_uring, its own shard and its own connections.
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/functional/any_invocable.h>
 #include <absl/functional/function_ref.h>
 #include <liburing.h>
@@ -231,7 +232,25 @@ class Reactor {
   // Reactor thread: runs fn on reactor `target`. Messages to the same target keep their order;
   // they are sent in one batch at the end of this loop turn. target may be this reactor.
   // `hints`: what fn reads first (TaskHints), asked for ahead on the target.
-  void Send(int target, absl::AnyInvocable<void()> fn, const TaskHints& hints = {});
+  // `lazy`: nothing on the target waits for fn unless the target says so (AddLazyWaiter), so a
+  // target asleep for anything else is not woken for it: it runs in the target's next turn.
+  void Send(int target, absl::AnyInvocable<void()> fn, const TaskHints& hints = {},
+            bool lazy = false);
+  // Reactor thread: a connection here has work behind a lazy message on its way (a relay whose
+  // replies its last shard sent to the socket itself): until RemoveLazyWaiter, lazy messages
+  // wake this reactor as any other does.
+  void AddLazyWaiter() { lazy_waiters_++; }
+  void RemoveLazyWaiter() { lazy_waiters_--; }
+  // Reactor thread: an operation of this ring whose completion calls `done` with its result;
+  // `drop` frees what it holds if the reactor ends first (the ring is gone then).
+  struct IoCall {
+    void (*done)(IoCall* call, int res) = nullptr;
+    void (*drop)(IoCall* call) = nullptr;
+  };
+  // Reactor thread: sends `data` (kept alive by the caller until `call` is done) to a socket
+  // another reactor's connection owns, in this turn's submission; the caller sees to it that
+  // the connection writes nothing meanwhile and keeps the descriptor open.
+  void SubmitSendCall(int fd, std::string_view data, IoCall* call);
   // Any thread: enqueue fn here now and wake the loop.
   void Post(absl::AnyInvocable<void()> fn);
 
@@ -280,6 +299,7 @@ class Reactor {
   // What a completion is for, in the low bits of its user_data (the pointer's alignment leaves
   // them free).
   enum OpKind : uint64_t {
+    kOpCall = 0,  // an IoCall (null: nothing)
     kOpAccept = 1,
     kOpRecv = 2,
     kOpSend = 3,
@@ -328,7 +348,9 @@ class Reactor {
   void UpdateEvictable();
   void CloseIdleClients();
   void Wake();
-  void WakeFromHere(Reactor& r);
+  // `urgent` false: a chain of lazy messages only (Send), which wakes r only if it sleeps for
+  // any message (it has a lazy waiter).
+  void WakeFromHere(Reactor& r, bool urgent);
   void RecycleBuffer(uint16_t bid);
   // Output held until the journal's batch `hold` is on disk (appendfsync always).
   void HoldConnection(Connection* c);
@@ -397,12 +419,18 @@ class Reactor {
   std::thread thread_;
 
   TaskQueue inbox_;
-  std::atomic<bool> sleeping_{false};
+  // What a sleeping reactor wants to be woken for; set just before it sleeps, cleared by whoever
+  // wakes it (or by itself on waking).
+  enum : uint8_t { kAwake = 0, kSleepsForAny = 1, kSleepsForUrgent = 2 };
+  std::atomic<uint8_t> sleeping_{kAwake};
+  int lazy_waiters_ = 0;  // AddLazyWaiter
+  absl::flat_hash_set<IoCall*> calls_;  // SubmitSendCall's, not yet done
   // IORING_OP_MSG_RING works between the reactors' rings (cleared on the first refusal; shared
   // by every reactor, so one failure moves all of them to the eventfd).
   static inline std::atomic<bool> msg_ring_ok_{true};
   std::atomic<bool> stop_{false};
   std::vector<std::pair<Task*, Task*>> outbox_;  // per target: chain built this turn
+  std::vector<uint8_t> outbox_urgent_;           // per target: a message not lazy in the chain
   std::vector<Task*> local_tasks_;
   // Nodes of tasks that ran here, reused by NewTask (DoneTask).
   static constexpr size_t kMaxSpareTasks = 4096;

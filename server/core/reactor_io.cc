@@ -127,6 +127,13 @@ void Reactor::SubmitSend(Connection* c) {
   c->send_in_flight_ = true;
 }
 
+void Reactor::SubmitSendCall(int fd, std::string_view data, IoCall* call) {
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_send(sqe, fd, data.data(), data.size(), MSG_NOSIGNAL);
+  io_uring_sqe_set_data64(sqe, Encode(call, kOpCall));
+  calls_.insert(call);
+}
+
 void Reactor::MarkForFlush(Connection* c) {
   if (c->in_flush_list_) return;
   c->in_flush_list_ = true;
@@ -390,6 +397,13 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
   auto kind = static_cast<OpKind>(ud & 7);
   auto* c = reinterpret_cast<Connection*>(ud & ~uint64_t{7});
   switch (kind) {
+    case kOpCall:
+      if (c != nullptr) {
+        auto* call = reinterpret_cast<IoCall*>(c);
+        calls_.erase(call);
+        call->done(call, cqe->res);
+      }
+      break;
     case kOpAccept:
       OnAccept(c != nullptr, cqe->res, cqe->flags);  // AcceptTag
       break;

@@ -91,6 +91,13 @@ struct Relay {
   // client-output-buffer-limit's hard limit for the client (0: none): once the replies reach
   // it, the rest is not run and the relay goes home, where the client is closed for it.
   size_t max_replies = 0;
+  // The client's socket, if the last shard may send the replies to it (SendRepliesHere); -1 if
+  // they go home first. And how many of `replies` it sent.
+  int reply_fd = -1;
+  size_t written = 0;
+  struct SendCall : Reactor::IoCall {
+    Relay* relay = nullptr;
+  } send_call;  // that send, in flight in the last shard's ring
   int origin = 0;
   int db = 0;
   int resp = 2;
@@ -197,6 +204,8 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->resumed = r->in_order = false;
   r->lock_id = 0;
   r->max_replies = 0;
+  r->reply_fd = -1;
+  r->written = 0;
   spare.push_back(std::move(r));
 }
 
@@ -265,7 +274,7 @@ void Home(std::unique_ptr<Relay> r) {
   // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
   // shards): the connection copies them out before the relay is recycled, and only then runs
   // what waited for them (perhaps making its next relay, out of the spare ones).
-  c->OnRelayReplies(r->seq, r->replies);
+  c->OnRelayReplies(r->seq, std::string_view(r->replies).substr(r->written));
   Recycle(std::move(r));
   c->OnRelayDone();
 }
@@ -322,6 +331,53 @@ void PrefetchKeys(const Relay& r, int me) {
 }
 
 bool OverReplyLimit(const Relay& r) { return r.max_replies && r.replies.size() >= r.max_replies; }
+
+// From the relay's last shard (not its origin): home with the replies, or, `lazy`, only to be
+// recycled (its replies went to the socket from here).
+void SendHome(std::unique_ptr<Relay> r, bool lazy) {
+  int origin = r->origin;
+  TaskHints h = ToHome(*r);
+  Reactor::Current()->Send(
+      origin, [r = std::move(r)]() mutable { Home(std::move(r)); }, h, lazy);
+}
+
+// The send's completion: the relay goes home, lazily if all of its replies went.
+void RepliesSent(Reactor::IoCall* call, int res) {
+  std::unique_ptr<Relay> r(static_cast<Relay::SendCall*>(call)->relay);
+  if (res > 0) {
+    r->written = static_cast<size_t>(res);
+    Reactor::Current()->stats().net_output_bytes += r->written;
+  }
+  // Short or failed: home sends the rest, or sees to the error as its own send would.
+  const bool all = r->written == r->replies.size();
+  SendHome(std::move(r), all);
+}
+
+void DropUnsent(Reactor::IoCall* call) { delete static_cast<Relay::SendCall*>(call)->relay; }
+
+// On the relay's last shard, not its origin: sends its replies to the client's socket from here,
+// if its origin allowed it (reply_fd) and nothing else needs them at home first (no locks to
+// release, no journal the reply must wait for, no client over its output limit). The send goes
+// in this turn's submission, as the origin's would; once it is done the relay goes home only to
+// be recycled and let the connection go on. If all of it went, nobody waits for that message
+// (the connection's next input, or whatever else would, says so: WaitForRelayHome), so it need
+// not wake the origin: one wake-up fewer for each such command. Returns whether the send is on.
+//
+// The origin writes nothing to the socket meanwhile: the relay's slot is its first and holds the
+// rest back until the relay is home. Its Ref keeps the descriptor open until then.
+bool SendRepliesHere(std::unique_ptr<Relay>& r, Reactor* re) {
+  if (r->reply_fd < 0 || !r->held.empty() || re->journal() != nullptr || OverReplyLimit(*r) ||
+      Reactor::FailedReplyError() != nullptr || r->replies.empty()) {
+    return false;
+  }
+  r->send_call.done = &RepliesSent;
+  r->send_call.drop = &DropUnsent;
+  r->send_call.relay = r.get();
+  re->SubmitSendCall(r->reply_fd, r->replies, &r->send_call);
+  re->stats().relay_replies_from_shard++;
+  r.release();  // the ring's until RepliesSent
+  return true;
+}
 
 // `direct`: called by the connection on its own reactor rather than from a message, so it must
 // not come home here (the connection is in the middle of its input).
@@ -435,11 +491,8 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   }
   if (r->origin == me && !direct) {
     Home(std::move(r));
-  } else {
-    int origin = r->origin;
-    TaskHints h = ToHome(*r);
-    re->Send(
-        origin, [r = std::move(r)]() mutable { Home(std::move(r)); }, h);
+  } else if (r->origin == me || !SendRepliesHere(r, re)) {
+    SendHome(std::move(r), false);
   }
 }
 
@@ -496,6 +549,11 @@ void Connection::SendRelay(bool run_here) {
     first = r->tally.low();
     r->spans.assign(r->cmds.size(), Relay::Span{});
   }
+  if (RepliesMayLeaveFromShard()) {
+    r->reply_fd = fd_;
+    direct_reply_ = true;
+    if (pending_.size() > 1 || in_start_ < in_.size() || deferred_spec_) WaitForRelayHome();
+  }
   if (run_here && first == reactor_->id()) {
     RunRelay(std::move(r), true);  // this shard's part now, no message to itself
   } else {
@@ -539,7 +597,29 @@ int Connection::PrefetchPipeline(std::string_view buf) {
   return looked;
 }
 
+bool Connection::RepliesMayLeaveFromShard() const {
+  // Not for a connection about to move: it moves once a send of its own has ended (OnSend).
+  return !tls_ && !monitor_ && !subscribed() && reactor_->journal() == nullptr && fd_ >= 0 &&
+         move_to_ < 0 && !moving_ && !closing_ && !close_after_reply_ && out_.empty() &&
+         !send_in_flight_ && hold_marks_.empty() && pending_.size() == 1 &&
+         !pending_.front().discard;
+}
+
+void Connection::StartLazyWait() {
+  lazy_waiting_ = true;
+  reactor_->AddLazyWaiter();
+}
+
+void Connection::EndDirectReply() {
+  direct_reply_ = false;
+  if (lazy_waiting_) {
+    lazy_waiting_ = false;
+    reactor_->RemoveLazyWaiter();
+  }
+}
+
 void Connection::OnRelayReplies(uint64_t seq, std::string_view replies) {
+  if (direct_reply_) EndDirectReply();  // (a connection has one relay out at a time)
   CompleteSlotFrom(seq, replies);
 }
 

@@ -46,6 +46,8 @@ struct ReactorStats {
   // Pipelined commands run before an earlier one of their pipeline on a higher shard, their
   // keys locked until it had run (server/core/relay.cc).
   uint64_t relay_cmds_ahead = 0;
+  // Relays whose replies their last shard sent to the client itself, not from home.
+  uint64_t relay_replies_from_shard = 0;
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
   // ACL refusals by reason: command, key, channel (acl::Denial::Reason's order).
@@ -86,6 +88,7 @@ struct ReactorStats {
     spins += o.spins;
     spin_hits += o.spin_hits;
     relay_cmds_ahead += o.relay_cmds_ahead;
+    relay_replies_from_shard += o.relay_replies_from_shard;
     total_error_replies += o.total_error_replies;
     acl_access_denied_auth += o.acl_access_denied_auth;
     for (int i = 0; i < 3; i++) acl_access_denied[i] += o.acl_access_denied[i];
