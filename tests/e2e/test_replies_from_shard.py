@@ -13,8 +13,8 @@ for it (more input, a reply behind it). Here:
   command would wait for the next tick, up to a second; thirty of them must take far less;
 - a reply larger than the socket's buffer, read late: it arrives whole and in order (the shard's
   send is short, and home sends the rest), and the connection goes on;
-- a server stopped while a shard's send waits for a client that does not read: it exits cleanly
-  (under AddressSanitizer, without a leak);
+- a server stopped while replies sent from a shard wait for clients that do not read: it exits
+  cleanly (under AddressSanitizer, without a leak);
 - a command whose reply goes from the shard and a pipeline whose replies go from home (a command
   ran ahead on the lower shard), written one right after the other in both orders: the replies
   come in order.
@@ -94,8 +94,10 @@ class RepliesFromShardTest(unittest.TestCase):
             self.assertEqual(self.ctl.cmd("SET", k, value), OK)
         before = from_shard(self.ctl)
         # Connections are spread over the reactors in turn, so of two made one after the other,
-        # one has the key on the other reactor: its shard's send waits for a reader that never
-        # comes. The server must still stop cleanly, freeing what the send holds.
+        # one has the key on the other reactor: its shard sends what the socket takes, and the
+        # rest waits for a reader that never comes. The server must still stop cleanly. (A send
+        # that took nothing would wait in the shard's ring, freed when the ring is: IoCall::drop.
+        # Which of the two happens is up to the kernel's buffers.)
         conns = [harness.RespConn(self.server.port) for _ in range(4)]
         try:
             for i, c in enumerate(conns):
