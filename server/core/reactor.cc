@@ -463,19 +463,20 @@ void Reactor::Join() {
 
 void Reactor::RequestStop() {
   stop_.store(true, std::memory_order_release);
+  if (event_fd_ >= 0) SignalEventfd();
+}
+
+// Any thread: makes this reactor's armed eventfd read complete.
+void Reactor::SignalEventfd() {
   uint64_t one = 1;
-  if (event_fd_ >= 0) {
-    ssize_t ignored = write(event_fd_, &one, sizeof(one));
-    (void)ignored;
-  }
+  ssize_t ignored = write(event_fd_, &one, sizeof(one));
+  (void)ignored;
 }
 
 void Reactor::Wake() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (sleeping_.exchange(kAwake, std::memory_order_acq_rel) != kAwake) {
-    uint64_t one = 1;
-    ssize_t ignored = write(event_fd_, &one, sizeof(one));
-    (void)ignored;
+    SignalEventfd();
     Reactor* sender = Current();
     if (sender) sender->stats_.wakeups_sent++;
   }
@@ -495,9 +496,7 @@ void Reactor::WakeFromHere(Reactor& r, bool urgent) {
     if (!r.sleeping_.compare_exchange_strong(any, kAwake, std::memory_order_acq_rel)) return;
   }
   if (!msg_ring_ok_.load(std::memory_order_relaxed)) {
-    uint64_t one = 1;
-    ssize_t ignored = write(r.event_fd_, &one, sizeof(one));
-    (void)ignored;
+    r.SignalEventfd();
     stats_.wakeups_sent++;
     return;
   }

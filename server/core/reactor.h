@@ -348,6 +348,8 @@ class Reactor {
   void UpdateEvictable();
   void CloseIdleClients();
   void Wake();
+  // Any thread: completes this reactor's armed eventfd read (Wake, Stop, WakeFromHere's fallback).
+  void SignalEventfd();
   // `urgent` false: a chain of lazy messages only (Send), which wakes r only if it sleeps for
   // any message (it has a lazy waiter).
   void WakeFromHere(Reactor& r, bool urgent);

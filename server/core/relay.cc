@@ -552,7 +552,9 @@ void Connection::SendRelay(bool run_here) {
   if (RepliesMayLeaveFromShard()) {
     r->reply_fd = fd_;
     direct_reply_ = true;
-    if (pending_.size() > 1 || in_start_ < in_.size() || deferred_spec_) WaitForRelayHome();
+    // Its slot is the only one (RepliesMayLeaveFromShard), so only input or a deferred command
+    // can be waiting behind it.
+    if (in_start_ < in_.size() || deferred_spec_) WaitForRelayHome();
   }
   if (run_here && first == reactor_->id()) {
     RunRelay(std::move(r), true);  // this shard's part now, no message to itself
