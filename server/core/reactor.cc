@@ -220,7 +220,12 @@ Reactor::~Reactor() {
     delete c;
   }
   if (ring_ready_) io_uring_queue_exit(&ring_);
-  for (IoCall* call : calls_) call->drop(call);  // (after the ring: the kernel is done with them)
+  // (After the ring: the kernel is done with them.)
+  while (calls_.next != &calls_) {
+    IoCall* call = calls_.next;
+    calls_.next = call->next;
+    call->drop(call);
+  }
   if (buf_ring_) munmap(buf_ring_, kBufCount * sizeof(io_uring_buf));
   free(buf_base_);
   for (const Listener& l : listeners_) {

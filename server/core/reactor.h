@@ -2,7 +2,6 @@
 // A reactor: one pinned thread with its own io_uring, its own shard and its own connections.
 
 #include <absl/container/flat_hash_map.h>
-#include <absl/container/flat_hash_set.h>
 #include <absl/functional/any_invocable.h>
 #include <absl/functional/function_ref.h>
 #include <liburing.h>
@@ -20,10 +19,10 @@
 #include "server/acl/acl.h"
 #include "server/base/config.h"
 #include "server/base/fd_limit.h"
-#include "server/observe/stats.h"
 #include "server/base/task_queue.h"
 #include "server/cmdtable/command.h"
 #include "server/core/journal.h"
+#include "server/observe/stats.h"
 #include "server/pubsub/registry.h"
 #include "server/txn/lock_table.h"
 #include "server/txn/lock_waiters.h"
@@ -246,6 +245,8 @@ class Reactor {
   struct IoCall {
     void (*done)(IoCall* call, int res) = nullptr;
     void (*drop)(IoCall* call) = nullptr;
+    IoCall* prev = nullptr;  // in the reactor's list of calls in flight (calls_)
+    IoCall* next = nullptr;
   };
   // Reactor thread: sends `data` (kept alive by the caller until `call` is done) to a socket
   // another reactor's connection owns, in this turn's submission; the caller sees to it that
@@ -426,7 +427,8 @@ class Reactor {
   enum : uint8_t { kAwake = 0, kSleepsForAny = 1, kSleepsForUrgent = 2 };
   std::atomic<uint8_t> sleeping_{kAwake};
   int lazy_waiters_ = 0;  // AddLazyWaiter
-  absl::flat_hash_set<IoCall*> calls_;  // SubmitSendCall's, not yet done
+  // SubmitSendCall's, not yet done: a circular list through IoCall::prev/next, this its head.
+  IoCall calls_{nullptr, nullptr, &calls_, &calls_};
   // IORING_OP_MSG_RING works between the reactors' rings (cleared on the first refusal; shared
   // by every reactor, so one failure moves all of them to the eventfd).
   static inline std::atomic<bool> msg_ring_ok_{true};

@@ -131,7 +131,10 @@ void Reactor::SubmitSendCall(int fd, std::string_view data, IoCall* call) {
   io_uring_sqe* sqe = GetSqe();
   io_uring_prep_send(sqe, fd, data.data(), data.size(), MSG_NOSIGNAL);
   io_uring_sqe_set_data64(sqe, Encode(call, kOpCall));
-  calls_.insert(call);
+  call->prev = &calls_;
+  call->next = calls_.next;
+  calls_.next->prev = call;
+  calls_.next = call;
 }
 
 void Reactor::MarkForFlush(Connection* c) {
@@ -400,7 +403,8 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
     case kOpCall:
       if (c != nullptr) {
         auto* call = reinterpret_cast<IoCall*>(c);
-        calls_.erase(call);
+        call->prev->next = call->next;
+        call->next->prev = call->prev;
         call->done(call, cqe->res);
       }
       break;
