@@ -133,8 +133,13 @@ class VolatileTtlTest(EvictionCase):
         # may evict up to about 1 MB more than redis-server does).
         self.assertGreater(n, 16, evicted)
         self.assertLess(n, VOLATILE, evicted)
-        # Sampled, not exact: nine in ten of those evicted are among the 2n soonest to expire.
-        near = [i for i in evicted if i < 2 * n]
+        # Sampled, not exact: nine in ten of those evicted are among the 2n + 100 soonest to
+        # expire (of 400). Each eviction samples 5 neighbouring keys from a random place in the
+        # table into a pool of the 16 best seen, as Redis does, so the first evictions choose
+        # from few samples. Simulated, with at least MIN_EVICTED evictions this fails less than
+        # once in a thousand runs, and evicting at random never passes; the bound of 2n alone
+        # failed about once in fifteen runs at n = 60 on a loaded machine.
+        near = [i for i in evicted if i < 2 * n + VOLATILE // 4]
         self.assertGreaterEqual(len(near), 0.9 * n, evicted)
         self.assertEqual(int(harness.info(c, "stats")["evicted_keys"]), n)
 
