@@ -210,8 +210,13 @@ class LatencyTest(harness.ServerTestCase):
         self.assertEqual(h[1][:3], [b"calls", 40, b"histogram_usec"])
         buckets = h[1][3]
         bounds, counts = buckets[0::2], buckets[1::2]
-        for b in bounds:
-            self.assertEqual(b & (b - 1), 0, bounds)  # powers of two
+        self.assertEqual(bounds, sorted(set(bounds)))
+        if not harness.AGAINST_REDIS:
+            # deadbolt's buckets are exact powers of two. Redis reports each bucket's
+            # highest equivalent value in its HDR histogram (1024 ns steps cut to us), so
+            # past 32 us it prints 65, 131, 262...; a slow CI machine reaches those.
+            for b in bounds:
+                self.assertEqual(b & (b - 1), 0, bounds)
         self.assertEqual(counts, sorted(counts))
         self.assertEqual(counts[-1], 40)
         with self.conn() as c3:
