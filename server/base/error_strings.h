@@ -27,6 +27,9 @@ inline constexpr std::string_view kHashNotInteger = "ERR hash value is not an in
 inline constexpr std::string_view kHashNotFloat = "ERR hash value is not a float";
 inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
 inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
+// CLUSTER, READONLY, READWRITE and ASKING while this node runs standalone (server/cluster/).
+inline constexpr std::string_view kClusterDisabled =
+    "ERR This instance has cluster support disabled";
 inline constexpr std::string_view kWrongPass =
     "WRONGPASS invalid username-password pair or user is disabled.";
 inline constexpr std::string_view kAuthNotConfigured =
@@ -63,7 +66,8 @@ inline constexpr std::string_view kAclNoFile =
     "via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis "
     "configuration file set) in order to store users in the Redis configuration.";
 inline constexpr std::string_view kNoProto = "NOPROTO unsupported protocol version";
-inline constexpr std::string_view kTimeoutNotInteger = "ERR timeout is not an integer or out of range";
+inline constexpr std::string_view kTimeoutNotInteger =
+    "ERR timeout is not an integer or out of range";
 inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
 inline constexpr std::string_view kNxXx =
     "ERR NX and XX, GT or LT options at the same time are not compatible";
@@ -226,8 +230,7 @@ std::string AofWriteError(int err);
 // code for "not now, retry later" (a cluster slot being migrated): a client reports it as an
 // error (redis-py raises ResponseError), and a Redlock client counts the instance as one that did
 // not grant the lock.
-inline std::string RestartDelayRefusal(int64_t elapsed_ms, int64_t remaining_ms,
-                                       int64_t delay_ms) {
+inline std::string RestartDelayRefusal(int64_t elapsed_ms, int64_t remaining_ms, int64_t delay_ms) {
   return "TRYAGAIN deadbolt restarted " + std::to_string(elapsed_ms) +
          " ms ago; lock acquisitions are refused for " + std::to_string(remaining_ms) +
          " ms more (--restart-delay " + std::to_string(delay_ms) + ")";

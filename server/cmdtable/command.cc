@@ -24,6 +24,7 @@ CommandTable::CommandTable() {
   RegisterMonitorCommands(this);
   RegisterObjectCommands(this);
   RegisterDebugCommands(this);
+  RegisterClusterCommands(this);
   // Redis marks denyoom every command that may grow memory, which includes every command that
   // can create a key: each of them may create one (--restart-delay refuses them).
   static constexpr std::string_view kCheapSlow[] = {"set",    "setex",  "psetex",  "getset", "del",

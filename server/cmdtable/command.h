@@ -246,5 +246,6 @@ void RegisterSlowlogCommands(CommandTable* t);
 void RegisterMonitorCommands(CommandTable* t);
 void RegisterObjectCommands(CommandTable* t);  // OBJECT, MEMORY
 void RegisterDebugCommands(CommandTable* t);
+void RegisterClusterCommands(CommandTable* t);  // server/cluster/cmd_cluster.cc
 
 }  // namespace deadbolt::server
