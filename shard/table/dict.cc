@@ -95,7 +95,7 @@ void Dict::Prefetch(const uint64_t* hashes, size_t n) const {
     for (size_t i = 0; i < n; ++i) __builtin_prefetch(&tb.buckets[hashes[i] & tb.mask]);
   }
   // By now the first buckets asked for have come in (the rest are on their way): ask for the
-  // entries they point at. An entry is packed (header, key, value, expiry) and starts anywhere a
+  // entries they point at. An entry is packed (header, key, value, expiry) and starts anywhere in a
   // line: a 40- or 48-byte one (a 17-byte key, as redis-benchmark's) often spills into the next
   // line, whose miss then came in the key's compare. Its 48th byte's line too, then; for small
   // entries that is the same line, or a neighbour, at no measurable cost.
