@@ -157,10 +157,13 @@ OpResult<SetResult> Db::Set(std::string_view key, std::string_view value, const 
   }
   result.written = true;
   if (opts.expire == SetOptions::Expire::kAt && at <= now_ms) {
-    // Already expired (Redis's checkAlreadyExpired): the SET succeeds and the key is gone.
+    // Already expired (Redis's checkAlreadyExpired): the SET succeeds and the key is gone. It
+    // was still written, as Redis writes it and lets it expire: a watcher hears of it.
     if (pos) {
       impl_->Remove(pos, Impl::Change::kDeleted);
       impl_->dict.MaybeShrink();
+    } else {
+      impl_->OnChange(key, Impl::Change::kDeleted);
     }
     return result;
   }
@@ -227,7 +230,10 @@ OpResult<int64_t> Db::Append(std::string_view key, std::string_view value, int64
   const size_t old_len = e->string_value().size();
   const int64_t new_len = CheckedEnd(static_cast<int64_t>(old_len), value.size(), max_string_len);
   if (new_len < 0) return OpStatus::kStringTooLong;
-  if (value.empty()) return new_len;
+  if (value.empty()) {
+    impl_->Modified(pos);  // unchanged, but written: as in Redis, a watcher hears of it
+    return new_len;
+  }
   char* data = impl_->GrowString(pos, static_cast<size_t>(new_len));
   std::memcpy(data + old_len, value.data(), value.size());
   impl_->Modified(pos);

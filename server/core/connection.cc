@@ -498,21 +498,20 @@ void Connection::Dispatch(CmdArgs args) {
   CommandStats& cs = reactor_->stats().commands[CommandTable::StatsSlot(spec, args)];
   if (!spec->ArityOk(args.size())) {
     cs.rejected_calls++;
-    if (in_multi_ && spec->name == "exec") {
-      // A rejected EXEC discards the transaction, saying why (Redis's execCommandAbort).
-      ResetTransactionState();
-      std::string why = errors::WrongArity(spec->name);
-      ReplyError(errors::ExecAbortBecause(why));
-      return;
-    }
-    if (in_multi_) multi_error_ = true;
-    ReplyError(errors::WrongArity(spec->name));
+    Reject(spec, errors::WrongArity(spec->name));
+    return;
+  }
+  if (!spec->subcommands.empty() && args.size() > 1 &&
+      (!last_cmd_ || !last_cmd_->ArityOk(args.size()))) [[unlikely]] {
+    // A subcommand that does not exist or has the wrong arity, refused as an unknown command is.
+    cs.rejected_calls++;
+    Reject(spec, last_cmd_ ? errors::WrongArity(last_cmd_->name)
+                           : errors::UnknownSubcommand(args[1], AsciiUpper(spec->name)));
     return;
   }
   if (!authenticated_ && !(spec->flags & kNoAuth)) {
     cs.rejected_calls++;
-    if (in_multi_) multi_error_ = true;
-    ReplyError(errors::kNoAuth);
+    Reject(spec, errors::kNoAuth);
     return;
   }
   // ACL: one flag test for a user who may run everything (the default user, +@all ~* &*); the
@@ -526,8 +525,7 @@ void Connection::Dispatch(CmdArgs args) {
     if (auto refusal = RestartDelayRefusal(reactor_->server().restart_delay(), *spec, args,
                                            reactor_->now_ms())) {
       cs.rejected_calls++;
-      if (in_multi_) multi_error_ = true;
-      ReplyError(*refusal);
+      Reject(spec, *refusal);
       return;
     }
   }
@@ -598,15 +596,18 @@ bool Connection::AclRefuses(const CommandSpec* spec, CmdArgs args, CommandStats&
   reactor_->stats().acl_access_denied[denial->reason]++;
   LogAclDenial(acl::DenialReason(*denial), denial->object, user_->name(),
                in_multi_ ? "multi" : "toplevel");
-  if (in_multi_ && spec->name == "exec") {
-    // A refused EXEC discards the transaction, saying why (Redis's execCommandAbort).
+  Reject(spec, acl::DenialError(*denial));
+  return true;
+}
+
+void Connection::Reject(const CommandSpec* spec, std::string_view error) {
+  if (spec->name == "exec") {  // Redis's execCommandAbort, inside MULTI or not
     ResetTransactionState();
-    ReplyError(errors::ExecAbortBecause(acl::DenialError(*denial)));
-    return true;
+    ReplyError(errors::ExecAbortBecause(error));
+    return;
   }
   if (in_multi_) multi_error_ = true;
-  ReplyError(acl::DenialError(*denial));
-  return true;
+  ReplyError(error);
 }
 
 bool Connection::AclRefusesAtExec(const CommandSpec* spec, CmdArgs args, std::string* replies,

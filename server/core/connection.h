@@ -300,6 +300,9 @@ class Connection {
   // The client has gone: fan-outs that only read and still wait for their locks are dropped.
   void FanOutsClientGone();
   void Dispatch(CmdArgs args);
+  // Refuses a call before it runs or is queued, as Redis's rejectCommand: a refused EXEC
+  // discards the transaction and says why (EXECABORT); inside MULTI, EXEC then aborts.
+  void Reject(const CommandSpec* spec, std::string_view error);
   // ACL, for a user who may not do everything: refuses the call (NOPERM, ACL LOG) and says so.
   [[gnu::noinline]] bool AclRefuses(const CommandSpec* spec, CmdArgs args, CommandStats& cs);
   // ACL again at EXEC for a queued command (the user's rules may have changed since it was

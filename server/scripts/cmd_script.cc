@@ -16,6 +16,8 @@
 // fan-out's key locks. A malformed numkeys yields no keys, so the call runs here and replies the
 // error.
 
+#include <absl/container/flat_hash_set.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -161,6 +163,7 @@ void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_
     std::vector<int> owner;
     std::vector<int> shards;
     std::vector<std::optional<shard::KeySnapshot>> before, after;
+    std::vector<bool> written;  // the script wrote the key (KEYS[i])
     bool write_back = false;
     int resp = 2;
     std::string reply;
@@ -215,17 +218,27 @@ void RunLuaAcrossShards(const ScriptCall& call, const LuaTarget& lua, bool read_
       lc.function = true;
       lc.function_name = st->function->name;
     }
+    // The keys the script writes, told by the private database: only those are written back,
+    // so a key it only read is not touched (a client watching it sees no change, as in Redis).
+    struct Writes : shard::KeyObserver {
+      absl::flat_hash_set<std::string> keys;
+      void OnKeyChanged(std::string_view key) override { keys.emplace(key); }
+    } writes;
+    db.AddObserver(&writes);
     const LuaOutcome o = LuaEngine::ForThisThread().Run(lc, sctx);
+    db.RemoveObserver(&writes);
     st->write_back = o.wrote && !o.killed;
     if (!st->write_back) return;
+    st->written.resize(st->keys.size());
     for (size_t i = 0; i < st->keys.size(); i++) {
-      st->after[i] = db.Snapshot(st->keys[i], ctx.now_ms);
+      st->written[i] = writes.keys.contains(st->keys[i]);
+      if (st->written[i]) st->after[i] = db.Snapshot(st->keys[i], ctx.now_ms);
     }
   });
   phases.push_back([st](ShardCtx& ctx) {
     if (!st->write_back) return;
     for (size_t i = 0; i < st->keys.size(); i++) {
-      if (st->owner[i] != ctx.shard.index()) continue;
+      if (st->owner[i] != ctx.shard.index() || !st->written[i]) continue;
       if (st->after[i]) {
         ctx.db.Restore(st->keys[i], *st->after[i], true, ctx.now_ms, true);
       } else if (st->before[i]) {
@@ -653,9 +666,11 @@ CommandSpec EvalSpec(std::string name, uint32_t flags, ShardHandler on_shard, Co
   return s;
 }
 
-CommandSpec ScriptSub(std::string name, int arity, uint32_t flags) {
+// A subcommand of SCRIPT or FUNCTION (`parent`), named as COMMAND, ACL rules and
+// CommandTable::FindSubcommand expect: "function|flush".
+CommandSpec ScriptSub(std::string_view parent, std::string name, int arity, uint32_t flags) {
   CommandSpec s;
-  s.name = "script|" + name;
+  s.name = std::string(parent) + "|" + name;
   s.arity = arity;
   s.flags = flags;
   s.first_key = s.last_key = s.key_step = 0;
@@ -680,11 +695,11 @@ void RegisterScriptCommands(CommandTable* t) {
   script.first_key = script.last_key = script.key_step = 0;
   script.conn_handler = Script;
   script.acl_categories = {"@slow"};
-  script.subcommands.push_back(ScriptSub("exists", -3, kNoScript));
-  script.subcommands.push_back(ScriptSub("flush", -2, kNoScript));
-  script.subcommands.push_back(ScriptSub("help", 2, kLoading | kStale));
-  script.subcommands.push_back(ScriptSub("kill", 2, kNoScript));
-  script.subcommands.push_back(ScriptSub("load", 3, kNoScript | kStale));
+  script.subcommands.push_back(ScriptSub("script", "exists", -3, kNoScript));
+  script.subcommands.push_back(ScriptSub("script", "flush", -2, kNoScript));
+  script.subcommands.push_back(ScriptSub("script", "help", 2, kLoading | kStale));
+  script.subcommands.push_back(ScriptSub("script", "kill", 2, kNoScript));
+  script.subcommands.push_back(ScriptSub("script", "load", 3, kNoScript | kStale));
   t->Add(std::move(script));
   CommandSpec function;
   function.name = "function";
@@ -693,13 +708,13 @@ void RegisterScriptCommands(CommandTable* t) {
   function.first_key = function.last_key = function.key_step = 0;
   function.conn_handler = Function;
   function.acl_categories = {"@slow"};
-  function.subcommands.push_back(ScriptSub("delete", 3, kWrite | kNoScript));
-  function.subcommands.push_back(ScriptSub("flush", -2, kWrite | kNoScript));
-  function.subcommands.push_back(ScriptSub("help", 2, kLoading | kStale));
-  function.subcommands.push_back(ScriptSub("kill", 2, kNoScript));
-  function.subcommands.push_back(ScriptSub("list", -2, kNoScript));
-  function.subcommands.push_back(ScriptSub("load", -3, kWrite | kDenyOom | kNoScript));
-  function.subcommands.push_back(ScriptSub("stats", 2, kNoScript));
+  function.subcommands.push_back(ScriptSub("function", "delete", 3, kWrite | kNoScript));
+  function.subcommands.push_back(ScriptSub("function", "flush", -2, kWrite | kNoScript));
+  function.subcommands.push_back(ScriptSub("function", "help", 2, kLoading | kStale));
+  function.subcommands.push_back(ScriptSub("function", "kill", 2, kNoScript));
+  function.subcommands.push_back(ScriptSub("function", "list", -2, kNoScript));
+  function.subcommands.push_back(ScriptSub("function", "load", -3, kWrite | kDenyOom | kNoScript));
+  function.subcommands.push_back(ScriptSub("function", "stats", 2, kNoScript));
   t->Add(std::move(function));
   // FCALL may create a key (any function may); FCALL_RO runs only no-writes functions.
   t->Add(EvalSpec("fcall", kWrite | kMayCreate, FcallOnShard<false>, FcallAcrossShards<false>));

@@ -103,6 +103,18 @@ class FunctionTest(harness.ServerTestCase):
         self.assertEqual(c.cmd("FUNCTION", "FLUSH"), OK)
         self.assertEqual(c.cmd("FUNCTION", "LIST"), b"*0\r\n")
 
+    def test_subcommands_named_as_redis(self):
+        # COMMAND, ACL rules and CLIENT LIST name them function|<sub>, as Redis does.
+        info = harness.decode(self.c.cmd("COMMAND", "INFO", "FUNCTION"))[0]
+        names = {sub[0].decode() for sub in info[9]}
+        self.assertTrue(names, info)
+        self.assertTrue(all(n.startswith("function|") for n in names), names)
+        self.assertTrue({"function|load", "function|flush", "function|list"} <= names, names)
+        self.assertEqual(self.c.cmd("FUNCTION", "NOPE"),
+                         error("ERR unknown subcommand 'NOPE'. Try FUNCTION HELP."))
+        self.assertEqual(self.c.cmd("FUNCTION", "LOAD"),
+                         error("ERR wrong number of arguments for 'function|load' command"))
+
     def test_load_errors_as_redis(self):
         c = self.c
         cases = [

@@ -198,6 +198,29 @@ class MultiExecTest(TxTestCase):
         self.assertReply(EXEC_WITHOUT_MULTI, "EXEC")
         self.assertReply(NIL, "GET", A0)
 
+    def test_execabort_after_unknown_or_misused_subcommand(self):
+        # Redis refuses these before queueing, as an unknown command (processCommand).
+        self.assertReply(OK, "MULTI")
+        self.queue(("SET", A0, "1"))
+        self.assertReply(b"-ERR unknown subcommand 'BOGUS'. Try OBJECT HELP.\r\n",
+                         "OBJECT", "BOGUS", A0)
+        self.assertReply(wrong_args("object|encoding"), "OBJECT", "ENCODING")
+        self.assertReply(wrong_args("config|get"), "CONFIG", "GET")
+        self.assertReply(b"-ERR unknown subcommand 'nope'. Try CLIENT HELP.\r\n", "CLIENT", "nope")
+        self.queue(("SELECT", "1"))
+        self.assertReply(EXECABORT, "EXEC")
+        self.assertReply(NIL, "GET", A0)  # nothing ran: still database 0, no key
+        self.assertReply(EXEC_WITHOUT_MULTI, "EXEC")
+
+    def test_exec_with_arguments_outside_multi_aborts(self):
+        # Redis's execCommandAbort, inside MULTI or not: it also forgets the watched keys.
+        other = self.conn()
+        self.assertReply(OK, "WATCH", A0)
+        self.assertReply(b"-EXECABORT Transaction discarded because of: wrong number of arguments "
+                         b"for 'exec' command\r\n", "EXEC", "extra")
+        self.assertReply(OK, "SET", A0, "changed", c=other)
+        self.assertEqual(self.transaction(("SET", C0, "done")), array(OK))
+
     def test_watch_inside_multi(self):
         other = self.conn()
         self.assertReply(OK, "MULTI")
@@ -379,6 +402,8 @@ class WatchTest(TxTestCase):
             ("GETDEL", A1), ("GETSET", A1, "9"), ("SETRANGE", A1, "0", "q"), ("PEXPIRE", A1, "100000"),
             ("PERSIST", A1), ("MSET", B0, "1", A1, "2"), ("DEL", B0, A1), ("INCRBYFLOAT", A1, "1.5"),
             ("SET", A1, "new", "XX"), ("GETEX", A1, "PX", "100000"),
+            ("APPEND", A1, ""),  # written, though unchanged: Redis signals it
+            ("SET", A1, "x", "PXAT", "1"),  # written, and gone at once
         ]
         for change in changes:
             with self.subTest(change=change):
@@ -404,6 +429,29 @@ class WatchTest(TxTestCase):
                 self.assertFalse(other.cmd(*noop).startswith(b"-"), noop)
                 self.assertEqual(self.transaction(("GET", A0)), array(bulk("1")))
         self.assertReply(integer(0), "EXISTS", A1, B0)
+
+    def test_set_already_expired_on_a_missing_key_aborts(self):
+        # Redis writes the key and lets it expire: the watcher hears of it all the same.
+        other = self.conn()
+        for expiry in (("PXAT", "1"), ("EXAT", "1000000000")):
+            with self.subTest(expiry=expiry):
+                self.assertReply(OK, "WATCH", A1)
+                self.assertReply(OK, "SET", A1, "v", *expiry, c=other)
+                self.assertEqual(self.transaction(("SET", C0, "done")), NIL_ARRAY)
+                self.assertReply(integer(0), "EXISTS", A1, C0)
+
+    def test_script_across_shards_touches_only_what_it_writes(self):
+        # Keys of a script on two shards: the one it only reads stays untouched, as in Redis.
+        other = self.conn()
+        script = "redis.call('set', KEYS[1], 'v'); return redis.call('get', KEYS[2])"
+        self.assertReply(OK, "SET", A1, "1")
+        self.assertReply(OK, "WATCH", A1)
+        self.assertReply(bulk("1"), "EVAL", script, "2", A0, A1, c=other)
+        self.assertEqual(self.transaction(("SET", C0, "done")), array(OK))
+        self.assertReply(OK, "WATCH", A0)
+        self.assertReply(bulk("1"), "EVAL", script, "2", A0, A1, c=other)
+        self.assertEqual(self.transaction(("SET", C0, "again")), NIL_ARRAY)
+        self.assertReply(bulk("done"), "GET", C0)
 
     def test_delete_aborts(self):
         other = self.conn()
