@@ -238,7 +238,7 @@ OpResult<std::vector<std::string>> Db::SetRandMember(std::string_view key, int64
   const SetView set = SetOf(e);
   if (count < 0) {
     const uint64_t n = static_cast<uint64_t>(-(count + 1)) + 1;
-    out.reserve(n);
+    out.reserve(static_cast<size_t>(std::min<uint64_t>(n, 1 << 20)));  // n: the caller's
     for (uint64_t i = 0; i < n; ++i) out.push_back(set.Random(&impl_->rng));
     return out;
   }

@@ -118,9 +118,15 @@ inline constexpr std::string_view kZLimitNeedsBy =
 inline constexpr std::string_view kZWithScoresByLex =
     "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
 inline constexpr std::string_view kZWeightNotFloat = "ERR weight value is not a float";
-// ZRANDMEMBER's count below -LONG_MAX (getRangeLongFromObjectOrReply's text).
+// SRANDMEMBER / ZRANDMEMBER's count below -LONG_MAX (getRangeLongFromObjectOrReply's text).
 inline constexpr std::string_view kZRandCountRange =
     "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+// SRANDMEMBER / ZRANDMEMBER with a negative count (picks that may repeat) asking for more than
+// kMaxRandPicks: deadbolt's limit on that reply, which Redis builds until memory runs out, said
+// in getRangeLongFromObjectOrReply's words.
+inline constexpr int64_t kMaxRandPicks = 16777216;
+inline constexpr std::string_view kRandPicksRange =
+    "ERR value is out of range, value must between -16777216 and 9223372036854775807";
 // "ERR at least 1 input key is needed for 'zunionstore' command"
 std::string ZNeedsInputKey(std::string_view command_lower);
 

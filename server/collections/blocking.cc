@@ -29,7 +29,8 @@ bool ParseBlockTimeout(std::string_view s, int64_t now_ms, int64_t* deadline,
     rb.Error(errors::kTimeoutNegative);
     return false;
   }
-  const auto ms = static_cast<int64_t>(secs * 1000);  // truncated, as Redis: 0.0001 waits forever
+  // Rounded up, as Redis 7 (ceill): 0.0001 waits 1 ms, and only 0 waits forever.
+  const auto ms = static_cast<int64_t>(std::ceil(secs * 1000));
   *deadline = ms == 0 || ms > LockWaiters::kForever - now_ms ? LockWaiters::kForever : now_ms + ms;
   return true;
 }

@@ -124,8 +124,16 @@ void SRandMember(CmdArgs args, ShardCtx& ctx) {
   const bool has_count = args.size() == 3;
   int64_t count = 1;
   if (has_count) {
-    if (!StringToInt64(args[2], &count) || count == INT64_MIN) {
+    if (!StringToInt64(args[2], &count)) {
       ctx.rb.Error(errors::kNotInteger);
+      return;
+    }
+    if (count == INT64_MIN) {
+      ctx.rb.Error(errors::kZRandCountRange);
+      return;
+    }
+    if (count < -errors::kMaxRandPicks) {
+      ctx.rb.Error(errors::kRandPicksRange);
       return;
     }
   }

@@ -450,6 +450,10 @@ void ZRandMember(CmdArgs args, ShardCtx& ctx) {
         return;
       }
     }
+    if (count < -errors::kMaxRandPicks) {
+      ctx.rb.Error(errors::kRandPicksRange);
+      return;
+    }
     auto r = ctx.db.ZRandMember(args[1], count, ctx.now_ms);
     if (!r.ok()) {
       ReplyStatus(ctx.rb, r.status());

@@ -303,7 +303,12 @@ void Connection::ProcessInput() {
         Kill();
         break;
       }
-      if (size_t want = parser_.BytesWanted(); want > buf.size()) in_.reserve(in_start_ + want);
+      // Room for the rest of the command, asked for at once, in steps: the lengths are the
+      // client's (up to proto-max-bulk-len, which may be anything), and may never come.
+      constexpr size_t kMaxReserveStep = size_t{64} << 20;
+      if (size_t want = parser_.BytesWanted(); want > buf.size()) {
+        in_.reserve(in_start_ + std::min(want, buf.size() + kMaxReserveStep));
+      }
       break;
     }
     if (st == protocol::ParseStatus::kError) {
@@ -331,6 +336,10 @@ void Connection::ProcessInput() {
         CloseForOutputLimit();
         break;
       }
+      if (unsent_output() + done_slot_bytes_ >= kMaxUnsentBeforeRunning) {
+        input_held_ = true;  // until the kernel has taken enough (ResumeHeldInput)
+        break;
+      }
       if (reactor_->client_mem_check_due()) {
         // maxmemory-clients: replies took the server over (NoteClientGrowth, just now in
         // OverOutputLimitSlow); the biggest clients go now, this one perhaps, before it runs
@@ -343,6 +352,12 @@ void Connection::ProcessInput() {
     }
   }
   reactor_->EndTiming(this);
+  if (input_held_ && static_cast<int64_t>(in_.size() - in_start_) >
+                         reactor_->config().client_query_buffer_limit) [[unlikely]] {
+    LogWarning("closing client %s that reached max query buffer length (%zu bytes)", peer_.c_str(),
+               in_.size() - in_start_);
+    Kill();
+  }
   SendRelay(/*run_here=*/true);  // the commands gathered from this input go in one relay
   if (in_start_ == in_.size()) {
     in_.clear();
@@ -354,45 +369,6 @@ void Connection::ProcessInput() {
   }
   processing_ = false;
   AfterOutput();
-}
-
-void Connection::CloseUnauthenticated() {
-  reactor_->stats().unauth_clients_closed++;
-  static thread_local LogRateLimiter limiter(60 * 1000, 10);
-  uint64_t left_out = 0;
-  if (limiter.Allow(reactor_->now_ms(), &left_out)) {
-    std::string more = left_out ? " (" + std::to_string(left_out) + " more not logged)" : "";
-    LogWarning(
-        "closing unauthenticated client id=%llu addr=%s: %zu bytes of replies unread, "
-        "over the %zu allowed before AUTH%s",
-        static_cast<unsigned long long>(id_), peer_.c_str(), unsent_output(),
-        kUnauthMaxUnsentOutput, more.c_str());
-  }
-  Kill();
-}
-
-bool Connection::OverOutputLimitSlow() {
-  if (reactor_->client_mem_limit() > 0) reactor_->NoteClientGrowth(this);
-  const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
-  const OutputBufferLimit& limit = subscribed() ? limits.pubsub : limits.normal;
-  if (limit.hard == 0 && limit.soft == 0) return false;
-  // Replies done but waiting in their slots behind one still out on another shard count too.
-  return output_limit_.Over(limit, unsent_output() + done_slot_bytes_, reactor_->now_ms());
-}
-
-bool Connection::ThrottledByOutputLimit() const {
-  if (inflight_ < kMaxInflightUnderOutputLimit) return false;
-  const OutputBufferLimit& limit = reactor_->config().client_output_buffer_limit.normal;
-  return limit.hard > 0 || limit.soft > 0 || reactor_->client_mem_limit() > 0;
-}
-
-void Connection::CloseForOutputLimit() {
-  reactor_->stats().output_limit_disconnections++;
-  LogWarning(
-      "closing client id=%llu addr=%s for overcoming of output buffer limits (%zu bytes "
-      "of replies unread)",
-      static_cast<unsigned long long>(id_), peer_.c_str(), unsent_output());
-  Kill();  // leaves its subscriptions too (OnClose)
 }
 
 void Connection::AfterOutput() {

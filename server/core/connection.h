@@ -163,6 +163,13 @@ class Connection {
   // before it is checked.
   static constexpr int kMaxInflightUnderOutputLimit = 8;
   bool ThrottledByOutputLimit() const;
+  // A client whose replies pile up unread (a pipeline of big reads it does not read) has no more
+  // of its input run until the kernel takes them below this: what one client makes the server
+  // hold stays bounded, with no output limit set, and the reactor's other clients are not held
+  // up while its replies are built. Its input is still read, up to client-query-buffer-limit.
+  static constexpr size_t kMaxUnsentBeforeRunning = size_t{16} << 20;
+  bool input_held_ = false;  // stopped at kMaxUnsentBeforeRunning; Reactor::OnSend resumes it
+  void ResumeHeldInput();
 
   // Runs per_shard on each shard in `shards` (inline for this reactor's shard, as a message to the
   // others), then finish() here, which writes the command's reply. per_shard is copied to every

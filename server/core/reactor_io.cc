@@ -1,5 +1,6 @@
 // A reactor's sockets: the io_uring operations it arms (accept, recv into provided buffers,
-// batched sends), what their completions do, and a connection's life from accept to close. The
+// batched sends), what their completions do, and a connection's life from accept to close; also
+// a connection's output limits, and its input held back while its replies are not taken. The
 // loop, messages between reactors and the tick are in reactor.cc.
 
 #include <arpa/inet.h>
@@ -386,13 +387,15 @@ void Reactor::OnSend(Connection* c, int res) {
   }
   if (c->sending_off_ < c->sending_.size()) {
     SubmitSend(c);
-    return;
+  } else {
+    c->sending_.clear();
+    if (c->sending_.capacity() > (1 << 20)) std::string().swap(c->sending_);
+    if (c->move_to_ >= 0) [[unlikely]]
+      StartMove(c);  // moves now if it is idle, else after a later send
+    MarkForFlush(c);
   }
-  c->sending_.clear();
-  if (c->sending_.capacity() > (1 << 20)) std::string().swap(c->sending_);
-  if (c->move_to_ >= 0) [[unlikely]]
-    StartMove(c);  // moves now if it is idle, else after a later send
-  MarkForFlush(c);
+  if (c->input_held_) [[unlikely]]
+    c->ResumeHeldInput();  // its replies were too many to run more of its input
 }
 
 void Reactor::HandleCqe(io_uring_cqe* cqe) {
@@ -443,6 +446,54 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
       if (journal_) journal_->OnCompletion(reinterpret_cast<Journal::Op*>(c), cqe->res);
       break;
   }
+}
+
+// A connection's output: what its limits do, and holding its input back while its replies are
+// not taken (Reactor::OnSend resumes it).
+
+void Connection::CloseUnauthenticated() {
+  reactor_->stats().unauth_clients_closed++;
+  static thread_local LogRateLimiter limiter(60 * 1000, 10);
+  uint64_t left_out = 0;
+  if (limiter.Allow(reactor_->now_ms(), &left_out)) {
+    std::string more = left_out ? " (" + std::to_string(left_out) + " more not logged)" : "";
+    LogWarning(
+        "closing unauthenticated client id=%llu addr=%s: %zu bytes of replies unread, "
+        "over the %zu allowed before AUTH%s",
+        static_cast<unsigned long long>(id_), peer_.c_str(), unsent_output(),
+        kUnauthMaxUnsentOutput, more.c_str());
+  }
+  Kill();
+}
+
+bool Connection::OverOutputLimitSlow() {
+  if (reactor_->client_mem_limit() > 0) reactor_->NoteClientGrowth(this);
+  const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
+  const OutputBufferLimit& limit = subscribed() ? limits.pubsub : limits.normal;
+  if (limit.hard == 0 && limit.soft == 0) return false;
+  // Replies done but waiting in their slots behind one still out on another shard count too.
+  return output_limit_.Over(limit, unsent_output() + done_slot_bytes_, reactor_->now_ms());
+}
+
+bool Connection::ThrottledByOutputLimit() const {
+  if (inflight_ < kMaxInflightUnderOutputLimit) return false;
+  const OutputBufferLimit& limit = reactor_->config().client_output_buffer_limit.normal;
+  return limit.hard > 0 || limit.soft > 0 || reactor_->client_mem_limit() > 0;
+}
+
+void Connection::CloseForOutputLimit() {
+  reactor_->stats().output_limit_disconnections++;
+  LogWarning(
+      "closing client id=%llu addr=%s for overcoming of output buffer limits (%zu bytes "
+      "of replies unread)",
+      static_cast<unsigned long long>(id_), peer_.c_str(), unsent_output());
+  Kill();  // leaves its subscriptions too (OnClose)
+}
+
+void Connection::ResumeHeldInput() {
+  if (unsent_output() + done_slot_bytes_ >= kMaxUnsentBeforeRunning) return;
+  input_held_ = false;
+  if (!closing_ && !moving_ && !paused_ && !deferred_spec_) ProcessInput();
 }
 
 }  // namespace deadbolt::server

@@ -458,7 +458,9 @@ int MsgpackPack(lua_State* L) {
 // Decodes one value at *pos, pushing it; false when the data is cut short.
 bool UnpackValue(lua_State* L, const uint8_t* p, size_t len, size_t* pos, int depth) {
   if (*pos >= len || depth > kMaxNesting * 4) return false;
-  lua_checkstack(L, 4);
+  // Every value decoded stays on the stack until unpack returns them all: past the stack's
+  // limit, Redis's cmsgpack error (a Lua error, not a write past the stack's end).
+  luaL_checkstack(L, 4, "too many return values at once; use unpack_one or unpack_limit instead.");
   const uint8_t tag = p[(*pos)++];
   auto need = [&](size_t n) { return len - *pos >= n; };
   auto big = [&](size_t n) {

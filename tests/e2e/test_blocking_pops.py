@@ -160,6 +160,15 @@ class WaitTest(BlockingTestCase):
         self.assertGreaterEqual(time.monotonic() - t0, 0.15)
         self.wait_blocked(0)
 
+    def test_a_timeout_under_a_millisecond_still_times_out(self):
+        # Redis 7 rounds a timeout up to whole milliseconds: only 0 waits forever.
+        w = self.conn()
+        for timeout in ("0.001", "0.0005", "0.00001"):
+            with self.subTest(timeout=timeout):
+                w.send(encode_command("BLPOP", on_shard(1, "t"), timeout))
+                self.assertEqual(w.read_reply(), NIL_ARRAY)
+        self.wait_blocked(0)
+
     def test_first_come_first_served_across_reactors(self):
         # Connections are spread over both reactors; each waits on the key of one shard, in a
         # known order. Each push of one element serves the longest-waiting client.

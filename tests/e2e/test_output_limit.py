@@ -12,10 +12,11 @@ import socket
 import sys
 import threading
 import time
+import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import OK  # noqa: E402
+from harness import OK, bulk  # noqa: E402
 from slots import on_shard  # noqa: E402
 
 DEFAULT = b"normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
@@ -149,3 +150,54 @@ class OutputLimitTest(harness.ServerTestCase):
 
 if __name__ == "__main__":
     harness.main()
+
+
+class HeldInputTest(unittest.TestCase):
+    """With no output limit (the default), a client that pipelines GETs of a large value and
+    does not read the replies has no more of its commands run once 16 MB of replies wait for
+    it: the server holds its input, not hundreds of MB of replies, and every reply still comes
+    once the client reads. deadbolt only: Redis builds every reply. Local keys (--threads 1):
+    a relay's replies are not bounded this way yet."""
+
+    def test_input_is_held_while_replies_are_unread(self):
+        if harness.AGAINST_REDIS:
+            self.skipTest("redis-server builds every reply")
+        srv = harness.ServerProcess(["--threads", "1"]).start()
+        self.addCleanup(srv.stop)
+        c = harness.RespConn(srv.port)
+        self.assertEqual(c.cmd("SET", "big", "x" * (VALUE_MB << 20)), OK)
+        base = rss_mb(srv.proc.pid)
+        reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        reader.connect(("127.0.0.1", srv.port))
+        self.addCleanup(reader.close)
+        n = 300  # 300 MB of replies asked for
+        reader.sendall(harness.encode_command("GET", "big") * n)
+        held = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            lines = bytes(harness.decode(c.cmd("CLIENT", "LIST"))).decode().splitlines()
+            fields = [dict(f.split("=", 1) for f in line.split() if "=" in f)
+                      for line in lines if "cmd=get" in line]
+            if fields and int(fields[0]["qbuf"]) > 0 and int(fields[0]["omem"]) >= (16 << 20):
+                held = fields[0]
+                break
+            time.sleep(0.05)
+        self.assertIsNotNone(held, "the reader's input was never held")
+        time.sleep(0.3)  # (were it not held, more replies would be built meanwhile)
+        fields = [dict(f.split("=", 1) for f in line.split() if "=" in f)
+                  for line in bytes(harness.decode(c.cmd("CLIENT", "LIST"))).decode().splitlines()
+                  if "cmd=get" in line][0]
+        self.assertLess(int(fields["omem"]), 40 << 20, fields)
+        self.assertGreater(int(fields["qbuf"]), 0, fields)
+        self.assertLess(rss_mb(srv.proc.pid) - base, 120)
+        self.assertEqual(c.cmd("PING"), b"+PONG\r\n")
+        want = n * len(bulk("x" * (VALUE_MB << 20)))
+        got = 0
+        reader.settimeout(30)
+        while got < want:
+            data = reader.recv(1 << 20)
+            if not data:
+                break
+            got += len(data)
+        self.assertEqual(got, want)
