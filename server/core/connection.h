@@ -169,6 +169,7 @@ class Connection {
   // up while its replies are built. Its input is still read, up to client-query-buffer-limit.
   static constexpr size_t kMaxUnsentBeforeRunning = size_t{16} << 20;
   bool input_held_ = false;  // stopped at kMaxUnsentBeforeRunning; Reactor::OnSend resumes it
+  bool input_ended_ = false;  // EOF read: closed once what it sent has run and been answered
   void ResumeHeldInput();
 
   // Runs per_shard on each shard in `shards` (inline for this reactor's shard, as a message to the

@@ -225,7 +225,8 @@ void Reactor::FlushConnections() {
     if (!c->send_in_flight_ && (!c->out_.empty() || c->tls_wire_pending())) {
       SubmitSend(c);
     } else if (!c->send_in_flight_ && c->out_.empty() && c->pending_.empty() &&
-               c->close_after_reply_) {
+               (c->close_after_reply_ || (c->input_ended_ && c->inflight_ == 0 && !c->paused_ &&
+                                          !c->deferred_spec_ && !c->input_held_))) {
       CloseConnection(c);
     }
   }
@@ -361,6 +362,11 @@ void Reactor::OnRecv(Connection* c, int res, uint32_t flags) {
   } else if (!more) {
     if (res == -ECANCELED && c->moving_ && !c->closing_) {
       FinishMove(c);  // StartMove's cancel: the socket goes to its new reactor
+    } else if (res == 0 && !c->closing_ && !c->moving_ && !c->block_state_) {
+      // EOF: the client may have only shut its writing side (`printf 'PING\r\n' | nc -N`). As
+      // Redis, what it sent is run and answered, then it is closed (FlushConnections).
+      c->input_ended_ = true;
+      MarkForFlush(c);
     } else {
       CloseConnection(c);  // EOF (0) or an error
     }

@@ -9,6 +9,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from slots import on_shard  # noqa: E402
 from harness import (NIL, NOT_INTEGER, NULL3, OK, PONG, SYNTAX, RespSet,  # noqa: E402
                      Verbatim, bulk, decode, integer, wrong_args)
 
@@ -243,6 +244,36 @@ class SelectQuitResetTest(ConnTestCase):
         self.assertEqual(c.cmd("quit", "extra-args-are-ignored"), OK)
         self.assertEqual(c.read_until_closed(), b"")
         self.assertReply(PONG, "PING")
+
+    def test_half_closed_client_is_answered_then_closed(self):
+        # `printf ... | nc -N`: the client shuts its writing side after its commands. As Redis,
+        # every command it sent runs and is answered (on this shard, across shards, in a
+        # transaction), then the server closes; nothing is left connected.
+        a0, a1 = on_shard(0, "hc"), on_shard(1, "hc")
+        sent = b"".join(harness.encode_command(*c) for c in [
+            ("SET", a0, "1"), ("GET", a0), ("SET", a1, "2"), ("GET", a1), ("MGET", a0, a1),
+            ("MULTI",), ("INCR", a0), ("GET", a1), ("EXEC",), ("PING",)])
+        want = (OK + bulk("1") + OK + bulk("2") + b"*2\r\n" + bulk("1") + bulk("2") + OK +
+                b"+QUEUED\r\n+QUEUED\r\n*2\r\n:2\r\n" + bulk("2") + PONG)
+        before = harness.info(self.c, "clients")["connected_clients"]
+        for _ in range(4):  # connections land on both reactors
+            self.assertReply(OK, "SET", a0, "0")
+            s = socket.create_connection(("127.0.0.1", harness.port()), timeout=10)
+            s.sendall(sent)
+            s.shutdown(socket.SHUT_WR)
+            got = b""
+            while True:
+                data = s.recv(4096)
+                if not data:
+                    break
+                got += data
+            s.close()
+            self.assertEqual(got, want)
+        deadline = time.monotonic() + 10
+        while (harness.info(self.c, "clients")["connected_clients"] != before and
+               time.monotonic() < deadline):
+            time.sleep(0.02)
+        self.assertEqual(harness.info(self.c, "clients")["connected_clients"], before)
 
     def test_reset(self):
         c = self.c
