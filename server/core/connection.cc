@@ -901,6 +901,7 @@ void Connection::RunBlockingHere(const CommandSpec* spec, CmdArgs args) {
   block_state_ = std::move(state);
   block_shards_ = {reactor_->id()};
   paused_ = true;
+  if (input_ended_) reactor_->MarkForFlush(this);  // closed there, as Redis frees it
 }
 
 std::unique_ptr<BlockedReply> Connection::BlockAcross(std::vector<int> shards) {
@@ -918,6 +919,7 @@ std::unique_ptr<BlockedReply> Connection::BlockAcross(std::vector<int> shards) {
   block_state_ = std::move(state);
   block_shards_ = std::move(shards);
   paused_ = true;
+  if (input_ended_) reactor_->MarkForFlush(this);  // closed there, as Redis frees it
   return reply;
 }
 
@@ -938,6 +940,7 @@ void Connection::ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shar
   block_shards_ = {shard};
   paused_ = true;
   Forward(spec, args, shard, block_state_);
+  if (input_ended_) reactor_->MarkForFlush(this);  // closed there, as Redis frees it
 }
 
 void Connection::EndBlock(uint64_t seq, std::string reply, int shard,

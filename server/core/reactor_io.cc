@@ -206,6 +206,10 @@ void Reactor::FlushConnections() {
     Connection* c = flush_list_[i];
     c->in_flush_list_ = false;
     if (c->closing_ || c->moving_) continue;  // a moving one's output leaves from its new home
+    if (c->input_ended_ && c->block_state_) [[unlikely]] {
+      CloseConnection(c);  // blocked after its EOF (a command it sent before): Redis frees it
+      continue;
+    }
     if (c->OverOutputLimit()) {  // replies that came from other shards, pub/sub messages
       c->CloseForOutputLimit();
       continue;
