@@ -82,6 +82,10 @@ enum CommandFlag : uint32_t {
   // Has subcommands (CLIENT, CONFIG, ...), whose calls INFO commandstats counts apart
   // ("cmdstat_client|list"), as Redis 7. The table adds it; COMMAND does not list it.
   kContainer = 1 << 16,
+  // Runs while a Lua script on this reactor is past busy-reply-threshold (Redis's allow_busy:
+  // SCRIPT KILL, SHUTDOWN, AUTH, MULTI, ...); anything else gets BUSY then
+  // (Reactor::ServeWhileBusy).
+  kAllowBusy = 1 << 17,
 };
 
 // For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and

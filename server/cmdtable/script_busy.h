@@ -5,8 +5,9 @@
 // A Lua script runs on its shard's reactor thread, which serves nothing else meanwhile. Once the
 // script has run longer than busy-reply-threshold (lua-time-limit), its Lua hook marks the shard
 // busy here; every other reactor then answers BUSY to a command that needs that shard instead of
-// sending it there (server/core/connection.cc), and SCRIPT KILL, from any other reactor, asks
-// the script to stop. The hook sees the request and raises the kill error.
+// sending it there (server/core/connection.cc), its own reactor serves its clients from the hook
+// (Reactor::ServeWhileBusy), and SCRIPT KILL, from any reactor, asks the script to stop. The
+// hook sees the request and raises the kill error.
 
 #include <atomic>
 #include <cstdint>

@@ -29,11 +29,12 @@ CommandSpec Tx(std::string name, int arity, uint32_t flags, ConnHandler h, int f
 
 void RegisterTransactionCommands(CommandTable* t) {
   // Inside MULTI these run at once instead of being queued, except UNWATCH (queued, as in Redis).
-  t->Add(Tx("multi", 1, kNoScript | kLoading | kStale | kFast | kNoQueue, Multi));
+  t->Add(Tx("multi", 1, kNoScript | kLoading | kStale | kFast | kNoQueue | kAllowBusy, Multi));
   t->Add(Tx("exec", 1, kNoScript | kLoading | kStale | kNoQueue | kBarrier, Exec));
-  t->Add(Tx("discard", 1, kNoScript | kLoading | kStale | kFast | kNoQueue, Discard));
-  t->Add(Tx("watch", -2, kNoScript | kLoading | kStale | kFast | kNoQueue, Watch, 1, -1));
-  t->Add(Tx("unwatch", 1, kNoScript | kLoading | kStale | kFast, Unwatch));
+  t->Add(Tx("discard", 1, kNoScript | kLoading | kStale | kFast | kNoQueue | kAllowBusy, Discard));
+  t->Add(
+      Tx("watch", -2, kNoScript | kLoading | kStale | kFast | kNoQueue | kAllowBusy, Watch, 1, -1));
+  t->Add(Tx("unwatch", 1, kNoScript | kLoading | kStale | kFast | kAllowBusy, Unwatch));
 }
 
 }  // namespace deadbolt::server

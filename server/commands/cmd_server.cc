@@ -21,6 +21,7 @@
 #include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
 #include "server/cmdtable/memory_limit.h"
+#include "server/cmdtable/script_busy.h"
 #include "server/commands/cmd_util.h"
 #include "server/commands/info.h"
 #include "server/core/connection.h"
@@ -552,9 +553,10 @@ void Client(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 
 void WriteFlags(const CommandSpec& s, ReplyBuilder& rb) {
   static const std::pair<uint32_t, const char*> kNames[] = {
-      {kWrite, "write"},    {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},   {kAdmin, "admin"},
-      {kPubSub, "pubsub"},  {kNoScript, "noscript"}, {kLoading, "loading"},   {kStale, "stale"},
-      {kNoAuth, "no_auth"}, {kFast, "fast"},         {kBlocking, "blocking"},
+      {kWrite, "write"},     {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},
+      {kAdmin, "admin"},     {kPubSub, "pubsub"},     {kNoScript, "noscript"},
+      {kLoading, "loading"}, {kStale, "stale"},       {kNoAuth, "no_auth"},
+      {kFast, "fast"},       {kBlocking, "blocking"}, {kAllowBusy, "allow_busy"},
   };
   size_t n = 0;
   for (auto& [f, name] : kNames) n += (s.flags & f) ? 1 : 0;
@@ -790,7 +792,9 @@ void Time(CmdArgs, Connection&, ReplyBuilder& rb) {
 }
 
 void Shutdown(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  bool nosave = false;
   for (size_t i = 1; i < args.size(); i++) {
+    nosave = nosave || Eq(args[i], "NOSAVE");
     if (!Eq(args[i], "NOSAVE") && !Eq(args[i], "SAVE") && !Eq(args[i], "NOW") &&
         !Eq(args[i], "FORCE") && !Eq(args[i], "ABORT")) {
       rb.Error(errors::kSyntax);
@@ -800,6 +804,11 @@ void Shutdown(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       rb.Error("ERR No shutdown in progress.");
       return;
     }
+  }
+  if (!nosave && ScriptBusy::Get().any()) {
+    // As Redis: while a script is past busy-reply-threshold, only SHUTDOWN NOSAVE stops it.
+    rb.Error(errors::kBusyScript);
+    return;
   }
   LogNotice("User requested shutdown...");
   conn.reactor().server().RequestShutdown();
@@ -863,11 +872,13 @@ void RegisterServerCommands(CommandTable* t) {
   const uint32_t kConnFlags = kFast | kLoading | kStale | kNoScript;
   t->Add(Conn("ping", -1, kFast, Ping, {"@fast", "@connection"}));
   t->Add(Conn("echo", 2, kFast, Echo, {"@fast", "@connection"}));
-  t->Add(Conn("hello", -1, kConnFlags | kNoAuth, Hello, {"@fast", "@connection"}));
-  t->Add(Conn("auth", -2, kConnFlags | kNoAuth, Auth, {"@fast", "@connection"}));
+  t->Add(Conn("hello", -1, kConnFlags | kNoAuth | kAllowBusy, Hello, {"@fast", "@connection"}));
+  t->Add(Conn("auth", -2, kConnFlags | kNoAuth | kAllowBusy, Auth, {"@fast", "@connection"}));
   t->Add(Conn("select", 2, kConnFlags, Select, {"@fast", "@connection"}));
-  t->Add(Conn("quit", -1, kConnFlags | kNoAuth | kNoQueue, Quit, {"@fast", "@connection"}));
-  t->Add(Conn("reset", 1, kConnFlags | kNoAuth | kNoQueue, Reset, {"@fast", "@connection"}));
+  t->Add(Conn("quit", -1, kConnFlags | kNoAuth | kNoQueue | kAllowBusy, Quit,
+              {"@fast", "@connection"}));
+  t->Add(Conn("reset", 1, kConnFlags | kNoAuth | kNoQueue | kAllowBusy, Reset,
+              {"@fast", "@connection"}));
   t->Add(OnlySlow(
       Subs(Conn("client", -2, kLoading | kStale | kNoScript, Client, {"@slow", "@connection"}),
            {{"id", 2},
@@ -891,7 +902,7 @@ void RegisterServerCommands(CommandTable* t) {
                             {"@admin", "@slow", "@dangerous"}),
                        {{"get", -3}, {"set", -4}, {"resetstat", 2}, {"rewrite", 2}})));
   t->Add(Conn("time", 1, kFast | kLoading | kStale, Time, {"@fast"}));
-  t->Add(Conn("shutdown", -1, kAdmin | kNoScript | kLoading | kStale, Shutdown,
+  t->Add(Conn("shutdown", -1, kAdmin | kNoScript | kLoading | kStale | kAllowBusy, Shutdown,
               {"@admin", "@slow", "@dangerous"}));
   t->Add(Conn("wait", 3, kNoScript, Wait, {"@slow", "@connection"}));
   t->Add(Conn("role", 1, kNoScript | kLoading | kStale | kFast, Role,

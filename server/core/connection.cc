@@ -548,6 +548,9 @@ void Connection::Dispatch(CmdArgs args) {
       return;
     }
   }
+  if (reactor_->serving_busy()) [[unlikely]] {
+    if (BusyRefuses(spec, args)) return;  // a Lua script here is past busy-reply-threshold
+  }
   if (pubsub_ && PubSubFilter(spec, args)) return;  // pub/sub: subscribed-mode rules
   if (reactor_->pause_end_ms() != 0 && PauseHolds(spec)) [[unlikely]] {
     PauseHold(spec, args);  // before MULTI's queue, as Redis: a queued write waits too

@@ -170,6 +170,8 @@ class Connection {
   static constexpr size_t kMaxUnsentBeforeRunning = size_t{16} << 20;
   bool input_held_ = false;  // stopped at kMaxUnsentBeforeRunning; Reactor::OnSend resumes it
   bool input_ended_ = false;  // EOF read: closed once what it sent has run and been answered
+  // Reactor::ServeWhileBusy kept input of it for the next turn: so is all that follows it.
+  bool busy_kept_ = false;
   void ResumeHeldInput();
 
   // Runs per_shard on each shard in `shards` (inline for this reactor's shard, as a message to the
@@ -318,6 +320,10 @@ class Connection {
   [[gnu::noinline]] bool AclRefusesAtExec(const CommandSpec* spec, CmdArgs args,
                                           std::string* replies, int resp);
   void Execute(const CommandSpec* spec, CmdArgs args);
+  // Reactor::ServeWhileBusy: whether its input may run now (nothing of it under way or waiting).
+  bool ServesWhileBusy() const;
+  // Reactor::ServeWhileBusy is running: refuses (BUSY) a call without kAllowBusy, or with keys.
+  [[gnu::noinline]] bool BusyRefuses(const CommandSpec* spec, CmdArgs args);
   // A Lua script past busy-reply-threshold runs on a shard this command needs (`shard`: where
   // Execute would run it).
   bool NeedsBusyShard(const CommandSpec* spec, CmdArgs args, int shard) const;

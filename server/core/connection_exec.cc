@@ -590,7 +590,8 @@ bool Connection::Movable() const {
 }
 
 void Reactor::StartMove(Connection* c) {
-  if (c->moving_ || !c->Movable() || c->move_to_ == id_) return;  // tried again after a send
+  // (Tried again after a send; not while a busy script serves the clients: ServeWhileBusy.)
+  if (c->moving_ || serving_busy_ || !c->Movable() || c->move_to_ == id_) return;
   c->moving_ = true;
   // Input that arrives until the recv has ended is kept and run on the new reactor.
   CancelRecv(c);

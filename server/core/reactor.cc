@@ -794,7 +794,8 @@ void Reactor::Turn() {
   FlushConnections();
 
   EndTiming(nullptr);  // (every run of commands closes where it ends; this is a safety net)
-  bool block = local_tasks_.empty() && yielded_.empty() && !inbox_.MaybeNonEmpty();
+  bool block =
+      local_tasks_.empty() && yielded_.empty() && !inbox_.MaybeNonEmpty() && busy_kept_.empty();
   if (block && messages_this_turn_ && config_.spin_us > 0) block = !Spin();
   messages_this_turn_ = false;
   if (block) {
@@ -823,13 +824,20 @@ void Reactor::Turn() {
   }
   now_ms_ = RealtimeMs();
 
-  unsigned head, count = 0;
-  io_uring_cqe* cqe;
-  io_uring_for_each_cqe(&ring_, head, cqe) {
-    HandleCqe(cqe);
-    count++;
+  // Completions a busy script's ServeWhileBusy kept come first, then the ring's, taken out of it
+  // before any is handled: a script that goes busy while one runs serves the rest itself.
+  completions_.clear();
+  completion_pos_ = 0;
+  if (!busy_kept_.empty()) [[unlikely]] {
+    completions_.swap(busy_kept_);
+    for (const Completion& k : completions_) {
+      if ((k.user_data & 7) == kOpRecv) {
+        reinterpret_cast<Connection*>(k.user_data & ~uint64_t{7})->busy_kept_ = false;
+      }
+    }
   }
-  io_uring_cq_advance(&ring_, count);
+  TakeCompletions();
+  while (completion_pos_ < completions_.size()) HandleCqe(completions_[completion_pos_++]);
 
   if (!yielded_.empty()) {
     // Work that stepped aside for this turn's input; what it yields again waits for the next.
@@ -909,6 +917,12 @@ void Reactor::Loop() {
   ArmEventfd();
   ArmAccept();
   while (!stop_.load(std::memory_order_acquire)) Turn();
+  // The journal's completions that a busy script's ServeWhileBusy kept (SHUTDOWN NOSAVE sent
+  // meanwhile): Journal::Shutdown waits for every operation in flight to complete.
+  for (const Completion& k : busy_kept_) {
+    if ((k.user_data & 7) == kOpJournal) HandleCqe(k);
+  }
+  busy_kept_.clear();
   // Say goodbye: put the journal on disk, flush what is already written, then stop.
   if (journal_) {
     DrainInbox();

@@ -70,6 +70,15 @@ class Reactor {
   // The reactor running on the calling thread, or nullptr on other threads.
   static Reactor* Current();
 
+  // Reactor thread, from the hook of a Lua script that has run past busy-reply-threshold (as
+  // Redis's processEventsWhileBlocked): answers this reactor's clients meanwhile, so that SCRIPT
+  // KILL and SHUTDOWN NOSAVE reach the script even when this is the only reactor. Commands
+  // without kAllowBusy get BUSY (Connection::BusyRefuses); neither the shard nor the inbox is
+  // touched. What cannot be handled now (input of the script's own client or of one with
+  // anything under way, journal completions) is kept, in order, for the next turn.
+  void ServeWhileBusy();
+  bool serving_busy() const { return serving_busy_; }
+
   int id() const { return id_; }
   Server& server() { return *server_; }
   shard::Shard& shard() { return shard_; }
@@ -289,7 +298,9 @@ class Reactor {
   // a transaction's acknowledgements).
   static const std::string* FailedReplyError();
   // Journal::Shutdown reaps completions itself once the loop has stopped.
-  void HandleCqeDuringShutdown(io_uring_cqe* cqe) { HandleCqe(cqe); }
+  void HandleCqeDuringShutdown(io_uring_cqe* cqe) {
+    HandleCqe({cqe->user_data, cqe->res, cqe->flags});
+  }
 
  private:
   friend class Connection;
@@ -326,7 +337,19 @@ class Reactor {
   // An accept's user_data: null for the plain port, non-null (OnAccept's `tls`) for TLS.
   void* AcceptTag(Listener& l) { return &l == &listeners_[1] ? &l : nullptr; }
   void Adopt(int fd, bool tls);
-  void HandleCqe(io_uring_cqe* cqe);
+  // A completion, copied out of the ring before it is handled (ServeWhileBusy may take the rest
+  // of a batch while one of them runs a script).
+  struct Completion {
+    uint64_t user_data;
+    int32_t res;
+    uint32_t flags;
+  };
+  void HandleCqe(Completion cqe);
+  // Appends the ring's completions to completions_ and releases their ring entries.
+  void TakeCompletions();
+  // ServeWhileBusy: handles it now, or keeps it for the next turn; `served`: the clients whose
+  // input it ran.
+  void HandleWhileBusy(Completion cqe, std::vector<Connection*>* served);
   void OnAccept(bool tls, int res, uint32_t flags);
   void OnRecv(Connection* c, int res, uint32_t flags);
   void OnSend(Connection* c, int res);
@@ -450,6 +473,12 @@ class Reactor {
   absl::flat_hash_map<uint64_t, Connection*> conns_;
   std::vector<Connection*> flush_list_;
   std::vector<Connection*> free_list_;
+  // This turn's completions and the next to handle; those ServeWhileBusy kept for the next turn
+  // (handled before any newer one); whether it is running.
+  std::vector<Completion> completions_;
+  size_t completion_pos_ = 0;
+  std::vector<Completion> busy_kept_;
+  bool serving_busy_ = false;
 
   std::multimap<int64_t, absl::AnyInvocable<void()>> timers_;
   std::vector<absl::AnyInvocable<void()>> yielded_;  // Yield(): for the next turn

@@ -17,6 +17,7 @@
 #include "server/base/error_strings.h"
 #include "server/base/log.h"
 #include "server/cmdtable/peer_policy.h"
+#include "server/cmdtable/script_busy.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
@@ -277,7 +278,9 @@ void Reactor::OnAccept(bool tls, int res, uint32_t flags) {
   static thread_local unsigned next = 0;
   int target = static_cast<int>(next++ % server_->num_shards());
   int fd = res;
-  if (target == id_) {
+  // While a script is busy, a reactor may not read its inbox for long: the new client (say,
+  // redis-cli sending SCRIPT KILL) stays here, and is served even if this reactor is the busy one.
+  if (target == id_ || ScriptBusy::Get().any()) {
     Adopt(fd, tls);
   } else {
     Send(target, [fd, tls] { Reactor::Current()->Adopt(fd, tls); });
@@ -408,8 +411,8 @@ void Reactor::OnSend(Connection* c, int res) {
     c->ResumeHeldInput();  // its replies were too many to run more of its input
 }
 
-void Reactor::HandleCqe(io_uring_cqe* cqe) {
-  uint64_t ud = cqe->user_data;
+void Reactor::HandleCqe(Completion cqe) {
+  uint64_t ud = cqe.user_data;
   auto kind = static_cast<OpKind>(ud & 7);
   auto* c = reinterpret_cast<Connection*>(ud & ~uint64_t{7});
   switch (kind) {
@@ -418,27 +421,27 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
         auto* call = reinterpret_cast<IoCall*>(c);
         call->prev->next = call->next;
         call->next->prev = call->prev;
-        call->done(call, cqe->res);
+        call->done(call, cqe.res);
       }
       break;
     case kOpAccept:
-      OnAccept(c != nullptr, cqe->res, cqe->flags);  // AcceptTag
+      OnAccept(c != nullptr, cqe.res, cqe.flags);  // AcceptTag
       break;
     case kOpRecv:
-      OnRecv(c, cqe->res, cqe->flags);
+      OnRecv(c, cqe.res, cqe.flags);
       break;
     case kOpSend:
-      OnSend(c, cqe->res);
+      OnSend(c, cqe.res);
       break;
     case kOpMsg:
       if (c == nullptr) {
         stats_.wakeups_received++;  // another reactor woke this one
-      } else if (cqe->res < 0) {
+      } else if (cqe.res < 0) {
         // Our MSG_RING to that reactor failed (a kernel without it for this ring): wake it the
         // old way, and use the eventfd from now on.
         if (msg_ring_ok_.exchange(false, std::memory_order_relaxed)) {
           LogWarning("IORING_OP_MSG_RING refused (%s): reactors wake each other through eventfds",
-                     strerror(-cqe->res));
+                     strerror(-cqe.res));
         }
         Reactor* target = reinterpret_cast<Reactor*>(c);
         uint64_t one = 1;
@@ -453,9 +456,97 @@ void Reactor::HandleCqe(io_uring_cqe* cqe) {
     case kOpIgnore:
       break;
     case kOpJournal:
-      if (journal_) journal_->OnCompletion(reinterpret_cast<Journal::Op*>(c), cqe->res);
+      if (journal_) journal_->OnCompletion(reinterpret_cast<Journal::Op*>(c), cqe.res);
       break;
   }
+}
+
+void Reactor::TakeCompletions() {
+  unsigned head, count = 0;
+  io_uring_cqe* cqe;
+  io_uring_for_each_cqe(&ring_, head, cqe) {
+    completions_.push_back({cqe->user_data, cqe->res, cqe->flags});
+    count++;
+  }
+  io_uring_cq_advance(&ring_, count);
+}
+
+// --- a Lua script past busy-reply-threshold (ServeWhileBusy) ---
+
+void Reactor::ServeWhileBusy() {
+  if (serving_busy_) return;
+  serving_busy_ = true;
+  // The script's own call is being timed: what runs here is timed apart, then its mark is back.
+  const uint64_t lap_start = lap_start_, last_lap = last_lap_;
+  const bool lap_fresh = lap_fresh_;
+  io_uring_submit_and_get_events(&ring_);
+  // The rest of the batch the script was started from (if it was), then what is new: in order.
+  TakeCompletions();
+  std::vector<Connection*> served;
+  while (completion_pos_ < completions_.size()) {
+    HandleWhileBusy(completions_[completion_pos_++], &served);
+  }
+  EndTiming(nullptr);
+  lap_start_ = lap_start;
+  last_lap_ = last_lap;
+  lap_fresh_ = lap_fresh;
+  // Their replies leave now, behind any of theirs that waits for the journal (the marks set in
+  // HandleWhileBusy); the rest of the flush is the turn's, once the script is done.
+  for (Connection* c : served) {
+    if (!c->closing_ && !c->send_in_flight_ && !c->out_.empty()) SubmitSend(c);
+  }
+  io_uring_submit(&ring_);
+  serving_busy_ = false;
+}
+
+void Reactor::HandleWhileBusy(Completion cqe, std::vector<Connection*>* served) {
+  const auto kind = static_cast<OpKind>(cqe.user_data & 7);
+  auto* c = reinterpret_cast<Connection*>(cqe.user_data & ~uint64_t{7});
+  switch (kind) {
+    case kOpRecv:
+      if (!c->ServesWhileBusy()) {
+        c->busy_kept_ = true;  // and so is every later input of it, until the next turn
+        busy_kept_.push_back(cqe);
+        return;
+      }
+      if (const uint64_t hold = journal_ ? journal_->HoldBatch() : 0;
+          hold && !c->out_.empty() &&
+          (c->hold_marks_.empty() || c->hold_marks_.back().first != c->out_.size())) {
+        c->hold_marks_.emplace_back(c->out_.size(), hold);  // as FlushConnections would
+      }
+      HandleCqe(cqe);
+      if (std::find(served->begin(), served->end(), c) == served->end()) served->push_back(c);
+      return;
+    case kOpSend:  // (a send that ends resumes no move meanwhile: StartMove)
+    case kOpAccept:
+    case kOpMsg:
+    case kOpEvent:
+    case kOpIgnore:
+      HandleCqe(cqe);
+      return;
+    case kOpCall:
+    case kOpJournal:
+      busy_kept_.push_back(cqe);
+      return;
+  }
+}
+
+// Nothing of it is under way or waits: its next command would run at once, and it is not the
+// one whose command runs the script (processing_).
+bool Connection::ServesWhileBusy() const {
+  return !busy_kept_ && !processing_ && !closing_ && !close_after_reply_ && !moving_ && !paused_ &&
+         !pause_held_ && !input_held_ && !input_ended_ && inflight_ == 0 && pending_.empty() &&
+         !relay_ && !deferred_spec_ && !block_state_ && !exec_ && !exec_releasing_ &&
+         fan_outs_.empty() && !tls_;
+}
+
+bool Connection::BusyRefuses(const CommandSpec* spec, CmdArgs args) {
+  const CommandSpec* cmd = last_cmd_ ? last_cmd_ : spec;
+  // WATCH would look its keys up in the shard the script is using.
+  if ((cmd->flags & kAllowBusy) && !spec->has_keys()) return false;
+  reactor_->stats().commands[CommandTable::StatsSlot(spec, args)].rejected_calls++;
+  Reject(spec, errors::kBusyScript);
+  return true;
 }
 
 // A connection's output: what its limits do, and holding its input back while its replies are

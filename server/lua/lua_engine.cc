@@ -214,20 +214,21 @@ void CountHook(lua_State* L, lua_Debug*) {
   if (e == nullptr || e->running() == nullptr) return;
   LuaEngine::Running& r = *e->running();
   if (!r.killed) {
-    // The server is shutting down (SIGTERM, SHUTDOWN from another reactor): stop as if killed.
-    const Reactor* reactor = Reactor::Current();
-    if (reactor != nullptr && reactor->stop_requested()) {
-      r.killed = true;
-      lua_sethook(L, CountHook, LUA_MASKLINE, 0);
-      RaiseKilled(L);
+    // The server is shutting down (SIGTERM, SHUTDOWN NOSAVE): stop as if killed.
+    Reactor* reactor = Reactor::Current();
+    auto stopping = [reactor] { return reactor != nullptr && reactor->stop_requested(); };
+    if (!stopping()) {
+      if (r.call->shard < 0) return;
+      if (!r.busy) {
+        if (MonotonicMs() - r.start_ms < r.ctx->config.busy_reply_threshold_ms) return;
+        r.busy = true;
+        ScriptBusy::Get().MarkBusy(r.call->shard);
+      }
+      // This reactor's clients are answered meanwhile (BUSY); SCRIPT KILL or SHUTDOWN NOSAVE
+      // from one of them lands here too.
+      if (reactor != nullptr) reactor->ServeWhileBusy();
+      if (!stopping() && !ScriptBusy::Get().kill_requested(r.call->shard)) return;
     }
-    if (r.call->shard < 0) return;
-    if (!r.busy) {
-      if (MonotonicMs() - r.start_ms < r.ctx->config.busy_reply_threshold_ms) return;
-      r.busy = true;
-      ScriptBusy::Get().MarkBusy(r.call->shard);
-    }
-    if (!ScriptBusy::Get().kill_requested(r.call->shard)) return;
     r.killed = true;
     // From now on every line raises the error again, so that a pcall cannot swallow it.
     lua_sethook(L, CountHook, LUA_MASKLINE, 0);

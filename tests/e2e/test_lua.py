@@ -418,8 +418,8 @@ class LuaAcrossShardsTest(harness.ServerTestCase):
 
 
 def kill_from_another_reactor(test, others):
-    """SCRIPT KILL from the first of `others` that its reactor answers (the one running the
-    script answers none). Returns that connection."""
+    """SCRIPT KILL from the first of `others` that answers (every one should: the reactor
+    running the script serves its clients from the script's hook). Returns that connection."""
     for c in list(others):
         try:
             got = c.cmd("SCRIPT", "KILL")
@@ -456,7 +456,7 @@ class LuaKillAcrossShardsTest(harness.ServerTestCase):
 
 class LuaBusyTest(harness.ServerTestCase):
     """A script past busy-reply-threshold: BUSY for the others, SCRIPT KILL stops it, its keys
-    are free again. Connections spread over both reactors: the test finds one that answers."""
+    are free again. Connections spread over both reactors: the first that sees BUSY kills."""
 
     def test_busy_then_kill(self):
         key = "busy:{k}"
@@ -479,7 +479,7 @@ class LuaBusyTest(harness.ServerTestCase):
                     try:
                         got = c.cmd("GET", key)
                     except (socket.timeout, OSError):
-                        others.remove(c)  # served by the reactor running the script
+                        others.remove(c)  # (LuaBusyServesEveryClientTest requires none)
                         continue
                     if got == busy:
                         killer = c
@@ -505,6 +505,94 @@ class LuaBusyTest(harness.ServerTestCase):
         self.assertEqual(runner.cmd("CONFIG", "SET", "busy-reply-threshold", "5000"), OK)
         self.assertEqual(runner.cmd("SCRIPT", "KILL"),
                          harness.error("NOTBUSY No scripts in execution right now."))
+
+
+BUSY = harness.error("BUSY Redis is busy running a script. You can only call "
+                     "SCRIPT KILL or SHUTDOWN NOSAVE.")
+
+
+def wait_busy(test, conn, key):
+    """Polls GET key on conn until it answers BUSY (the script is past the threshold)."""
+    for _ in range(200):
+        got = conn.cmd("GET", key)
+        if got == BUSY:
+            return
+        time.sleep(0.02)
+    test.fail("never BUSY: %r" % got)
+
+
+class LuaBusyServesEveryClientTest(harness.ServerTestCase):
+    """While a script is past busy-reply-threshold, every client is answered, also those of the
+    reactor running it (as Redis, which serves its clients from the script's hook): BUSY, and
+    SCRIPT KILL from any of them, or from a client that connects meanwhile (redis-cli)."""
+
+    def test_every_client_answers_and_any_can_kill(self):
+        key = "busy2:{k}"
+        self.assertReply(OK, "CONFIG", "SET", "busy-reply-threshold", "100")
+        # Opened before the script starts: spread over both reactors of a deadbolt.
+        others = [self.conn() for _ in range(8)]
+        for c in others:
+            self.assertEqual(c.cmd("PING"), b"+PONG\r\n")
+        runner = self.conn()
+        runner.send(harness.encode_command("EVAL", "redis.call('GET', KEYS[1])\n"
+                                           "while true do end", "1", key))
+        try:
+            wait_busy(self, others[0], key)
+            for c in others:  # none hangs: a timeout here fails the test
+                self.assertEqual(c.cmd("GET", key), BUSY)
+            # Pipelined: each command gets its BUSY, in order.
+            c = others[1]
+            c.send(harness.encode_command("GET", key) + harness.encode_command("INCR", key))
+            self.assertEqual(c.read_replies(2), [BUSY, BUSY])
+            # Inside MULTI, as Redis: MULTI runs, EXEC is refused and discards the transaction.
+            c = others[2]
+            self.assertEqual(c.cmd("MULTI"), OK)
+            self.assertEqual(c.cmd("SET", key, "v"), BUSY)
+            self.assertEqual(c.cmd("EXEC"), harness.error(
+                "EXECABORT Transaction discarded because of: " + BUSY[1:-2].decode()))
+            # SHUTDOWN without NOSAVE is refused while the script runs.
+            self.assertEqual(others[3].cmd("SHUTDOWN"), BUSY)
+            killer = self.conn()  # as `redis-cli SCRIPT KILL`: a new connection
+            self.assertEqual(killer.cmd("SCRIPT", "KILL"), OK)
+        finally:
+            for c in others:
+                try:
+                    c.cmd("SCRIPT", "KILL")
+                except (socket.timeout, OSError):
+                    pass
+        got = runner.read_reply()
+        self.assertTrue(got.startswith(b"-ERR Script killed by user with SCRIPT KILL..."), got)
+        for c in others:
+            self.assertEqual(c.cmd("GET", key), harness.NIL)
+        self.assertEqual(runner.cmd("CONFIG", "SET", "busy-reply-threshold", "5000"), OK)
+
+
+class LuaBusyOneReactorTest(unittest.TestCase):
+    """One reactor (deadbolt --threads 1), the journal written at every write: a script that
+    wrote cannot be killed, and SHUTDOWN NOSAVE, sent while it runs, ends the server."""
+
+    def test_unkillable_script_then_shutdown_nosave(self):
+        args = ["--busy-reply-threshold", "100", "--appendonly", "yes", "--appendfsync", "always"]
+        if not AGAINST_REDIS:
+            args += ["--threads", "1"]
+        server = harness.ServerProcess(args).start()
+        try:
+            runner = harness.RespConn(server.port)
+            self.assertEqual(runner.cmd("SET", "before", "1"), OK)
+            runner.send(harness.encode_command(
+                "EVAL", "redis.call('SET', KEYS[1], 'x')\nwhile true do end", "1", "w"))
+            other = harness.RespConn(server.port)
+            wait_busy(self, other, "before")
+            self.assertEqual(other.cmd("SCRIPT", "KILL"), harness.error(
+                "UNKILLABLE Sorry the script already executed write commands against the "
+                "dataset. You can either wait the script termination or kill the server in a "
+                "hard way using the SHUTDOWN NOSAVE command."))
+            self.assertEqual(other.cmd("PING"), BUSY)
+            other.send(harness.encode_command("SHUTDOWN", "NOSAVE"))
+            self.assertIsNotNone(server.wait_exit(), "the server did not exit")
+        finally:
+            if server.alive():
+                server.kill()
 
 
 @unittest.skipIf(AGAINST_REDIS, "redis-server does not stop on SIGTERM while a script runs")
