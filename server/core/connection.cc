@@ -286,6 +286,14 @@ void Connection::LogTlsFailure() {
   }
 }
 
+bool Connection::KilledForQueryLimit(size_t unread) {
+  if (static_cast<int64_t>(unread) <= reactor_->config().client_query_buffer_limit) return false;
+  LogWarning("closing client %s that reached max query buffer length (%zu bytes)", peer_.c_str(),
+             unread);
+  Kill();
+  return true;
+}
+
 void Connection::ProcessInput() {
   if (processing_) return;
   processing_ = true;
@@ -297,12 +305,7 @@ void Connection::ProcessInput() {
     std::string_view buf(in_.data() + in_start_, in_.size() - in_start_);
     protocol::ParseStatus st = parser_.Parse(buf, &consumed, &args_);
     if (st == protocol::ParseStatus::kIncomplete) {
-      if (static_cast<int64_t>(buf.size()) > reactor_->config().client_query_buffer_limit) {
-        LogWarning("closing client %s that reached max query buffer length (%zu bytes)",
-                   peer_.c_str(), buf.size());
-        Kill();
-        break;
-      }
+      if (KilledForQueryLimit(buf.size())) break;
       // Room for the rest of the command, asked for at once, in steps: the lengths are the
       // client's (up to proto-max-bulk-len, which may be anything), and may never come.
       constexpr size_t kMaxReserveStep = size_t{64} << 20;
@@ -352,12 +355,8 @@ void Connection::ProcessInput() {
     }
   }
   reactor_->EndTiming(this);
-  if (input_held_ && static_cast<int64_t>(in_.size() - in_start_) >
-                         reactor_->config().client_query_buffer_limit) [[unlikely]] {
-    LogWarning("closing client %s that reached max query buffer length (%zu bytes)", peer_.c_str(),
-               in_.size() - in_start_);
-    Kill();
-  }
+  if (input_held_) [[unlikely]]
+    KilledForQueryLimit(in_.size() - in_start_);  // what it sends while held is kept until then
   SendRelay(/*run_here=*/true);  // the commands gathered from this input go in one relay
   if (in_start_ == in_.size()) {
     in_.clear();
@@ -901,10 +900,7 @@ void Connection::RunBlockingHere(const CommandSpec* spec, CmdArgs args) {
   inflight_++;
   inflight_shard_ = reactor_->id();
   state->waiting.store(true, std::memory_order_relaxed);
-  block_state_ = std::move(state);
-  block_shards_ = {reactor_->id()};
-  paused_ = true;
-  if (input_ended_) reactor_->MarkForFlush(this);  // closed there, as Redis frees it
+  StartBlock(std::move(state), {reactor_->id()});
 }
 
 std::unique_ptr<BlockedReply> Connection::BlockAcross(std::vector<int> shards) {
@@ -919,10 +915,7 @@ std::unique_ptr<BlockedReply> Connection::BlockAcross(std::vector<int> shards) {
   Ref();
   inflight_++;
   inflight_shard_ = kRelayShard;
-  block_state_ = std::move(state);
-  block_shards_ = std::move(shards);
-  paused_ = true;
-  if (input_ended_) reactor_->MarkForFlush(this);  // closed there, as Redis frees it
+  StartBlock(std::move(state), std::move(shards));
   return reply;
 }
 
@@ -939,10 +932,14 @@ absl::AnyInvocable<void(std::string)> Connection::ReplyLater() {
 }
 
 void Connection::ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shard) {
-  block_state_ = std::make_shared<BlockState>();
-  block_shards_ = {shard};
-  paused_ = true;
+  StartBlock(std::make_shared<BlockState>(), {shard});
   Forward(spec, args, shard, block_state_);
+}
+
+void Connection::StartBlock(std::shared_ptr<BlockState> state, std::vector<int> shards) {
+  block_state_ = std::move(state);
+  block_shards_ = std::move(shards);
+  paused_ = true;
   if (input_ended_) reactor_->MarkForFlush(this);  // closed there, as Redis frees it
 }
 

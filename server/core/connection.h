@@ -320,6 +320,9 @@ class Connection {
   [[gnu::noinline]] bool AclRefusesAtExec(const CommandSpec* spec, CmdArgs args,
                                           std::string* replies, int resp);
   void Execute(const CommandSpec* spec, CmdArgs args);
+  // client-query-buffer-limit: closes the client (and says so in the log) if `unread` input
+  // bytes are over it.
+  bool KilledForQueryLimit(size_t unread);
   // Reactor::ServeWhileBusy: whether its input may run now (nothing of it under way or waiting).
   bool ServesWhileBusy() const;
   // Reactor::ServeWhileBusy is running: refuses (BUSY) a call without kAllowBusy, or with keys.
@@ -334,6 +337,9 @@ class Connection {
   // Sends a call that may wait in the server to its shard (even this reactor's own) and holds
   // back the connection's later commands until it replies.
   void ForwardBlocking(const CommandSpec* spec, CmdArgs args, int shard);
+  // The connection waits for a blocking call on `shards`: its later commands wait too; one whose
+  // input has ended is closed at the next flush instead, as Redis frees it.
+  void StartBlock(std::shared_ptr<BlockState> state, std::vector<int> shards);
   // Runs one on this reactor's shard (nothing in flight): pauses only if it has to wait.
   void RunBlockingHere(const CommandSpec* spec, CmdArgs args);
   // Its reply is back (sent by ConnBlockedReply::Finish from the shard). If this connection has
