@@ -196,6 +196,8 @@ const std::vector<Setting>& Settings() {
        IntGetter(&Config::busy_reply_threshold_ms)},
       {"lua-time-limit", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
        IntGetter(&Config::busy_reply_threshold_ms)},
+      {"lua-memory-limit", true, IntSetter(&Config::lua_memory_limit, 0, INT64_MAX, true),
+       IntGetter(&Config::lua_memory_limit)},
       {"loglevel", true, ChoiceSetter(&Config::loglevel, kLoglevels),
        StringGetter(&Config::loglevel)},
       {"appendonly", false, BoolSetter(&Config::appendonly), BoolGetter(&Config::appendonly)},
@@ -304,8 +306,7 @@ const std::vector<Setting>& Settings() {
        StringGetter(&Config::tls_protocols)},
       {"tls-ciphersuites", true, StringSetter(&Config::tls_ciphersuites),
        StringGetter(&Config::tls_ciphersuites)},
-      {"tls-ciphers", true, StringSetter(&Config::tls_ciphers),
-       StringGetter(&Config::tls_ciphers)},
+      {"tls-ciphers", true, StringSetter(&Config::tls_ciphers), StringGetter(&Config::tls_ciphers)},
       // Fixed at start: the delay counts from then.
       {"restart-delay", false, IntSetter(&Config::restart_delay_ms, 0, INT32_MAX),
        IntGetter(&Config::restart_delay_ms)},
@@ -409,6 +410,7 @@ std::string Config::Usage() {
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
          "                       [--loglevel LEVEL] [--pin auto|yes|no] [--spin-us US]\n"
          "                       [--busy-reply-threshold MS] [--lua-time-limit MS]\n"
+         "                       [--lua-memory-limit BYTES]\n"
          "                       [--pipeline-order sent|key] [--move-connections yes|no]\n"
          "                       [--appendonly yes|no] [--appendfsync always|everysec|no]\n"
          "                       [--dir PATH] [--auto-aof-rewrite-percentage N]\n"

@@ -59,6 +59,9 @@ struct Config {
   // busy-reply-threshold (alias lua-time-limit): a Lua script running longer than this makes
   // other clients get BUSY for its shard, and SCRIPT KILL may stop it (server/cmdtable/script_busy.h).
   int64_t busy_reply_threshold_ms = 5000;
+  // lua-memory-limit: the most a reactor's Lua interpreter may hold while running scripts (0: no
+  // limit); a script that needs more fails with "ERR not enough memory" (server/lua/README.md).
+  int64_t lua_memory_limit = 512LL * 1024 * 1024;
   std::string loglevel = "notice";
   // --pin: whether reactor i runs only on the i-th CPU the process may use. kAuto pins only
   // when the reactors leave one of those CPUs free: when every CPU has a reactor, anything

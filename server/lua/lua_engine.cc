@@ -1,11 +1,11 @@
 #include "server/lua/lua_engine.h"
 
-#include <time.h>
-
 #include <absl/container/flat_hash_map.h>
+#include <time.h>
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -20,6 +20,7 @@ int luaopen_bit(lua_State* L);
 
 #include "server/base/config.h"
 #include "server/base/error_strings.h"
+#include "server/base/log.h"
 #include "server/cmdtable/script_busy.h"
 #include "server/core/reactor.h"
 #include "server/lua/lua_running.h"
@@ -293,10 +294,36 @@ LuaEngine::~LuaEngine() {
   if (tls_engine == this) tls_engine = nullptr;
 }
 
+void* LuaEngine::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
+  auto* e = static_cast<LuaEngine*>(ud);
+  if (nsize == 0) {
+    free(ptr);
+    e->mem_used_ -= static_cast<int64_t>(osize);
+    return nullptr;
+  }
+  const int64_t grow = static_cast<int64_t>(nsize) - static_cast<int64_t>(osize);
+  // Lua needs a block that shrinks to stay where it is, and never asks to shrink one to fail.
+  if (grow > 0 && e->mem_limit_ > 0 && e->mem_used_ + grow > e->mem_limit_) return nullptr;
+  void* p = realloc(ptr, nsize);
+  if (p == nullptr && grow > 0) return nullptr;
+  if (p == nullptr) return ptr;  // (a shrink the allocator refused: the block stays as it was)
+  e->mem_used_ += grow;
+  return p;
+}
+
+namespace {
+int Panic(lua_State* L) {
+  // An error outside any protected call: a bug. Lua aborts after this returns.
+  LogWarning("Lua panic: %s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
+  return 0;
+}
+}  // namespace
+
 void LuaEngine::Reset() {
   if (L_) lua_close(L_);
   generation_ = LuaScriptCache::generation();
-  L_ = luaL_newstate();
+  L_ = lua_newstate(Alloc, this);
+  lua_atpanic(L_, Panic);
   Open();
 }
 
@@ -454,8 +481,10 @@ LuaOutcome LuaEngine::Run(const LuaCall& call, ShardCtx& ctx) {
   tls_engine = this;
   if (call.shard >= 0) ScriptBusy::Get().Clear(call.shard);
   lua_sethook(L, CountHook, LUA_MASKCOUNT, kHookInstructions);
+  mem_limit_ = ctx.config.lua_memory_limit;
   const int rc = lua_pcall(L, 0, 1, 1);
   lua_sethook(L, nullptr, 0, 0);
+  if (rc == LUA_ERRMEM) lua_gc(L, LUA_GCCOLLECT, 0);  // what it built goes now, not later
   running_ = nullptr;
   if (call.shard >= 0) ScriptBusy::Get().Clear(call.shard);
   outcome.wrote = run.wrote;

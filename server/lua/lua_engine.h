@@ -94,6 +94,11 @@ class LuaEngine {
  private:
   void Reset();  // a fresh interpreter (start, SCRIPT FLUSH)
   void Open();
+  // The interpreter's allocator: counts what it holds, and refuses to grow past mem_limit_
+  // (lua-memory-limit as of the last Run; 0: none), which Lua raises as "not enough memory".
+  static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize);
+  int64_t mem_used_ = 0;
+  int64_t mem_limit_ = 0;
   lua_State* L_ = nullptr;
   uint64_t generation_ = 0;
   Running* running_ = nullptr;

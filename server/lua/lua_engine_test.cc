@@ -186,6 +186,21 @@ TEST_F(LuaEngineTest, ScriptKillStopsALongScript) {
   EXPECT_EQ(ScriptBusy::Get().RequestKill(), ScriptBusy::Kill::kNotBusy);
 }
 
+TEST_F(LuaEngineTest, LuaMemoryLimitStopsAScriptThatGrowsWithoutEnd) {
+  config_.lua_memory_limit = 16 << 20;
+  // Doubling a string: past 16 MB the next allocation is refused, and the script fails.
+  EXPECT_EQ(Eval("local s = 'x' for i = 1, 40 do s = s .. s end return #s"),
+            "-ERR not enough memory\r\n");
+  EXPECT_TRUE(last_.failed);
+  // pcall inside the script sees the same error.
+  EXPECT_EQ(Eval("local ok, e = pcall(string.rep, 'x', 32 * 1024 * 1024) return e"),
+            "$17\r\nnot enough memory\r\n");
+  // What the failed scripts built is gone: a script using much of the limit still runs.
+  EXPECT_EQ(Eval("return #string.rep('x', 4 * 1024 * 1024)"), ":4194304\r\n");
+  config_.lua_memory_limit = 0;  // no limit
+  EXPECT_EQ(Eval("return #string.rep('x', 32 * 1024 * 1024)"), ":33554432\r\n");
+}
+
 TEST(ScriptBusyTest, AScriptThatWroteIsUnkillable) {
   ScriptBusy& b = ScriptBusy::Get();
   constexpr int kShard = 9;

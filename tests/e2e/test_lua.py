@@ -599,6 +599,21 @@ class LuaBusyOneReactorTest(unittest.TestCase):
                 server.kill()
 
 
+@unittest.skipIf(AGAINST_REDIS, "lua-memory-limit is deadbolt's (Redis 7.0 has no limit)")
+class LuaMemoryLimitTest(harness.ServerTestCase):
+    def test_a_script_that_grows_without_end_fails_and_the_server_stays(self):
+        self.assertReply(harness.array(bulk(b"lua-memory-limit"), bulk(b"536870912")),
+                         "CONFIG", "GET", "lua-memory-limit")
+        self.assertReply(OK, "CONFIG", "SET", "lua-memory-limit", "32mb")
+        try:
+            # Without the limit this reached 7 GB (and Redis 7.0 goes on until the OOM killer).
+            self.assertReply(harness.error("ERR not enough memory"), "EVAL",
+                             "local s = 'x' while true do s = s .. s end", "0")
+            self.assertReply(integer(2), "EVAL", "return 1 + 1", "0")
+        finally:
+            self.assertReply(OK, "CONFIG", "SET", "lua-memory-limit", "512mb")
+
+
 @unittest.skipIf(AGAINST_REDIS, "redis-server does not stop on SIGTERM while a script runs")
 class LuaShutdownTest(unittest.TestCase):
     def test_sigterm_stops_a_running_script(self):
