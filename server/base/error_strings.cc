@@ -17,6 +17,11 @@ std::string TlsReconfigureFailed(std::string_view name) {
          "') - Unable to update TLS configuration. Check server logs.";
 }
 
+std::string ConfigSetDuplicate(std::string_view name) {
+  return "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) +
+         "') - duplicate parameter";
+}
+
 std::string WrongArity(std::string_view fullname) {
   return "ERR wrong number of arguments for '" + std::string(fullname) + "' command";
 }

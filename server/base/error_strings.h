@@ -270,6 +270,8 @@ std::string ProtocolError(std::string_view parser_text);
 // (possibly related to argument 'tls-key-file') - Unable to update TLS configuration. Check
 // server logs." (the name as the client wrote it).
 std::string TlsReconfigureFailed(std::string_view name);
+// CONFIG SET naming one parameter twice (`name` as the client wrote its second mention).
+std::string ConfigSetDuplicate(std::string_view name);
 
 // The error text for a shard status; kOk and kSkipped have none (empty view).
 std::string_view ForStatus(shard::OpStatus s);

@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -202,11 +203,11 @@ void Log(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       return;
     }
     int64_t n;
-    if (!ParseNumber(args[2], &n) || n < 0) {
+    if (!ParseNumber(args[2], &n)) {
       rb.Error(errors::kNotInteger);
       return;
     }
-    count = static_cast<size_t>(n);
+    count = static_cast<size_t>(std::max<int64_t>(n, 0));  // as Redis: a negative count, none
   } else if (args.size() > 3) {
     rb.Error(errors::kSyntax);
     return;

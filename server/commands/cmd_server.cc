@@ -29,6 +29,7 @@
 #include "server/core/server.h"
 #include "server/pubsub/registry.h"
 #include "server/tls/tls.h"
+#include "shard/base/glob.h"
 
 namespace deadbolt::server {
 namespace {
@@ -355,9 +356,11 @@ void ClientList(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 
 void ClientKill(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   // CLIENT KILL addr (old form) or CLIENT KILL <filter> <value> ... (new form).
-  std::string addr, laddr;
+  std::string addr, laddr, user;
   uint64_t id = 0;
   bool skipme = true;
+  // TYPE: every client here is a normal one or a subscriber (no replicas, no master).
+  enum class Type { kAny, kNormal, kPubSub, kNone } type = Type::kAny;
   bool old_form = args.size() == 3;
   if (old_form) {
     addr = std::string(args[2]);
@@ -385,8 +388,24 @@ void ClientKill(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
           rb.Error(errors::kSyntax);
           return;
         }
-      } else if (Eq(args[i], "TYPE") || Eq(args[i], "USER") || Eq(args[i], "MAXAGE")) {
-        // Accepted; every client is a normal client of the default user.
+      } else if (Eq(args[i], "TYPE")) {
+        const std::string_view t = args[i + 1];
+        if (Eq(t, "normal")) {
+          type = Type::kNormal;
+        } else if (Eq(t, "pubsub")) {
+          type = Type::kPubSub;
+        } else if (Eq(t, "master") || Eq(t, "replica") || Eq(t, "slave")) {
+          type = Type::kNone;
+        } else {
+          rb.Error("ERR Unknown client type '" + std::string(t) + "'");
+          return;
+        }
+      } else if (Eq(args[i], "USER")) {
+        if (conn.reactor().acl_users().Find(args[i + 1]) == nullptr) {
+          rb.Error("ERR No such user '" + std::string(args[i + 1]) + "'");
+          return;
+        }
+        user = std::string(args[i + 1]);
       } else {
         rb.Error(errors::kSyntax);
         return;
@@ -396,12 +415,17 @@ void ClientKill(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   uint64_t self = conn.id();
   OnAllReactors(
       conn,
-      [addr, laddr, id, skipme, self](Reactor& r) {
+      [addr, laddr, user, type, id, skipme, self](Reactor& r) {
         std::vector<Connection*> victims;
         for (auto& [cid, c] : r.connections()) {
           if (c->closing()) continue;
           if (!addr.empty() && c->peer() != addr) continue;
           if (!laddr.empty() && c->local() != laddr) continue;
+          if (!user.empty() && c->user().name() != user) continue;
+          if (type == Type::kNone || (type == Type::kNormal && c->subscribed()) ||
+              (type == Type::kPubSub && !c->subscribed())) {
+            continue;
+          }
           if (id && cid != id) continue;
           if (skipme && cid == self) continue;
           victims.push_back(c);
@@ -586,6 +610,14 @@ void CommandCount(CmdArgs, Connection&, ReplyBuilder& rb) {
   rb.Integer(static_cast<int64_t>(CommandTable::Get().All().size()));
 }
 
+// A command or a subcommand by its full name ("config|get"), as COMMAND INFO and LIST name them.
+const CommandSpec* FindByFullName(std::string_view name) {
+  const size_t bar = name.find('|');
+  const CommandSpec* spec = CommandTable::Get().Find(name.substr(0, bar));
+  if (spec == nullptr || bar == std::string_view::npos) return spec;
+  return CommandTable::FindSubcommand(*spec, name.substr(bar + 1));
+}
+
 void CommandInfo(CmdArgs args, Connection&, ReplyBuilder& rb) {
   const auto& t = CommandTable::Get();
   if (args.size() == 2) {
@@ -595,11 +627,10 @@ void CommandInfo(CmdArgs args, Connection&, ReplyBuilder& rb) {
   }
   rb.ArrayHeader(args.size() - 2);
   for (size_t i = 2; i < args.size(); i++) {
-    const CommandSpec* s = t.Find(args[i]);
-    if (s) {
+    if (const CommandSpec* s = FindByFullName(args[i])) {
       WriteCommandInfo(*s, rb);
     } else {
-      rb.NullArray();
+      rb.Null();  // as Redis: a null in the array
     }
   }
 }
@@ -648,10 +679,51 @@ void CommandDocs(CmdArgs args, Connection&, ReplyBuilder& rb) {
   }
 }
 
+// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]: every command and
+// subcommand by its full name, as Redis 7 lists them.
 void CommandList(CmdArgs args, Connection&, ReplyBuilder& rb) {
-  const auto& t = CommandTable::Get();
-  rb.ArrayHeader(t.All().size());
-  for (auto& s : t.All()) rb.Bulk(s.name);
+  enum class By { kAll, kModule, kAclCat, kPattern } by = By::kAll;
+  std::string filter;
+  if (args.size() == 5 && Eq(args[2], "FILTERBY")) {
+    if (Eq(args[3], "MODULE")) {
+      by = By::kModule;
+    } else if (Eq(args[3], "ACLCAT")) {
+      by = By::kAclCat;
+      filter = "@" + AsciiLower(args[4]);
+    } else if (Eq(args[3], "PATTERN")) {
+      by = By::kPattern;
+      filter = std::string(args[4]);
+    } else {
+      rb.Error(errors::kSyntax);
+      return;
+    }
+  } else if (args.size() != 2) {
+    rb.Error(errors::kSyntax);
+    return;
+  }
+  auto listed = [&](const CommandSpec& s) {
+    switch (by) {
+      case By::kAll:
+        return true;
+      case By::kModule:
+        return false;  // no modules
+      case By::kAclCat:
+        return std::find(s.acl_categories.begin(), s.acl_categories.end(), filter) !=
+               s.acl_categories.end();
+      case By::kPattern:
+        return shard::GlobMatch(filter, s.name, /*nocase=*/true);
+    }
+    return false;
+  };
+  std::vector<const CommandSpec*> out;
+  for (const CommandSpec& s : CommandTable::Get().All()) {
+    if (listed(s)) out.push_back(&s);
+    for (const CommandSpec& sub : s.subcommands) {
+      if (listed(sub)) out.push_back(&sub);
+    }
+  }
+  rb.ArrayHeader(out.size());
+  for (const CommandSpec* s : out) rb.Bulk(s->name);
 }
 
 void CommandHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
@@ -711,6 +783,12 @@ void ConfigSet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   Config probe = conn.reactor().config();
   std::vector<std::pair<std::string, std::string>> changes;
   for (size_t i = 2; i + 1 < args.size(); i += 2) {
+    for (size_t j = 2; j < i; j += 2) {
+      if (EqualsIgnoreCase(args[j], args[i])) {
+        rb.Error(errors::ConfigSetDuplicate(args[i]));
+        return;
+      }
+    }
     if (auto err = probe.Set(args[i], args[i + 1])) {
       rb.Error(*err);
       return;
@@ -771,12 +849,27 @@ void ConfigRewrite(CmdArgs, Connection&, ReplyBuilder& rb) {
   rb.Error("ERR The server is running without a config file");
 }
 
+void ConfigHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
+  static const char* kLines[] = {
+      "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+      "GET <pattern>",
+      "    Return parameters matching the glob-like <pattern> and their values.",
+      "SET <directive> <value>",
+      "    Set the configuration <directive> to <value>.",
+      "RESETSTAT",
+      "    Reset statistics reported by the INFO command.",
+      "REWRITE",
+      "    Rewrite the configuration file.",
+      "HELP",
+      "    Prints this help."};
+  rb.ArrayHeader(std::size(kLines));
+  for (const char* l : kLines) rb.SimpleString(l);
+}
+
 void ConfigCmd(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   static const Sub kSubs[] = {
-      {"get", -3, ConfigGet},
-      {"set", -4, ConfigSet},
-      {"resetstat", 2, ConfigResetStat},
-      {"rewrite", 2, ConfigRewrite},
+      {"get", -3, ConfigGet},        {"set", -4, ConfigSet},  {"resetstat", 2, ConfigResetStat},
+      {"rewrite", 2, ConfigRewrite}, {"help", 2, ConfigHelp},
   };
   RunSub("config", kSubs, std::size(kSubs), args, conn, rb);
 }
@@ -900,7 +993,7 @@ void RegisterServerCommands(CommandTable* t) {
   t->Add(Conn("info", -1, kLoading | kStale, Info, {"@slow", "@dangerous"}));
   t->Add(OnlySlow(Subs(Conn("config", -2, kAdmin | kNoScript | kLoading | kStale, ConfigCmd,
                             {"@admin", "@slow", "@dangerous"}),
-                       {{"get", -3}, {"set", -4}, {"resetstat", 2}, {"rewrite", 2}})));
+                       {{"get", -3}, {"set", -4}, {"resetstat", 2}, {"rewrite", 2}, {"help", 2}})));
   t->Add(Conn("time", 1, kFast | kLoading | kStale, Time, {"@fast"}));
   t->Add(Conn("shutdown", -1, kAdmin | kNoScript | kLoading | kStale | kAllowBusy, Shutdown,
               {"@admin", "@slow", "@dangerous"}));

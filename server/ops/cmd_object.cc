@@ -103,8 +103,12 @@ void MemoryUsage(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       rb.Error(errors::kSyntax);
       return;
     }
-    if (!StringToInt64(args[4], &samples) || samples < 0) {
+    if (!StringToInt64(args[4], &samples)) {
       rb.Error(errors::kNotInteger);
+      return;
+    }
+    if (samples < 0) {  // as Redis
+      rb.Error(errors::kSyntax);
       return;
     }
   }

@@ -340,6 +340,31 @@ class ClientCommandTest(ConnTestCase):
             (("PING",), PONG),
         ])
 
+    def test_client_kill_filters(self):
+        err = harness.error
+        self.assertReply(err("ERR Unknown client type 'bogus'"), "CLIENT", "KILL", "TYPE", "bogus")
+        self.assertReply(err("ERR No such user 'nouser'"), "CLIENT", "KILL", "USER", "nouser")
+        self.assertReply(SYNTAX, "CLIENT", "KILL", "MAXAGE", "5")  # Redis 7.4's; 7.0 refuses it
+        normal, sub = self.conn(), self.conn()
+        self.assertEqual(sub.cmd("SUBSCRIBE", "killfilter"),
+                         harness.array(bulk(b"subscribe"), bulk(b"killfilter"), integer(1)))
+        self.assertReply(integer(0), "CLIENT", "KILL", "TYPE", "master")
+        self.assertReply(integer(1), "CLIENT", "KILL", "TYPE", "pubsub")
+        self.assertEqual(normal.cmd("PING"), PONG)  # only the subscriber went
+        with self.assertRaises((ConnectionError, OSError)):
+            sub.cmd("PING")
+        # USER: only that user's clients.
+        self.assertReply(OK, "ACL", "SETUSER", "killme", "on", ">pw", "+@all", "~*")
+        try:
+            victim = self.conn()
+            self.assertEqual(victim.cmd("AUTH", "killme", "pw"), OK)
+            self.assertReply(integer(1), "CLIENT", "KILL", "USER", "killme")
+            self.assertEqual(normal.cmd("PING"), PONG)
+            with self.assertRaises((ConnectionError, OSError)):
+                victim.cmd("PING")
+        finally:
+            self.c.cmd("ACL", "DELUSER", "killme")
+
     def test_client_list_and_info(self):
         a, b = self.c, self.conn()
         ida, idb = client_id(a), client_id(b)
@@ -459,6 +484,38 @@ class CommandTest(ConnTestCase):
 
     def test_command_errors(self):
         self.assertReply(unknown_subcommand("foo", "COMMAND"), "COMMAND", "foo")
+        self.assertReply(SYNTAX, "COMMAND", "LIST", "BOGUS")
+        self.assertReply(SYNTAX, "COMMAND", "LIST", "FILTERBY", "BOGUS", "x")
+
+    def test_command_info_of_a_missing_command_is_a_null_bulk(self):
+        # As Redis (addReplyNull): $-1 in the array, not a null array.
+        self.assertReply(b"*1\r\n$-1\r\n", "COMMAND", "INFO", "nosuchcommand")
+        self.assertReply(b"*1\r\n$-1\r\n", "COMMAND", "INFO", "config|nosuch")
+
+    def test_command_info_and_list_name_subcommands(self):
+        value = decode(self.c.cmd("COMMAND", "INFO", "config|get"))
+        self.assertEqual(value[0][0:2], [b"config|get", -3])
+        names = decode(self.c.cmd("COMMAND", "LIST"))
+        self.assertIn(b"config|get", names)
+        self.assertIn(b"get", names)
+
+    def test_command_list_filterby(self):
+        got = set(decode(self.c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "CONFIG|G*")))
+        self.assertEqual(got, {b"config|get"})
+        got = set(decode(self.c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "getde*")))
+        self.assertEqual(got, {b"getdel"})
+        got = set(decode(self.c.cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "TRANSACTION")))
+        self.assertEqual(got, {b"multi", b"exec", b"discard", b"watch", b"unwatch"})
+        self.assertReply(b"*0\r\n", "COMMAND", "LIST", "FILTERBY", "PATTERN", "nosuch*")
+        self.assertReply(b"*0\r\n", "COMMAND", "LIST", "FILTERBY", "ACLCAT", "nosuchcat")
+        self.assertReply(b"*0\r\n", "COMMAND", "LIST", "FILTERBY", "MODULE", "nosuchmodule")
+
+    def test_allow_busy_flag(self):
+        # What may run while a script is busy (Redis's allow_busy), from the same table.
+        for name, busy in (("auth", True), ("multi", True), ("shutdown", True), ("get", False),
+                           ("script|kill", True), ("script|flush", False)):
+            flags = decode(self.c.cmd("COMMAND", "INFO", name))[0][2]
+            self.assertEqual(b"allow_busy" in flags, busy, name)
 
 
 class InfoTest(ConnTestCase):
@@ -574,6 +631,30 @@ class ConfigTimeTest(ConnTestCase):
         t = int(sec) + int(usec) / 1e6
         self.assertTrue(before - 1 <= t <= after + 1, (before, t, after))
         self.assertReply(wrong_args("time"), "TIME", "x")
+
+
+class RedisRepliesTest(ConnTestCase):
+    """Replies found different from Redis 7.0 by a differential run, now the same."""
+
+    def test_config_set_names_a_parameter_once(self):
+        self.assertReply(harness.error("ERR CONFIG SET failed (possibly related to argument 'HZ')"
+                                       " - duplicate parameter"), "CONFIG", "SET", "hz", "5",
+                         "HZ", "6")
+        self.assertReply(OK, "CONFIG", "SET", "hz", "10")
+
+    def test_config_help(self):
+        lines = decode(self.c.cmd("CONFIG", "HELP"))
+        self.assertEqual(lines[0], b"CONFIG <subcommand> [<arg> [value] [opt] ...]. "
+                                   b"Subcommands are:")
+        self.assertEqual(lines[-2:], [b"HELP", b"    Prints this help."])
+
+    def test_acl_log_negative_count_lists_nothing(self):
+        self.assertReply(b"*0\r\n", "ACL", "LOG", "-1")
+
+    def test_memory_usage_negative_samples(self):
+        self.assertReply(OK, "SET", "mu:k", "v")
+        self.assertReply(SYNTAX, "MEMORY", "USAGE", "mu:k", "SAMPLES", "-1")
+        self.assertReply(NOT_INTEGER, "MEMORY", "USAGE", "mu:k", "SAMPLES", "x")
 
 
 class InlineTest(ConnTestCase):
