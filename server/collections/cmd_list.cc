@@ -521,8 +521,8 @@ void Register(CommandTable* t) {
   const std::vector<std::string> kBlockingAcl = {"@write", "@list", "@slow", "@blocking"};
   auto blocking = [&](std::string name, int arity, uint32_t flags, ConnHandler across,
                       ShardHandler one_shard, int last_key) {
-    CommandSpec s = MultiKeyCommand(std::move(name), arity, flags | kBlocking, across, one_shard,
-                                    kBlockingAcl, 1, last_key, 1);
+    CommandSpec s = MultiKeyCommand(std::move(name), arity, flags | kNoScript | kBlocking, across,
+                                    one_shard, kBlockingAcl, 1, last_key, 1);
     s.blocks = AlwaysMayBlock;
     t->Add(std::move(s));
   };

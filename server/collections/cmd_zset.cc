@@ -915,8 +915,8 @@ void RegisterZSetCommands(CommandTable* t) {
   t->Add(std::move(zinter));
   const std::vector<std::string> kBlockingAcl = {"@write", "@sortedset", "@fast", "@blocking"};
   auto blocking = [&](std::string name, ConnHandler across, ShardHandler one_shard) {
-    CommandSpec s = MultiKeyCommand(std::move(name), -3, kWrite | kFast | kBlocking, across,
-                                    one_shard, kBlockingAcl, 1, -2, 1);
+    CommandSpec s = MultiKeyCommand(std::move(name), -3, kWrite | kNoScript | kFast | kBlocking,
+                                    across, one_shard, kBlockingAcl, 1, -2, 1);
     s.blocks = AlwaysMayBlock;
     t->Add(std::move(s));
   };

@@ -57,6 +57,11 @@ CORPUS = [
      ["first", "second"], []),
     ("doc_set", [], "return redis.call('SET', KEYS[1], ARGV[1])", ["{d}foo"], ["bar"],
      [["GET", "{d}foo"]]),
+    # Blocking commands are noscript in Redis 7.0 (BLMPOP/BZMPOP are not, and run without
+    # blocking; deadbolt has neither).
+    ("blpop_not_allowed", [["RPUSH", "{d}q", "x"]], "return redis.pcall('blpop', KEYS[1], 0)",
+     ["{d}q"], [], [["LLEN", "{d}q"]]),
+    ("bzpopmin_not_allowed", [], "return redis.pcall('bzpopmin', KEYS[1], 0)", ["{d}z"], [], []),
     ("doc_set_status", [], "return redis.call('set',KEYS[1],'bar')", ["{d}foo"], [],
      [["GET", "{d}foo"]]),
     ("doc_integer", [], "return 10", [], [], []),
