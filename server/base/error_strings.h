@@ -158,6 +158,9 @@ inline constexpr std::string_view kFunctionFlushOption =
 // Any command needing a shard whose Lua script has run past busy-reply-threshold.
 inline constexpr std::string_view kBusyScript =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+// The same while the busy script is a function (FCALL), and SCRIPT KILL's reply then.
+inline constexpr std::string_view kBusyFunction =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 // The errors a redis.call() raises inside a script before running the command (Redis 7.0).
 inline constexpr std::string_view kScriptArgs =
     "ERR Lua redis lib command arguments must be strings or integers";

@@ -11,6 +11,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string_view>
+
+#include "server/base/error_strings.h"
 
 namespace deadbolt::server {
 
@@ -20,7 +23,9 @@ namespace deadbolt::server {
 class ScriptBusy {
  public:
   static constexpr int kMaxShards = 1024;
-  enum class Kill : uint8_t { kNotBusy, kUnkillable, kKilled };
+  // kWrongKind: SCRIPT KILL for a function, or FUNCTION KILL for an EVAL script (refused with
+  // the other's BUSY text, as Redis).
+  enum class Kill : uint8_t { kNotBusy, kUnkillable, kKilled, kWrongKind };
 
   static ScriptBusy& Get() { return instance_; }
   // One relaxed load: whether any shard is busy (checked before every command).
@@ -31,10 +36,13 @@ class ScriptBusy {
   }
 
   // --- the thread running a script on `shard` ---
-  // The script has run past the threshold: other reactors answer BUSY for this shard.
-  void MarkBusy(int shard) {
+  // The script (a function, FCALL, or not) has run past the threshold: other reactors answer
+  // BUSY for this shard.
+  void MarkBusy(int shard, bool function) {
     uint8_t idle = kIdle;
-    if (slots_[shard].state.compare_exchange_strong(idle, kBusy)) busy_shards_.fetch_add(1);
+    if (slots_[shard].state.compare_exchange_strong(idle, function ? kBusyFunction : kBusy)) {
+      busy_shards_.fetch_add(1);
+    }
   }
   // The script changed the dataset: SCRIPT KILL can no longer stop it (UNKILLABLE, as Redis).
   void MarkWrote(int shard) { slots_[shard].wrote.store(true, std::memory_order_release); }
@@ -49,15 +57,20 @@ class ScriptBusy {
     s.wrote.store(false, std::memory_order_release);
   }
 
-  // --- SCRIPT KILL, any reactor ---
-  // Asks the first busy script that has written nothing to stop.
-  Kill RequestKill() {
+  // --- SCRIPT KILL (function: FUNCTION KILL), any reactor ---
+  // Asks the first busy script of that kind that has written nothing to stop.
+  Kill RequestKill(bool function = false) {
     if (!any()) return Kill::kNotBusy;
     Kill result = Kill::kNotBusy;
     for (Slot& s : slots_) {
-      if (s.state.load(std::memory_order_acquire) == kIdle) continue;
+      const uint8_t state = s.state.load(std::memory_order_acquire);
+      if (state == kIdle) continue;
       if (s.wrote.load(std::memory_order_acquire)) {
         result = Kill::kUnkillable;
+        continue;
+      }
+      if ((state == kBusyFunction) != function) {
+        if (result == Kill::kNotBusy) result = Kill::kWrongKind;
         continue;
       }
       s.kill.store(true, std::memory_order_release);
@@ -65,10 +78,21 @@ class ScriptBusy {
     }
     return result;
   }
+  // The BUSY error the others get: it names FUNCTION KILL when the first busy script is a
+  // function.
+  std::string_view busy_error() const {
+    for (const Slot& s : slots_) {
+      const uint8_t state = s.state.load(std::memory_order_acquire);
+      if (state != kIdle)
+        return state == kBusyFunction ? errors::kBusyFunction : errors::kBusyScript;
+    }
+    return errors::kBusyScript;
+  }
 
  private:
   static constexpr uint8_t kIdle = 0;
   static constexpr uint8_t kBusy = 1;
+  static constexpr uint8_t kBusyFunction = 2;
   struct Slot {
     std::atomic<uint8_t> state{kIdle};
     std::atomic<bool> kill{false};

@@ -900,7 +900,7 @@ void Shutdown(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   }
   if (!nosave && ScriptBusy::Get().any()) {
     // As Redis: while a script is past busy-reply-threshold, only SHUTDOWN NOSAVE stops it.
-    rb.Error(errors::kBusyScript);
+    rb.Error(ScriptBusy::Get().busy_error());
     return;
   }
   LogNotice("User requested shutdown...");

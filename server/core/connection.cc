@@ -556,6 +556,11 @@ void Connection::Dispatch(CmdArgs args) {
     return;
   }
   if (in_multi_ && !(spec->flags & kNoQueue)) {
+    if (ScriptBusy::Get().any() && NeedsBusyShard(spec, args, kSpansShards)) [[unlikely]] {
+      cs.rejected_calls++;  // refused when queued, as Redis: EXEC then aborts
+      Reject(spec, ScriptBusy::Get().busy_error());
+      return;
+    }
     Queue(spec, args);
   } else {
     Execute(spec, args);
@@ -649,7 +654,7 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
     // A Lua script has run past busy-reply-threshold on a shard this command needs: BUSY, as
     // Redis answers while a script runs (server/cmdtable/script_busy.h).
     reactor_->stats().commands[CommandTable::StatsSlot(spec, args)].rejected_calls++;
-    ReplyError(errors::kBusyScript);
+    ReplyError(ScriptBusy::Get().busy_error());
     return;
   }
   const bool on_shard = shard != kSpansShards;

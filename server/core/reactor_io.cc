@@ -545,7 +545,7 @@ bool Connection::BusyRefuses(const CommandSpec* spec, CmdArgs args) {
   // WATCH would look its keys up in the shard the script is using.
   if ((cmd->flags & kAllowBusy) && !spec->has_keys()) return false;
   reactor_->stats().commands[CommandTable::StatsSlot(spec, args)].rejected_calls++;
-  Reject(spec, errors::kBusyScript);
+  Reject(spec, ScriptBusy::Get().busy_error());
   return true;
 }
 

@@ -223,7 +223,7 @@ void CountHook(lua_State* L, lua_Debug*) {
       if (!r.busy) {
         if (MonotonicMs() - r.start_ms < r.ctx->config.busy_reply_threshold_ms) return;
         r.busy = true;
-        ScriptBusy::Get().MarkBusy(r.call->shard);
+        ScriptBusy::Get().MarkBusy(r.call->shard, r.call->function);
       }
       // This reactor's clients are answered meanwhile (BUSY); SCRIPT KILL or SHUTDOWN NOSAVE
       // from one of them lands here too.

@@ -206,18 +206,37 @@ TEST(ScriptBusyTest, AScriptThatWroteIsUnkillable) {
   constexpr int kShard = 9;
   b.Clear(kShard);
   EXPECT_FALSE(b.busy(kShard));
-  b.MarkBusy(kShard);
+  b.MarkBusy(kShard, false);
   EXPECT_TRUE(b.any());
   b.MarkWrote(kShard);
   EXPECT_EQ(b.RequestKill(), ScriptBusy::Kill::kUnkillable);
   EXPECT_FALSE(b.kill_requested(kShard));
   b.Clear(kShard);
   EXPECT_FALSE(b.any());
-  b.MarkBusy(kShard);
+  b.MarkBusy(kShard, false);
   EXPECT_EQ(b.RequestKill(), ScriptBusy::Kill::kKilled);
   EXPECT_TRUE(b.kill_requested(kShard));
   b.Clear(kShard);
   EXPECT_FALSE(b.kill_requested(kShard));
+}
+
+TEST(ScriptBusyTest, EachKillStopsItsOwnKind) {
+  // As Redis: SCRIPT KILL does not stop a function, nor FUNCTION KILL an EVAL script; the BUSY
+  // text names the KILL that would.
+  ScriptBusy& b = ScriptBusy::Get();
+  constexpr int kShard = 10;
+  b.Clear(kShard);
+  b.MarkBusy(kShard, /*function=*/true);
+  EXPECT_EQ(b.busy_error(), errors::kBusyFunction);
+  EXPECT_EQ(b.RequestKill(/*function=*/false), ScriptBusy::Kill::kWrongKind);
+  EXPECT_FALSE(b.kill_requested(kShard));
+  EXPECT_EQ(b.RequestKill(/*function=*/true), ScriptBusy::Kill::kKilled);
+  b.Clear(kShard);
+  b.MarkBusy(kShard, /*function=*/false);
+  EXPECT_EQ(b.busy_error(), errors::kBusyScript);
+  EXPECT_EQ(b.RequestKill(/*function=*/true), ScriptBusy::Kill::kWrongKind);
+  EXPECT_EQ(b.RequestKill(/*function=*/false), ScriptBusy::Kill::kKilled);
+  b.Clear(kShard);
 }
 
 }  // namespace

@@ -328,9 +328,13 @@ void ScriptFlush(CmdArgs args, ReplyBuilder& rb) {
   rb.Ok();
 }
 
-// Asks a Lua script that has run past busy-reply-threshold to stop (server/cmdtable/script_busy.h).
-void ScriptKill(ReplyBuilder& rb) {
-  switch (ScriptBusy::Get().RequestKill()) {
+// Asks a Lua script (function: a function, FUNCTION KILL) that has run past busy-reply-threshold
+// to stop (server/cmdtable/script_busy.h).
+void ScriptKill(ReplyBuilder& rb, bool function = false) {
+  switch (ScriptBusy::Get().RequestKill(function)) {
+    case ScriptBusy::Kill::kWrongKind:  // as Redis: the BUSY text naming the other KILL
+      rb.Error(function ? errors::kBusyScript : errors::kBusyFunction);
+      return;
     case ScriptBusy::Kill::kNotBusy:
       rb.Error(errors::kScriptNotBusy);
       return;
@@ -551,7 +555,7 @@ void FunctionFlush(CmdArgs args, Connection&, ReplyBuilder& rb) {
   rb.Ok();
 }
 
-void FunctionKill(CmdArgs, Connection&, ReplyBuilder& rb) { ScriptKill(rb); }
+void FunctionKill(CmdArgs, Connection&, ReplyBuilder& rb) { ScriptKill(rb, /*function=*/true); }
 
 // FUNCTION STATS: which function runs is not tracked across reactors (nil), then the engines.
 void FunctionStats(CmdArgs, Connection&, ReplyBuilder& rb) {

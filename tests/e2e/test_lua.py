@@ -523,11 +523,14 @@ BUSY = harness.error("BUSY Redis is busy running a script. You can only call "
                      "SCRIPT KILL or SHUTDOWN NOSAVE.")
 
 
-def wait_busy(test, conn, key):
-    """Polls GET key on conn until it answers BUSY (the script is past the threshold)."""
+def wait_busy(test, conn, key, busy=BUSY):
+    """Polls GET key on conn until it answers BUSY (the script is past the threshold, 100 ms in
+    these tests). Not before: a command sent to the script's shard from another reactor before
+    then waits for the script to end, as every command waits in Redis before the threshold."""
+    time.sleep(0.5)
     for _ in range(200):
         got = conn.cmd("GET", key)
-        if got == BUSY:
+        if got == busy:
             return
         time.sleep(0.02)
     test.fail("never BUSY: %r" % got)
@@ -557,14 +560,17 @@ class LuaBusyServesEveryClientTest(harness.ServerTestCase):
             c = others[1]
             c.send(harness.encode_command("GET", key) + harness.encode_command("INCR", key))
             self.assertEqual(c.read_replies(2), [BUSY, BUSY])
-            # Inside MULTI, as Redis: MULTI runs, EXEC is refused and discards the transaction.
-            c = others[2]
-            self.assertEqual(c.cmd("MULTI"), OK)
-            self.assertEqual(c.cmd("SET", key, "v"), BUSY)
-            self.assertEqual(c.cmd("EXEC"), harness.error(
-                "EXECABORT Transaction discarded because of: " + BUSY[1:-2].decode()))
+            # Inside MULTI, as Redis: MULTI runs, the refused command makes EXEC abort. (EXEC
+            # itself is refused on the script's reactor, "because of: BUSY ...", as in Redis;
+            # another reactor runs it, and it aborts "because of previous errors".)
+            for c in others[2:4]:
+                self.assertEqual(c.cmd("MULTI"), OK)
+                self.assertEqual(c.cmd("SET", key, "v"), BUSY)
+                got = c.cmd("EXEC")
+                self.assertTrue(got.startswith(b"-EXECABORT Transaction discarded because of"),
+                                got)
             # SHUTDOWN without NOSAVE is refused while the script runs.
-            self.assertEqual(others[3].cmd("SHUTDOWN"), BUSY)
+            self.assertEqual(others[4].cmd("SHUTDOWN"), BUSY)
             killer = self.conn()  # as `redis-cli SCRIPT KILL`: a new connection
             self.assertEqual(killer.cmd("SCRIPT", "KILL"), OK)
         finally:
@@ -574,6 +580,39 @@ class LuaBusyServesEveryClientTest(harness.ServerTestCase):
         for c in others:
             self.assertEqual(c.cmd("GET", key), harness.NIL)
         self.assertEqual(runner.cmd("CONFIG", "SET", "busy-reply-threshold", "5000"), OK)
+
+
+class FunctionBusyTest(harness.ServerTestCase):
+    """A busy function (FCALL): BUSY names FUNCTION KILL, SCRIPT KILL does not stop it."""
+
+    def test_function_kill(self):
+        key = "fbusy:{k}"
+        busy_fn = harness.error("BUSY Redis is busy running a script. You can only call "
+                                "FUNCTION KILL or SHUTDOWN NOSAVE.")
+        self.assertReply(OK, "CONFIG", "SET", "busy-reply-threshold", "100")
+        self.assertReply(bulk(b"busylib"), "FUNCTION", "LOAD", "REPLACE",
+                         "#!lua name=busylib\n"
+                         "redis.register_function('spin', function(keys, args)\n"
+                         "  redis.call('GET', keys[1]) while true do end end)")
+        runner, other = self.conn(), self.conn()
+        runner.send(harness.encode_command("FCALL", "spin", "1", key))
+        killed = False
+        try:
+            wait_busy(self, other, key, busy_fn)
+            self.assertEqual(other.cmd("SCRIPT", "KILL"), busy_fn)
+            self.assertEqual(other.cmd("FUNCTION", "KILL"), OK)
+            killed = True
+        finally:
+            if not killed:
+                for c in (other, self.c):
+                    try:
+                        c.cmd("FUNCTION", "KILL")
+                    except (socket.timeout, OSError):
+                        pass
+        got = runner.read_reply()
+        self.assertTrue(got.startswith(b"-ERR Script killed by user with"), got)
+        self.assertReply(OK, "FUNCTION", "DELETE", "busylib")
+        self.assertReply(OK, "CONFIG", "SET", "busy-reply-threshold", "5000")
 
 
 class LuaBusyOneReactorTest(unittest.TestCase):
