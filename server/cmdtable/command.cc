@@ -7,6 +7,7 @@ namespace deadbolt::server {
 
 CommandTable::CommandTable() {
   RegisterServerCommands(this);
+  RegisterCommandCommands(this);
   RegisterAclCommands(this);
   RegisterStringCommands(this);
   RegisterKeyCommands(this);

@@ -246,6 +246,7 @@ void RegisterPubSubCommands(CommandTable* t);
 void RegisterTransactionCommands(CommandTable* t);
 void RegisterPersistenceCommands(CommandTable* t);
 // server/ops/: SLOWLOG and LATENCY; MONITOR; OBJECT and MEMORY; DEBUG.
+void RegisterCommandCommands(CommandTable* t);  // COMMAND, server/ops/cmd_command.cc
 void RegisterSlowlogCommands(CommandTable* t);
 void RegisterMonitorCommands(CommandTable* t);
 void RegisterObjectCommands(CommandTable* t);  // OBJECT, MEMORY
