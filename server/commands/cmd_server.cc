@@ -527,38 +527,35 @@ void ClientUnpause(CmdArgs, Connection& conn, ReplyBuilder& rb) {
 }
 
 void ClientHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
-  static const char* kLines[] = {
-      "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-      "GETNAME",
-      "    Return the name of the current connection.",
-      "ID",
-      "    Return the ID of the current connection.",
-      "INFO",
-      "    Return information about the current client connection.",
-      "KILL <ip:port>",
-      "    Kill connection made from <ip:port>.",
-      "KILL <option> <value> [<option> <value> [...]]",
-      "    Kill connections. Options are: ID, ADDR, LADDR, SKIPME (yes|no).",
-      "LIST [options ...]",
-      "    Return information about client connections.",
-      "SETINFO <option> <value>",
-      "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
-      "SETNAME <name>",
-      "    Assign the name <name> to the current connection.",
-      "PAUSE <timeout> [WRITE|ALL]",
-      "    Suspend all, or just write, clients for <timeout> milliseconds.",
-      "UNPAUSE",
-      "    Stop the current client pause, resuming traffic.",
-      "REPLY (ON|OFF|SKIP)",
-      "    Control the replies sent to the current connection.",
-      "NO-EVICT (ON|OFF)",
-      "    Protect current client connection from eviction.",
-      "NO-TOUCH (ON|OFF)",
-      "    Will not touch LRU/LFU stats when this mode is on.",
-      "HELP",
-      "    Print this help."};
-  rb.ArrayHeader(std::size(kLines));
-  for (const char* l : kLines) rb.SimpleString(l);
+  WriteHelp(rb, {"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                 "GETNAME",
+                 "    Return the name of the current connection.",
+                 "ID",
+                 "    Return the ID of the current connection.",
+                 "INFO",
+                 "    Return information about the current client connection.",
+                 "KILL <ip:port>",
+                 "    Kill connection made from <ip:port>.",
+                 "KILL <option> <value> [<option> <value> [...]]",
+                 "    Kill connections. Options are: ID, ADDR, LADDR, SKIPME (yes|no).",
+                 "LIST [options ...]",
+                 "    Return information about client connections.",
+                 "SETINFO <option> <value>",
+                 "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+                 "SETNAME <name>",
+                 "    Assign the name <name> to the current connection.",
+                 "PAUSE <timeout> [WRITE|ALL]",
+                 "    Suspend all, or just write, clients for <timeout> milliseconds.",
+                 "UNPAUSE",
+                 "    Stop the current client pause, resuming traffic.",
+                 "REPLY (ON|OFF|SKIP)",
+                 "    Control the replies sent to the current connection.",
+                 "NO-EVICT (ON|OFF)",
+                 "    Protect current client connection from eviction.",
+                 "NO-TOUCH (ON|OFF)",
+                 "    Will not touch LRU/LFU stats when this mode is on.",
+                 "HELP",
+                 "    Print this help."});
 }
 
 void Client(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
@@ -664,20 +661,11 @@ void ConfigRewrite(CmdArgs, Connection&, ReplyBuilder& rb) {
 }
 
 void ConfigHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
-  static const char* kLines[] = {
-      "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-      "GET <pattern>",
-      "    Return parameters matching the glob-like <pattern> and their values.",
-      "SET <directive> <value>",
-      "    Set the configuration <directive> to <value>.",
-      "RESETSTAT",
-      "    Reset statistics reported by the INFO command.",
-      "REWRITE",
-      "    Rewrite the configuration file.",
-      "HELP",
-      "    Prints this help."};
-  rb.ArrayHeader(std::size(kLines));
-  for (const char* l : kLines) rb.SimpleString(l);
+  WriteHelp(rb, {"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET <pattern>",
+                 "    Return parameters matching the glob-like <pattern> and their values.",
+                 "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+                 "RESETSTAT", "    Reset statistics reported by the INFO command.", "REWRITE",
+                 "    Rewrite the configuration file.", "HELP", "    Prints this help."});
 }
 
 void ConfigCmd(CmdArgs args, Connection& conn, ReplyBuilder& rb) {

@@ -146,6 +146,11 @@ ShardedKeys::ShardedKeys(CmdArgs args, size_t first, size_t step, const Server& 
   }
 }
 
+void WriteHelp(protocol::ReplyBuilder& rb, std::initializer_list<const char*> lines) {
+  rb.ArrayHeader(lines.size());
+  for (const char* l : lines) rb.SimpleString(l);
+}
+
 void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Connection& conn,
             protocol::ReplyBuilder& rb) {
   for (size_t i = 0; i < n; i++) {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -16,10 +17,10 @@
 
 #include "protocol/reply_builder.h"
 #include "server/cmdtable/command.h"
-#include "shard/base/op_status.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
+#include "shard/base/op_status.h"
 #include "shard/types/value_type.h"
 
 namespace deadbolt::server {
@@ -116,6 +117,9 @@ struct Sub {
 // unknown-subcommand error.
 void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Connection& conn,
             protocol::ReplyBuilder& rb);
+
+// A HELP subcommand's reply: its lines as simple strings, as Redis's addReplyHelp.
+void WriteHelp(protocol::ReplyBuilder& rb, std::initializer_list<const char*> lines);
 
 // --- commands whose keys span shards ---
 

@@ -172,21 +172,13 @@ void CommandList(CmdArgs args, Connection&, ReplyBuilder& rb) {
 }
 
 void CommandHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
-  static const char* kLines[] = {"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                                 "(no subcommand)",
-                                 "    Return details about all commands.",
-                                 "COUNT",
-                                 "    Return the total number of commands in this server.",
-                                 "LIST",
-                                 "    Return a list of all commands in this server.",
-                                 "INFO [<command-name> ...]",
-                                 "    Return details about the given commands.",
-                                 "DOCS [<command-name> ...]",
-                                 "    Return documentation details about the given commands.",
-                                 "HELP",
-                                 "    Print this help."};
-  rb.ArrayHeader(std::size(kLines));
-  for (const char* l : kLines) rb.SimpleString(l);
+  WriteHelp(rb, {"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                 "(no subcommand)", "    Return details about all commands.", "COUNT",
+                 "    Return the total number of commands in this server.", "LIST",
+                 "    Return a list of all commands in this server.", "INFO [<command-name> ...]",
+                 "    Return details about the given commands.", "DOCS [<command-name> ...]",
+                 "    Return documentation details about the given commands.", "HELP",
+                 "    Print this help."});
 }
 
 void Command(CmdArgs args, Connection& conn, ReplyBuilder& rb) {

@@ -183,26 +183,19 @@ void Debug(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   } else if (EqualsIgnoreCase(sub, "protocol") && args.size() == 3) {
     Protocol(args[2], rb);
   } else if (EqualsIgnoreCase(sub, "help") && args.size() == 2) {
-    static const char* kLines[] = {
-        "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "OBJECT <key>",
-        "    Show low level info about the internal encoding of the <key>.",
-        "PROTOCOL <type>",
-        "    Reply with a test value of the specified type. <type> can be: string,",
-        "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
-        "    true, false.",
-        "RELOAD [option ...]",
-        "    Save the keys and load them back (here: through the journal's encoding).",
-        "SET-ACTIVE-EXPIRE <0|1>",
-        "    Setting it to 0 disables expiring keys in background when they are not",
-        "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
-        "    default.",
-        "SLEEP <seconds>",
-        "    Stop the server for <seconds>. Decimals allowed.",
-        "HELP",
-        "    Prints this help."};
-    rb.ArrayHeader(std::size(kLines));
-    for (const char* l : kLines) rb.SimpleString(l);
+    WriteHelp(
+        rb,
+        {"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "OBJECT <key>",
+         "    Show low level info about the internal encoding of the <key>.", "PROTOCOL <type>",
+         "    Reply with a test value of the specified type. <type> can be: string,",
+         "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+         "    true, false.", "RELOAD [option ...]",
+         "    Save the keys and load them back (here: through the journal's encoding).",
+         "SET-ACTIVE-EXPIRE <0|1>",
+         "    Setting it to 0 disables expiring keys in background when they are not",
+         "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+         "    default.", "SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed.",
+         "HELP", "    Prints this help."});
   } else {
     rb.Error(absl::StrCat("ERR unknown subcommand or wrong number of arguments for '", AV(sub),
                           "'. Try DEBUG HELP."));

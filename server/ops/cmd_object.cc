@@ -26,11 +26,6 @@ namespace {
 
 using protocol::ReplyBuilder;
 
-void WriteHelp(ReplyBuilder& rb, std::initializer_list<const char*> lines) {
-  rb.ArrayHeader(lines.size());
-  for (const char* l : lines) rb.SimpleString(l);
-}
-
 // --- OBJECT (runs on the key's shard) ---
 
 void Object(CmdArgs args, ShardCtx& ctx) {

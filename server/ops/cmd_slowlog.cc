@@ -24,11 +24,6 @@ namespace {
 
 using protocol::ReplyBuilder;
 
-void WriteHelp(ReplyBuilder& rb, std::initializer_list<const char*> lines) {
-  rb.ArrayHeader(lines.size());
-  for (const char* l : lines) rb.SimpleString(l);
-}
-
 // --- SLOWLOG ---
 
 void SlowlogGet(CmdArgs args, Connection& conn, ReplyBuilder& rb) {

@@ -348,22 +348,16 @@ void ScriptKill(ReplyBuilder& rb, bool function = false) {
 }
 
 void ScriptHelp(ReplyBuilder& rb) {
-  static const char* kLines[] = {
-      "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-      "EXISTS <sha1> [<sha1> ...]",
-      "    Return information about the existence of the scripts in the script cache.",
-      "FLUSH [ASYNC|SYNC]",
-      "    Flush the Lua scripts cache. Very dangerous on replicas.",
-      "    ASYNC: Asynchronously flush the scripts cache.",
-      "    SYNC: Synchronously flush the scripts cache.",
-      "KILL",
-      "    Kill the currently executing Lua script.",
-      "LOAD <script>",
-      "    Load a script into the scripts cache without executing it.",
-      "HELP",
-      "    Prints this help."};
-  rb.ArrayHeader(std::size(kLines));
-  for (const char* l : kLines) rb.SimpleString(l);
+  WriteHelp(rb,
+            {"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+             "EXISTS <sha1> [<sha1> ...]",
+             "    Return information about the existence of the scripts in the script cache.",
+             "FLUSH [ASYNC|SYNC]", "    Flush the Lua scripts cache. Very dangerous on replicas.",
+             "    ASYNC: Asynchronously flush the scripts cache.",
+             "    SYNC: Synchronously flush the scripts cache.", "KILL",
+             "    Kill the currently executing Lua script.", "LOAD <script>",
+             "    Load a script into the scripts cache without executing it.", "HELP",
+             "    Prints this help."});
 }
 
 void Script(CmdArgs args, Connection&, ReplyBuilder& rb) {
@@ -573,24 +567,15 @@ void FunctionStats(CmdArgs, Connection&, ReplyBuilder& rb) {
 }
 
 void FunctionHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
-  static const char* kLines[] = {
-      "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-      "LOAD [REPLACE] <FUNCTION CODE>",
-      "    Create a new library with the given library name and code.",
-      "DELETE <LIBRARY NAME>",
-      "    Delete the given library.",
-      "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
-      "    Return general information on all the libraries.",
-      "STATS",
-      "    Return the available engines and how many libraries and functions each has.",
-      "KILL",
-      "    Kill the current running function.",
-      "FLUSH [ASYNC|SYNC]",
-      "    Delete all the libraries.",
-      "HELP",
-      "    Prints this help."};
-  rb.ArrayHeader(std::size(kLines));
-  for (const char* l : kLines) rb.SimpleString(l);
+  WriteHelp(rb, {"FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                 "LOAD [REPLACE] <FUNCTION CODE>",
+                 "    Create a new library with the given library name and code.",
+                 "DELETE <LIBRARY NAME>", "    Delete the given library.",
+                 "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+                 "    Return general information on all the libraries.", "STATS",
+                 "    Return the available engines and how many libraries and functions each has.",
+                 "KILL", "    Kill the current running function.", "FLUSH [ASYNC|SYNC]",
+                 "    Delete all the libraries.", "HELP", "    Prints this help."});
 }
 
 void Function(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
