@@ -16,7 +16,9 @@ reference redis-server has neither DELIFEQ nor LOCK.ACQUIRE, and its journal is 
 
 import os
 import re
+import shutil
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -58,7 +60,11 @@ class CrashTest(unittest.TestCase):
         test_multi_exec_is_all_or_nothing) unless asked for."""
         if "--multi-every" not in args:
             args = ("--multi-every", "0") + args
-        argv = [self.binary, "--server", self.server, "--kill-max", "2000", *args]
+        # Its own directory, removed after the test: lockcrash keeps a directory it made itself
+        # when a run fails, which the self-tests here do on purpose.
+        work = tempfile.mkdtemp(prefix="lockcrash-test-")
+        self.addCleanup(shutil.rmtree, work, True)
+        argv = [self.binary, "--server", self.server, "--dir", work, "--kill-max", "2000", *args]
         return harness.run_tool(self, argv, RUN_TIMEOUT)
 
     def summary(self, out):

@@ -13,6 +13,7 @@ sandbox, BUSY and SCRIPT KILL, INFO's counters, FUNCTION FLUSH/LIST.
 
 import os
 import socket
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ def setUpModule():
              "--appendonly", "no"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, cwd=work, start_new_session=True)
         harness.wait_port(port)
-        _REF.update(proc=proc, port=port)
+        _REF.update(proc=proc, port=port, work=work)
 
 
 def tearDownModule():
@@ -47,6 +48,7 @@ def tearDownModule():
     if proc:
         proc.terminate()
         proc.wait(timeout=10)
+        shutil.rmtree(_REF["work"], ignore_errors=True)
     harness.stop_module_server()
 
 
