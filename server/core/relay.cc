@@ -30,10 +30,19 @@
 // The Relay owns its bytes (arguments and replies) and moves from reactor to reactor; nothing
 // in it points into a shard. Only `conn` points back, and it is dereferenced on `origin` only.
 //
+// Laid out by shard: each shard's commands are packed together (a command's specification,
+// argument lengths and bytes in one record), with a byte per command saying whose it is. A
+// shard so reads only its own commands' lines, not every command's, and the origin takes back
+// only those when it writes the next relay: a line written on one core and read on the other
+// costs both (bench/PROFILE.md, session 20). Replies are written in the order the commands ran,
+// with each one's length; home puts them in pipeline order from the per-command shard bytes.
+//
 // Also here: a pipeline's keys asked for ahead of its lookups, whether a relay runs its commands
 // (PrefetchKeys) or the connection runs them inline (Connection::PrefetchPipeline).
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,18 +59,52 @@
 
 namespace deadbolt::server {
 
+// A growing run of bytes, written a whole record at a time (neither zero-filled nor terminated,
+// as a std::string would be on each append).
+class RecBuffer {
+ public:
+  const char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  size_t capacity() const { return cap_; }
+  void clear() { size_ = 0; }
+  // Room for `n` more bytes at the end, to be written by the caller.
+  char* Extend(size_t n) {
+    if (size_ + n > cap_) Grow(size_ + n);
+    char* w = data_.get() + size_;
+    size_ += n;
+    return w;
+  }
+
+ private:
+  void Grow(size_t need) {
+    size_t cap = std::max<size_t>({need, 2 * cap_, 256});
+    std::unique_ptr<char[]> d(new char[cap]);
+    if (size_ > 0) std::memcpy(d.get(), data_.get(), size_);
+    data_ = std::move(d);
+    cap_ = cap;
+  }
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+  size_t cap_ = 0;
+};
+
 struct Relay {
-  struct Cmd {
+  // One command in its shard's part: this header, the length of each argument (uint32_t), the
+  // arguments' bytes back to back, then padding to 8. One run of lines per command.
+  struct Rec {
     const CommandSpec* spec;
     uint32_t argc;
-    int shard;
-    uint32_t arg;   // its first argument in `lens`
-    uint32_t byte;  // its first byte in `bytes`
+    uint32_t size;  // the whole record's bytes, header and padding included
   };
-  // Where a command's reply is in `replies` (written by the shard that ran it; ascending only).
-  struct Span {
-    size_t start = 0;
-    size_t len = 0;  // 0: not run
+  // One shard's commands, packed in pipeline order: the shard that runs them reads these lines
+  // and no other shard's (a line written on one core and read on another is a miss for each,
+  // and the origin takes it back when it writes the next relay).
+  struct Part {
+    int shard = 0;
+    uint32_t count = 0;  // commands
+    uint32_t pos = 0;    // the record of its first command not yet run (a byte offset)
+    uint32_t ran = 0;    // its commands run
+    RecBuffer recs;
   };
   // Keys locked on one shard for commands run ahead, released when the relay is home. The list
   // goes back to that shard with the unlock, a pointer's size (the message's closure then fits
@@ -71,18 +114,22 @@ struct Relay {
     int shard;
     Names names;
   };
-  std::string bytes;           // every argument of every command, back to back
-  std::vector<uint32_t> lens;  // the length of each argument
-  // Written on the origin only: shards read it (a line another core wrote costs a miss).
-  std::vector<Cmd> cmds;
+  // Written on the origin only: shards read them.
+  std::vector<uint8_t> order;  // each command's shard, in pipeline order (--threads <= 256)
+  std::vector<Part> parts;     // [0, used): sorted by shard once sent; the rest kept for reuse
+  size_t used = 0;
+  size_t last = 0;       // the part the last command joined (a pipeline's runs are often long)
+  size_t rec_bytes = 0;  // over all parts (RelayFull)
   // The first command not yet run. Ascending, the commands of the shards below the current one
   // have all run (each shard runs all of its own), so nothing else records what ran: the
   // commands ran in ascending shard order, in pipeline order within a shard.
   size_t next = 0;
-  std::string replies;             // the replies of the commands run so far, in the order they ran
-  std::vector<Span> spans;         // ascending: each command's reply in `replies`
+  std::string replies;  // the replies of the commands run so far, in the order they ran
+  // Ascending: each reply's length, in the order they ran (home puts them in pipeline order).
+  std::vector<uint32_t> reply_lens;
   std::vector<SlowlogEntry> slow;  // slow calls, logged at home with the client's address
   size_t segment = 0;              // where the replies written by the shard that sent it here begin
+  size_t segment_reply = 0;        // and which of reply_lens is the first of them
   bool resumed = false;            // `next` waited in the LockTable and may now run
   bool in_order = false;           // visits the shard of each next command (see above)
   uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
@@ -106,14 +153,47 @@ struct Relay {
   Connection* conn = nullptr;                 // dereferenced only on `origin`
   std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
-  void Add(const CommandSpec* spec, CmdArgs args, int shard) {
-    cmds.push_back(Cmd{spec, static_cast<uint32_t>(args.size()), shard,
-                       static_cast<uint32_t>(lens.size()), static_cast<uint32_t>(bytes.size())});
-    tally.Add(shard);
-    for (std::string_view a : args) {  // (the buffers keep their capacity from relay to relay)
-      bytes.append(a);
-      lens.push_back(static_cast<uint32_t>(a.size()));
+  size_t size() const { return order.size(); }
+
+  Part* PartOf(int shard) {
+    for (size_t k = 0; k < used; k++) {
+      if (parts[k].shard == shard) return &parts[k];
     }
+    return nullptr;
+  }
+
+  void Add(const CommandSpec* spec, CmdArgs args, int shard) {
+    if (last >= used || parts[last].shard != shard) {
+      last = 0;
+      while (last < used && parts[last].shard != shard) last++;
+      if (last == used) {
+        if (used == parts.size()) parts.emplace_back();
+        parts[used].shard = shard;
+        used++;
+      }
+    }
+    Part& p = parts[last];
+    size_t arg_bytes = 0;
+    for (std::string_view a : args) arg_bytes += a.size();
+    const size_t size = (sizeof(Rec) + args.size() * sizeof(uint32_t) + arg_bytes + 7) & ~size_t{7};
+    // (the buffers keep their capacity from relay to relay)
+    char* w = p.recs.Extend(size);
+    Rec head{spec, static_cast<uint32_t>(args.size()), static_cast<uint32_t>(size)};
+    std::memcpy(w, &head, sizeof(head));
+    w += sizeof(head);
+    for (std::string_view a : args) {
+      uint32_t n = static_cast<uint32_t>(a.size());
+      std::memcpy(w, &n, sizeof(n));
+      w += sizeof(n);
+    }
+    for (std::string_view a : args) {
+      std::memcpy(w, a.data(), a.size());
+      w += a.size();
+    }
+    p.count++;
+    rec_bytes += size;
+    order.push_back(static_cast<uint8_t>(shard));
+    tally.Add(shard);
   }
 };
 
@@ -123,20 +203,22 @@ namespace {
 
 void RunRelay(std::unique_ptr<Relay> r, bool direct);
 
-// What RunRelay reads first on the next shard, and Home at home: lines the sender wrote.
-TaskHints ToShard(const Relay& r) {
+// What RunRelay reads first on shard `to`, and Home at home: lines the sender wrote.
+TaskHints ToShard(Relay& r, int to) {
   TaskHints h;
+  const Relay::Part* p = r.PartOf(to);
   h.spans = {{{&r, sizeof(Relay)},
-              {r.cmds.data(), r.cmds.size() * sizeof(Relay::Cmd)},
-              {r.lens.data(), r.lens.size() * sizeof(uint32_t)},
-              {r.bytes.data(), r.bytes.size()}}};
+              {r.parts.data(), r.used * sizeof(Relay::Part)},
+              {r.order.data(), r.order.size()},
+              {p ? p->recs.data() : nullptr, p ? p->recs.size() - p->pos : 0}}};
+  if (p) h.spans[3].p = p->recs.data() + p->pos;
   return h;
 }
 TaskHints ToHome(const Relay& r) {
   TaskHints h;
   h.spans = {{{&r, sizeof(Relay)},
               {r.replies.data(), r.replies.size()},
-              {r.spans.data(), r.spans.size() * sizeof(Relay::Span)}}};
+              {r.reply_lens.data(), r.reply_lens.size() * sizeof(uint32_t)}}};
   return h;
 }
 
@@ -180,27 +262,32 @@ std::unique_ptr<Relay> NewRelay() {
   if (spare.empty()) return std::make_unique<Relay>();
   std::unique_ptr<Relay> r = std::move(spare.back());
   spare.pop_back();
-  // The shard read these on the relay's last trip; the commands to come are written into them.
-  PrefetchLines<true>(r->cmds.data(), r->cmds.capacity() * sizeof(Relay::Cmd));
-  PrefetchLines<true>(r->lens.data(), r->lens.capacity() * sizeof(uint32_t));
-  PrefetchLines<true>(r->bytes.data(), r->bytes.capacity());
+  // A shard read these on the relay's last trip; the commands to come are written into them.
+  PrefetchLines<true>(r->order.data(), r->order.capacity());
+  for (const Relay::Part& p : r->parts) PrefetchLines<true>(p.recs.data(), p.recs.capacity());
   return r;
 }
 
 void Recycle(std::unique_ptr<Relay> r) {
-  if (spare.size() >= kMaxSpare || r->bytes.capacity() > kMaxSpareBytes ||
-      r->cmds.capacity() > kMaxSpareBytes / 8) {
+  size_t rec_capacity = 0;
+  for (const Relay::Part& p : r->parts) rec_capacity += p.recs.capacity();
+  if (spare.size() >= kMaxSpare || rec_capacity > kMaxSpareBytes ||
+      r->order.capacity() > kMaxSpareBytes / 8) {
     return;
   }
   if (r->replies.capacity() > kMaxSpareBytes) std::string().swap(r->replies);
-  r->bytes.clear();
-  r->lens.clear();
-  r->cmds.clear();
+  for (size_t k = 0; k < r->used; k++) {
+    Relay::Part& p = r->parts[k];
+    p.recs.clear();
+    p.count = p.pos = p.ran = 0;
+  }
+  r->used = r->last = r->rec_bytes = 0;
+  r->order.clear();
   r->replies.clear();
-  r->spans.clear();
+  r->reply_lens.clear();
   r->slow.clear();
   r->held.clear();
-  r->next = r->segment = 0;
+  r->next = r->segment = r->segment_reply = 0;
   r->resumed = r->in_order = false;
   r->lock_id = 0;
   r->max_replies = 0;
@@ -210,26 +297,21 @@ void Recycle(std::unique_ptr<Relay> r) {
 }
 
 // The replies written from `segment` on, by a shard whose journal could not take its part,
-// become errors, one for each; ascending, each command's span is moved to its error.
+// become errors, one for each (ascending, each with its length).
 void FailSegment(Relay& r, const std::string& error) {
   if (r.segment >= r.replies.size()) return;
-  if (r.spans.empty()) {
+  if (r.in_order) {
     r.replies.replace(r.segment, std::string::npos,
                       FailHeldReplies(std::string_view(r.replies).substr(r.segment), error));
     return;
   }
-  std::vector<uint32_t> failed;  // the commands whose replies are in the segment, as they ran
-  for (uint32_t i = 0; i < r.spans.size(); i++) {
-    if (r.spans[i].len > 0 && r.spans[i].start >= r.segment) failed.push_back(i);
-  }
-  std::sort(failed.begin(), failed.end(),
-            [&](uint32_t a, uint32_t b) { return r.spans[a].start < r.spans[b].start; });
   std::string tail;
-  for (uint32_t i : failed) {
-    Relay::Span& sp = r.spans[i];
-    std::string one = FailHeldReplies(std::string_view(r.replies).substr(sp.start, sp.len), error);
-    sp.start = r.segment + tail.size();
-    sp.len = one.size();
+  size_t at = r.segment;
+  for (size_t i = r.segment_reply; i < r.reply_lens.size(); i++) {
+    std::string one =
+        FailHeldReplies(std::string_view(r.replies).substr(at, r.reply_lens[i]), error);
+    at += r.reply_lens[i];
+    r.reply_lens[i] = static_cast<uint32_t>(one.size());
     tail += one;
   }
   r.replies.replace(r.segment, std::string::npos, tail);
@@ -237,11 +319,32 @@ void FailSegment(Relay& r, const std::string& error) {
 
 // Replies written in the order the commands ran (ascending shards, pipeline order within one),
 // put in pipeline order. Built in a buffer kept for the next time, then swapped with the
-// relay's: neither allocates once both have grown.
+// relay's: neither allocates once both have grown. A command not run (the relay stopped at the
+// client's output limit) is the last of its part's and has no reply.
 void ToPipelineOrder(Relay& r) {
+  struct Cursor {
+    size_t off = 0;    // its next reply in `replies`
+    size_t reply = 0;  // and in reply_lens
+    size_t left = 0;   // its replies not yet taken
+  };
   thread_local std::string ordered;
+  thread_local std::array<Cursor, 256> cursor;  // by shard
+  size_t off = 0, reply = 0;
+  for (size_t k = 0; k < r.used; k++) {  // the parts ran in ascending order, as they are sorted
+    const Relay::Part& p = r.parts[k];
+    cursor[p.shard] = Cursor{off, reply, p.ran};
+    for (size_t i = 0; i < p.ran; i++) off += r.reply_lens[reply + i];
+    reply += p.ran;
+  }
   ordered.clear();
-  for (const Relay::Span& sp : r.spans) ordered.append(r.replies, sp.start, sp.len);
+  for (uint8_t s : r.order) {
+    Cursor& c = cursor[s];
+    if (c.left == 0) continue;
+    const uint32_t len = r.reply_lens[c.reply++];
+    ordered.append(r.replies, c.off, len);
+    c.off += len;
+    c.left--;
+  }
   r.replies.swap(ordered);
   if (ordered.capacity() > kMaxSpareBytes) std::string().swap(ordered);
 }
@@ -254,7 +357,7 @@ void Home(std::unique_ptr<Relay> r) {
     FailSegment(*r, *e);
   }
   PrefetchLines<false>(r->replies.data(), r->replies.size());  // written on the shards
-  PrefetchLines<false>(r->spans.data(), r->spans.size() * sizeof(Relay::Span));
+  PrefetchLines<false>(r->reply_lens.data(), r->reply_lens.size() * sizeof(uint32_t));
   Reactor* re = Reactor::Current();
   for (Relay::Held& h : r->held) {
     if (h.shard == re->id()) {
@@ -279,53 +382,63 @@ void Home(std::unique_ptr<Relay> r) {
   c->OnRelayDone();
 }
 
-// Runs command `i` here, its reply appended to the relay's replies.
-void RunOne(Relay& r, size_t i, CmdArgs a) {
+// The command whose record starts at `pos` in `p`: its specification and arguments (views into
+// the record), and the record's size.
+struct RecArgs {
+  const CommandSpec* spec;
+  CmdArgs args;
+  uint32_t size;
+};
+RecArgs ArgsAt(const Relay::Part& p, size_t pos, std::vector<std::string_view>& views) {
+  const char* rec = p.recs.data() + pos;
+  Relay::Rec head;
+  std::memcpy(&head, rec, sizeof(head));
+  const char* lens = rec + sizeof(head);
+  const char* bytes = lens + head.argc * sizeof(uint32_t);
+  views.clear();
+  for (uint32_t k = 0; k < head.argc; k++) {
+    uint32_t n;
+    std::memcpy(&n, lens + k * sizeof(uint32_t), sizeof(n));
+    views.emplace_back(bytes, n);
+    bytes += n;
+  }
+  return RecArgs{head.spec, CmdArgs(views.data(), views.size()), head.size};
+}
+
+// Runs the command of `p` at its `pos` here, its reply appended to the relay's replies, and
+// moves `pos` past it.
+void RunOne(Relay& r, Relay::Part& p, const RecArgs& c) {
   Reactor* re = Reactor::Current();
-  const Relay::Cmd& cmd = r.cmds[i];
-  CommandStats& cs = re->stats().commands[cmd.spec->stats_slot];
+  CommandStats& cs = re->stats().commands[c.spec->stats_slot];
   cs.calls++;
   const size_t start = r.replies.size();
   protocol::ReplyBuilder rb(&r.replies, r.resp);
   ShardCtx ctx{re->shard(), re->shard().db(r.db), r.db, re->now_ms(), re->config(), rb};
   ctx.acl_user = r.acl_user.get();
-  re->BeginCall(cmd.spec);
-  cmd.spec->shard_handler(a, ctx);
-  if (!r.spans.empty()) {
-    r.spans[i] = Relay::Span{start, r.replies.size() - start};
-  }
-  if (!re->JoinRun(cs, cmd.spec) && re->ChargeCall(cs, re->Lap())) [[unlikely]] {
-    if (auto e = re->NoteSlowCall(cmd.spec, a, re->last_lap_ticks())) {
+  re->BeginCall(c.spec);
+  c.spec->shard_handler(c.args, ctx);
+  if (!r.in_order) r.reply_lens.push_back(static_cast<uint32_t>(r.replies.size() - start));
+  p.pos += c.size;
+  p.ran++;
+  if (!re->JoinRun(cs, c.spec) && re->ChargeCall(cs, re->Lap())) [[unlikely]] {
+    if (auto e = re->NoteSlowCall(c.spec, c.args, re->last_lap_ticks())) {
       r.slow.push_back(std::move(*e));
     }
   }
 }
 
-CmdArgs ArgsOf(const Relay& r, size_t i, std::vector<std::string_view>& views) {
-  const Relay::Cmd& cmd = r.cmds[i];
-  views.clear();
-  size_t off = cmd.byte;
-  for (uint32_t k = 0; k < cmd.argc; k++) {
-    uint32_t n = r.lens[cmd.arg + k];
-    views.emplace_back(r.bytes.data() + off, n);
-    off += n;
-  }
-  return CmdArgs(views.data(), views.size());
-}
-
 // Asks for the keyspace lines the next commands to run here will look up: their lookups then
 // take their cache misses together rather than one by one. At most kMaxKeys, so that a relay
 // that waits again and again before its commands does not ask for the same lines each time.
-void PrefetchKeys(const Relay& r, int me) {
+void PrefetchKeys(const Relay& r, const Relay::Part& p) {
   constexpr size_t kMaxKeys = 64;
   thread_local std::vector<std::string_view> keys;
   thread_local std::vector<std::string_view> views;
   keys.clear();
-  for (size_t i = r.next; i < r.cmds.size() && keys.size() < kMaxKeys; i++) {
-    const Relay::Cmd& cmd = r.cmds[i];
-    if (cmd.shard != me) continue;
-    CmdArgs a = ArgsOf(r, i, views);
-    cmd.spec->ForEachKey(a, [&](int k) { keys.push_back(a[k]); });
+  for (size_t pos = p.pos; pos < p.recs.size() && keys.size() < kMaxKeys;) {
+    RecArgs c = ArgsAt(p, pos, views);
+    c.spec->ForEachKey(c.args, [&](int k) { keys.push_back(c.args[k]); });
+    pos += c.size;
   }
   if (!keys.empty()) Reactor::Current()->shard().db(r.db).PrefetchKeys(keys.data(), keys.size());
 }
@@ -391,34 +504,38 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     FailSegment(*r, *e);
   }
   r->segment = r->replies.size();
+  r->segment_reply = r->reply_lens.size();
+  Relay::Part* part = r->PartOf(me);  // (the relay came here for its commands)
   // Written on another core: ask for all of it at once.
-  PrefetchLines<false>(r->cmds.data(), r->cmds.size() * sizeof(Relay::Cmd));
-  PrefetchLines<false>(r->lens.data(), r->lens.size() * sizeof(uint32_t));
-  PrefetchLines<false>(r->bytes.data(), r->bytes.size());
+  PrefetchLines<false>(r->order.data() + r->next, r->order.size() - r->next);
+  PrefetchLines<false>(part->recs.data() + part->pos, part->recs.size() - part->pos);
   // Read by the origin on the relay's last trip, written with this shard's replies now.
   PrefetchLines<true>(r->replies.data() + r->segment, r->replies.capacity() - r->segment);
-  PrefetchLines<true>(r->spans.data(), r->spans.size() * sizeof(Relay::Span));
+  if (!r->in_order) {
+    PrefetchLines<true>(r->reply_lens.data() + r->segment_reply,
+                        (r->reply_lens.capacity() - r->segment_reply) * sizeof(uint32_t));
+  }
   re->StartTiming();
   thread_local std::vector<std::string_view> views;
   LockTable& locks = re->locks();
-  const size_t n = r->cmds.size();
+  const size_t n = r->order.size();
   // Direct, the connection's look-ahead (PrefetchPipeline) has just asked for this shard's keys
   // among these commands, as it read them: asked again, each would be hashed and its bucket read
   // a second time for nothing.
-  if (!direct) PrefetchKeys(*r, me);
+  if (!direct) PrefetchKeys(*r, *part);
   bool stop = false;
   // The commands every earlier one of which has run: in order, each waiting for a transaction
   // that holds its key (the rest of the relay waits with it).
   while (r->next < n) {
-    const Relay::Cmd& cmd = r->cmds[r->next];
-    if (cmd.shard < me && !r->in_order) {  // ran on its own shard, earlier on the way
+    const int shard = r->order[r->next];
+    if (shard < me && !r->in_order) {  // ran on its own shard, earlier on the way
       r->next++;
       continue;
     }
-    if (cmd.shard != me) break;
-    CmdArgs a = ArgsOf(*r, r->next, views);
-    if (!r->resumed && MustWait(cmd.spec, a, r->db, r->client_id, locks)) {
-      std::vector<std::string> names = LockNames(cmd.spec, a, r->db);
+    if (shard != me) break;
+    RecArgs c = ArgsAt(*part, part->pos, views);
+    if (!r->resumed && MustWait(c.spec, c.args, r->db, r->client_id, locks)) {
+      std::vector<std::string> names = LockNames(c.spec, c.args, r->db);
       uint64_t owner = r->client_id;
       r->resumed = true;
       re->EndTiming(nullptr);
@@ -426,66 +543,60 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
       return;
     }
     r->resumed = false;
-    RunOne(*r, r->next, a);
+    RunOne(*r, *part, c);
     r->next++;
     if (OverReplyLimit(*r)) {  // a client not reading
       stop = true;
       break;
     }
   }
-  if (!stop && !r->in_order && r->next < n) {
+  if (!stop && !r->in_order && part->ran < part->count) {
     // The rest of this shard's commands run ahead of r->next, under locks on their keys.
     // A list kept from an earlier relay's unlock, with room for one key for each command left
     // (most have one): it goes with the relay, and on to the unlock.
     Relay::Names list = TakeNames();
     std::vector<std::string>& names = *list;
-    names.reserve(n - r->next - 1);
-    size_t ahead = 0;
-    for (size_t i = r->next + 1; i < n; i++) {
-      const Relay::Cmd& cmd = r->cmds[i];
-      if (cmd.shard != me) continue;
-      ahead++;
-      CmdArgs a = ArgsOf(*r, i, views);
-      cmd.spec->ForEachKey(a, [&](int k) { names.push_back(LockTable::Name(r->db, a[k])); });
+    names.reserve(part->count - part->ran);
+    for (size_t pos = part->pos; pos < part->recs.size();) {
+      RecArgs c = ArgsAt(*part, pos, views);
+      c.spec->ForEachKey(c.args,
+                         [&](int k) { names.push_back(LockTable::Name(r->db, c.args[k])); });
+      pos += c.size;
     }
-    if (ahead > 0) {
-      if (r->lock_id == 0) {  // unique: this reactor's id and its own count
-        r->lock_id = (uint64_t{1} << 63) | (static_cast<uint64_t>(me) << 40) |
-                     (++relay_locks_made & ((uint64_t{1} << 40) - 1));
-      }
-      if (!locks.TryLock(r->lock_id, names, false)) {
-        // Waits as a transaction does, holding locks on lower shards only; TryLock for the same
-        // names succeeds when it is run again.
-        uint64_t id = r->lock_id;
-        std::sort(names.begin(), names.end());  // a waiter is queued once per name
-        names.erase(std::unique(names.begin(), names.end()), names.end());
-        re->EndTiming(nullptr);
-        locks.ParkTx(id, names, false, Carry(std::move(r)));
-        GiveNames(std::move(list));
-        return;
-      }
-      r->held.push_back(Relay::Held{me, std::move(list)});
-      re->stats().relay_cmds_ahead += ahead;
-      for (size_t i = r->next + 1; i < n; i++) {
-        if (r->cmds[i].shard != me) continue;
-        RunOne(*r, i, ArgsOf(*r, i, views));
-        if (OverReplyLimit(*r)) {
-          stop = true;
-          break;
-        }
+    if (r->lock_id == 0) {  // unique: this reactor's id and its own count
+      r->lock_id = (uint64_t{1} << 63) | (static_cast<uint64_t>(me) << 40) |
+                   (++relay_locks_made & ((uint64_t{1} << 40) - 1));
+    }
+    if (!locks.TryLock(r->lock_id, names, false)) {
+      // Waits as a transaction does, holding locks on lower shards only; TryLock for the same
+      // names succeeds when it is run again.
+      uint64_t id = r->lock_id;
+      std::sort(names.begin(), names.end());  // a waiter is queued once per name
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      re->EndTiming(nullptr);
+      locks.ParkTx(id, names, false, Carry(std::move(r)));
+      GiveNames(std::move(list));
+      return;
+    }
+    r->held.push_back(Relay::Held{me, std::move(list)});
+    re->stats().relay_cmds_ahead += part->count - part->ran;
+    while (part->pos < part->recs.size()) {
+      RunOne(*r, *part, ArgsAt(*part, part->pos, views));
+      if (OverReplyLimit(*r)) {
+        stop = true;
+        break;
       }
     }
-    if (list) GiveNames(std::move(list));  // nothing ran ahead
   }
   re->EndTiming(nullptr);
   if (!stop && r->next < n) {
-    int to = r->cmds[r->next].shard;
+    int to = r->order[r->next];
     if (!r->in_order) {  // the lowest shard above this one
       for (size_t i = r->next; i < n; i++) {
-        if (r->cmds[i].shard > me) to = std::min(to, r->cmds[i].shard);
+        if (r->order[i] > me) to = std::min<int>(to, r->order[i]);
       }
     }
-    TaskHints h = ToShard(*r);
+    TaskHints h = ToShard(*r, to);
     re->Send(to, Carry(std::move(r)), h);
     return;
   }
@@ -523,8 +634,7 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
 }
 
 bool Connection::RelayFull() const {
-  return relay_ &&
-         (relay_->cmds.size() >= kMaxRelayCommands || relay_->bytes.size() >= kMaxRelayBytes);
+  return relay_ && (relay_->size() >= kMaxRelayCommands || relay_->rec_bytes >= kMaxRelayBytes);
 }
 
 namespace {
@@ -544,10 +654,12 @@ void Connection::SendRelay(bool run_here) {
   if (!relay_) return;
   std::unique_ptr<Relay> r(relay_.release());
   if (!r->in_order && !AscendingPays(*r)) r->in_order = true;
-  int first = r->cmds.front().shard;
+  int first = r->order.front();
   if (!r->in_order) {
     first = r->tally.low();
-    r->spans.assign(r->cmds.size(), Relay::Span{});
+    // Ascending: each shard's part, in the order they run.
+    std::sort(r->parts.begin(), r->parts.begin() + r->used,
+              [](const Relay::Part& a, const Relay::Part& b) { return a.shard < b.shard; });
   }
   if (RepliesMayLeaveFromShard()) {
     r->reply_fd = fd_;
@@ -559,7 +671,7 @@ void Connection::SendRelay(bool run_here) {
   if (run_here && first == reactor_->id()) {
     RunRelay(std::move(r), true);  // this shard's part now, no message to itself
   } else {
-    TaskHints h = ToShard(*r);
+    TaskHints h = ToShard(*r, first);
     reactor_->Send(first, Carry(std::move(r)), h);
   }
 }
