@@ -132,6 +132,7 @@ struct Relay {
   size_t segment_reply = 0;        // and which of reply_lens is the first of them
   bool resumed = false;            // `next` waited in the LockTable and may now run
   bool in_order = false;           // visits the shard of each next command (see above)
+  bool discard = false;            // past the client's output limit: replies dropped
   uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
   std::vector<Held> held;          // non-empty: some command ran ahead
   relay_route::Tally tally;        // the messages of each route, counted as commands join
@@ -288,7 +289,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->slow.clear();
   r->held.clear();
   r->next = r->segment = r->segment_reply = 0;
-  r->resumed = r->in_order = false;
+  r->resumed = r->in_order = r->discard = false;
   r->lock_id = 0;
   r->max_replies = 0;
   r->reply_fd = -1;
@@ -417,6 +418,8 @@ void RunOne(Relay& r, Relay::Part& p, const RecArgs& c) {
   ctx.acl_user = r.acl_user.get();
   re->BeginCall(c.spec);
   c.spec->shard_handler(c.args, ctx);
+  if (r.discard) [[unlikely]]
+    r.replies.resize(start);  // a client closed at its limit
   if (!r.in_order) r.reply_lens.push_back(static_cast<uint32_t>(r.replies.size() - start));
   p.pos += c.size;
   p.ran++;
@@ -443,6 +446,12 @@ void PrefetchKeys(const Relay& r, const Relay::Part& p) {
   if (!keys.empty()) Reactor::Current()->shard().db(r.db).PrefetchKeys(keys.data(), keys.size());
 }
 
+// At the client's output limit the client is closed at home, and a relay stops there if what
+// ran is a prefix of the pipeline. If commands ran ahead of ones not run yet, it cannot: a later
+// command's effect would stay without an earlier one's, which Redis never shows (it runs a
+// closed client's commands up to the limit, in order). So it runs the rest, dropping their
+// replies (`discard`): the commands that ran are then the whole relay, and its replies stay at
+// the limit.
 bool OverReplyLimit(const Relay& r) { return r.max_replies && r.replies.size() >= r.max_replies; }
 
 // From the relay's last shard (not its origin): home with the replies, or, `lazy`, only to be
@@ -545,9 +554,12 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     r->resumed = false;
     RunOne(*r, *part, c);
     r->next++;
-    if (OverReplyLimit(*r)) {  // a client not reading
-      stop = true;
-      break;
+    if (OverReplyLimit(*r) && !r->discard) {  // a client not reading
+      if (r->held.empty()) {  // what ran is a prefix of the pipeline: the rest need not run
+        stop = true;
+        break;
+      }
+      r->discard = true;  // commands ran ahead of those still to run: see OverReplyLimit
     }
   }
   if (!stop && !r->in_order && part->ran < part->count) {
@@ -582,10 +594,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     re->stats().relay_cmds_ahead += part->count - part->ran;
     while (part->pos < part->recs.size()) {
       RunOne(*r, *part, ArgsAt(*part, part->pos, views));
-      if (OverReplyLimit(*r)) {
-        stop = true;
-        break;
-      }
+      if (OverReplyLimit(*r)) r->discard = true;  // (these ran ahead: OverReplyLimit)
     }
   }
   re->EndTiming(nullptr);

@@ -131,6 +131,38 @@ class OutputLimitTest(harness.ServerTestCase):
         self.assertEqual(self.c.cmd("CONFIG", "RESETSTAT"), OK)
         self.reader_that_never_reads([on_shard(0, "big"), on_shard(1, "big")])
 
+    def test_a_client_closed_at_the_limit_ran_a_prefix_of_its_pipeline(self):
+        # A pipeline whose later command (SET m0, shard 0) may run ahead of earlier ones on shard
+        # 1 (server/core/relay.cc): the reader is closed at the limit while the GETs' replies
+        # pile up, before INCR c1. Whatever ran must be a prefix of what it sent, as in Redis:
+        # m0 set means c1 was incremented first.
+        big, c1, m0 = on_shard(1, "pbig"), on_shard(1, "pc1"), on_shard(0, "pm0")
+        first = on_shard(0, "pfirst")
+        self.assertEqual(self.c.cmd("SET", big, "v" * (VALUE_MB << 20)), OK)
+        self.assertEqual(self.c.cmd("CONFIG", "SET", "client-output-buffer-limit",
+                                    "normal %dmb %dmb 60" % (LIMIT_MB, LIMIT_MB // 2)), OK)
+        # Twice, on two connections: one of them is on each reactor, and each sees the hazard.
+        for round_ in range(2):
+            self.c.cmd("DEL", c1, m0)
+            reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+            reader.connect(("127.0.0.1", harness.port()))
+            self.addCleanup(reader.close)
+            batch = [harness.encode_command("GET", first)]
+            batch += [harness.encode_command("GET", big)] * (3 * LIMIT_MB // VALUE_MB)
+            batch += [harness.encode_command("INCR", c1), harness.encode_command("SET", m0, "1")]
+            reader.settimeout(5)
+            try:
+                reader.sendall(b"".join(batch))
+            except OSError:
+                pass
+            time.sleep(0.5)  # (read nothing meanwhile: the replies reach the limit)
+            self.assertTrue(harness.drain_until_closed(reader), "the reader was not closed")
+            ran_m0 = self.c.cmd("GET", m0) != bulk(None)
+            ran_c1 = self.c.cmd("GET", c1) == bulk("1")
+            self.assertFalse(ran_m0 and not ran_c1,
+                             "round %d: SET m0 ran but the INCR before it did not" % round_)
+
     def test_subscriber_that_does_not_read_is_closed_at_the_pubsub_limit(self):
         self.assertEqual(self.c.cmd("CONFIG", "SET", "client-output-buffer-limit",
                                     "pubsub 2mb 1mb 60"), OK)
