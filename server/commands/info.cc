@@ -169,8 +169,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
         "scripts_lua_runs:", s.script_lua_runs, "\r\n",
         "expire_cycle_cpu_milliseconds:", s.expire_cycle_us / 1000, "\r\n",
         "evicted_keys:", s.evicted_keys, "\r\n", "evicted_clients:", s.evicted_clients, "\r\n",
-        "keyspace_hits:", s.keyspace_hits, "\r\n",
-        "keyspace_misses:", s.keyspace_misses, "\r\n",
+        "keyspace_hits:", s.keyspace_hits, "\r\n", "keyspace_misses:", s.keyspace_misses, "\r\n",
         "pubsub_channels:", snap.pubsub_totals.channels, "\r\n",
         "pubsub_patterns:", snap.pubsub_totals.patterns, "\r\n",
         "pubsubshard_channels:", snap.pubsub_totals.shard_channels, "\r\n",
@@ -185,6 +184,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
         "cross_shard_spins:", s.spins, "\r\n", "cross_shard_spin_hits:", s.spin_hits, "\r\n",
         "pipeline_cmds_run_ahead:", s.relay_cmds_ahead, "\r\n",
         "pipeline_replies_from_shard:", s.relay_replies_from_shard, "\r\n",
+        "pipeline_relay_pauses:", s.relay_pauses, "\r\n",
         "connections_moved:", s.connections_moved_in, "\r\n");
     // Per reactor: what it sent to the others (messages, in how many chains), what it ran for
     // them, the wake-ups it caused and got, and how often its spin caught a message.

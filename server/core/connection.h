@@ -169,6 +169,7 @@ class Connection {
   // up while its replies are built. Its input is still read, up to client-query-buffer-limit.
   static constexpr size_t kMaxUnsentBeforeRunning = size_t{16} << 20;
   bool input_held_ = false;  // stopped at kMaxUnsentBeforeRunning; Reactor::OnSend resumes it
+  bool relay_paused() const { return paused_relay_ != nullptr; }
   bool input_ended_ = false;  // EOF read: closed once what it sent has run and been answered
   // Reactor::ServeWhileBusy kept input of it for the next turn: so is all that follows it.
   bool busy_kept_ = false;
@@ -257,6 +258,12 @@ class Connection {
   // copied out of the relay, then, once the relay is recycled, what waited for it runs.
   void OnRelayReplies(uint64_t seq, std::string_view replies);
   void OnRelayDone();
+  // A relay back early with the replies of a prefix of its commands, which reached
+  // kMaxUnsentBeforeRunning (server/core/relay.cc, PauseHere): they go out, and the relay waits
+  // here for the kernel to take them below that (ResumeHeldInput), then goes on.
+  void OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay, std::string_view replies);
+  void ResumeRelay();
+  void DropPausedRelay();
   // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
   void OnClose();
   bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }
@@ -492,6 +499,7 @@ class Connection {
   int inflight_shard_ = -1;
   int inflight_local_ = 0;
   std::unique_ptr<Relay, RelayDeleter> relay_;  // being gathered, not yet sent
+  std::unique_ptr<Relay, RelayDeleter> paused_relay_;  // OnRelayPaused
   bool direct_reply_ = false;  // the relay out may send its replies from its last shard
   bool lazy_waiting_ = false;  // WaitForRelayHome
   const CommandSpec* deferred_spec_ = nullptr;

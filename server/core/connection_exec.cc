@@ -127,6 +127,7 @@ void Connection::Unwatch() {
 }
 
 void Connection::OnClose() {
+  if (paused_relay_) DropPausedRelay();  // the rest of its commands are input never run
   CancelBlock();  // a waiting LOCK.ACQUIRE leaves its queue
   FanOutsClientGone();  // a read waiting for its locks is not worth finishing
   Unwatch();

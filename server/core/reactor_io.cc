@@ -407,7 +407,7 @@ void Reactor::OnSend(Connection* c, int res) {
       StartMove(c);  // moves now if it is idle, else after a later send
     MarkForFlush(c);
   }
-  if (c->input_held_) [[unlikely]]
+  if (c->input_held_ || c->relay_paused()) [[unlikely]]
     c->ResumeHeldInput();  // its replies were too many to run more of its input
 }
 
@@ -593,6 +593,10 @@ void Connection::CloseForOutputLimit() {
 
 void Connection::ResumeHeldInput() {
   if (unsent_output() + done_slot_bytes_ >= kMaxUnsentBeforeRunning) return;
+  if (paused_relay_) {  // (input waits for it: the relay is still out)
+    ResumeRelay();
+    return;
+  }
   input_held_ = false;
   if (!closing_ && !moving_ && !paused_ && !deferred_spec_) ProcessInput();
 }

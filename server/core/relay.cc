@@ -104,6 +104,7 @@ struct Relay {
     uint32_t count = 0;  // commands
     uint32_t pos = 0;    // the record of its first command not yet run (a byte offset)
     uint32_t ran = 0;    // its commands run
+    uint32_t base = 0;   // of them, those whose replies went home before it paused (PauseHere)
     RecBuffer recs;
   };
   // Keys locked on one shard for commands run ahead, released when the relay is home. The list
@@ -133,6 +134,8 @@ struct Relay {
   bool resumed = false;            // `next` waited in the LockTable and may now run
   bool in_order = false;           // visits the shard of each next command (see above)
   bool discard = false;            // past the client's output limit: replies dropped
+  bool may_pause = false;          // its slot is the connection's first (PauseHere)
+  bool paused = false;             // home early, to go on later (PauseHere)
   uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
   std::vector<Held> held;          // non-empty: some command ran ahead
   relay_route::Tally tally;        // the messages of each route, counted as commands join
@@ -280,7 +283,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   for (size_t k = 0; k < r->used; k++) {
     Relay::Part& p = r->parts[k];
     p.recs.clear();
-    p.count = p.pos = p.ran = 0;
+    p.count = p.pos = p.ran = p.base = 0;
   }
   r->used = r->last = r->rec_bytes = 0;
   r->order.clear();
@@ -289,7 +292,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->slow.clear();
   r->held.clear();
   r->next = r->segment = r->segment_reply = 0;
-  r->resumed = r->in_order = r->discard = false;
+  r->resumed = r->in_order = r->discard = r->may_pause = r->paused = false;
   r->lock_id = 0;
   r->max_replies = 0;
   r->reply_fd = -1;
@@ -333,9 +336,10 @@ void ToPipelineOrder(Relay& r) {
   size_t off = 0, reply = 0;
   for (size_t k = 0; k < r.used; k++) {  // the parts ran in ascending order, as they are sorted
     const Relay::Part& p = r.parts[k];
-    cursor[p.shard] = Cursor{off, reply, p.ran};
-    for (size_t i = 0; i < p.ran; i++) off += r.reply_lens[reply + i];
-    reply += p.ran;
+    const uint32_t replies = p.ran - p.base;  // in the buffer now
+    cursor[p.shard] = Cursor{off, reply, replies};
+    for (size_t i = 0; i < replies; i++) off += r.reply_lens[reply + i];
+    reply += replies;
   }
   ordered.clear();
   for (uint8_t s : r.order) {
@@ -375,6 +379,12 @@ void Home(std::unique_ptr<Relay> r) {
   if (!r->held.empty()) ToPipelineOrder(*r);
   Connection* c = r->conn;
   for (SlowlogEntry& e : r->slow) [[unlikely]] re->AddSlow(std::move(e), c);
+  r->slow.clear();
+  if (r->paused) [[unlikely]] {
+    std::string_view replies = std::string_view(r->replies).substr(r->written);
+    c->OnRelayPaused(std::unique_ptr<Relay, RelayDeleter>(r.release()), replies);
+    return;
+  }
   // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
   // shards): the connection copies them out before the relay is recycled, and only then runs
   // what waited for them (perhaps making its next relay, out of the spare ones).
@@ -454,6 +464,21 @@ void PrefetchKeys(const Relay& r, const Relay::Part& p) {
 // the limit.
 bool OverReplyLimit(const Relay& r) { return r.max_replies && r.replies.size() >= r.max_replies; }
 
+// The hold on unread replies (Connection::kMaxUnsentBeforeRunning), for a relay: once its
+// replies reach it, it goes home with them and waits there until the client has read them,
+// then goes on with the rest (Connection::OnRelayPaused). Only where what ran is a prefix of
+// the pipeline (nothing ran ahead; the replies are then in pipeline order) and its slot is the
+// connection's first, so that they can go out at once. A relay that ran commands ahead goes on:
+// it holds their keys locked, and a client that does not read would keep them locked.
+bool PauseHere(Relay& r) {
+  if (!r.may_pause || !r.held.empty() || r.next >= r.order.size() ||
+      r.replies.size() < Connection::kMaxUnsentBeforeRunning) {
+    return false;
+  }
+  r.paused = true;
+  return true;
+}
+
 // From the relay's last shard (not its origin): home with the replies, or, `lazy`, only to be
 // recycled (its replies went to the socket from here).
 void SendHome(std::unique_ptr<Relay> r, bool lazy) {
@@ -489,7 +514,7 @@ void DropUnsent(Reactor::IoCall* call) { delete static_cast<Relay::SendCall*>(ca
 // rest back until the relay is home. Its Ref keeps the descriptor open until then.
 bool SendRepliesHere(std::unique_ptr<Relay>& r, Reactor* re) {
   if (r->reply_fd < 0 || !r->held.empty() || re->journal() != nullptr || OverReplyLimit(*r) ||
-      Reactor::FailedReplyError() != nullptr || r->replies.empty()) {
+      r->paused || Reactor::FailedReplyError() != nullptr || r->replies.empty()) {
     return false;
   }
   r->send_call.done = &RepliesSent;
@@ -560,6 +585,9 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
         break;
       }
       r->discard = true;  // commands ran ahead of those still to run: see OverReplyLimit
+    } else if (PauseHere(*r)) {
+      stop = true;
+      break;
     }
   }
   if (!stop && !r->in_order && part->ran < part->count) {
@@ -670,6 +698,7 @@ void Connection::SendRelay(bool run_here) {
     std::sort(r->parts.begin(), r->parts.begin() + r->used,
               [](const Relay::Part& a, const Relay::Part& b) { return a.shard < b.shard; });
   }
+  r->may_pause = r->seq == pending_base_;
   if (RepliesMayLeaveFromShard()) {
     r->reply_fd = fd_;
     direct_reply_ = true;
@@ -744,6 +773,46 @@ void Connection::EndDirectReply() {
 void Connection::OnRelayReplies(uint64_t seq, std::string_view replies) {
   if (direct_reply_) EndDirectReply();  // (a connection has one relay out at a time)
   CompleteSlotFrom(seq, replies);
+}
+
+void Connection::OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay,
+                               std::string_view replies) {
+  if (direct_reply_) EndDirectReply();
+  std::unique_ptr<Relay> r(relay.release());
+  if (closing_) {  // gone meanwhile: the rest is input never run
+    Recycle(std::move(r));
+    OnRelayDone();
+    return;
+  }
+  // Its slot is the first (may_pause): the replies go out now, and the slot stays open.
+  Journal* j = reactor_->journal();
+  EmitSlot(replies, j ? j->TurnBatch() : 0, pending_.front().discard);
+  AfterOutput();
+  reactor_->stats().relay_pauses++;
+  // What went home is done with: the rest's replies start afresh.
+  r->paused = false;
+  r->replies.clear();
+  r->reply_lens.clear();
+  r->written = 0;
+  r->reply_fd = -1;
+  for (size_t k = 0; k < r->used; k++) r->parts[k].base = r->parts[k].ran;
+  paused_relay_.reset(r.release());
+}
+
+void Connection::ResumeRelay() {
+  std::unique_ptr<Relay> r(paused_relay_.release());
+  int first = r->order[r->next];
+  if (!r->in_order) {  // ascending: from the lowest shard with a command left
+    for (size_t i = r->next; i < r->order.size(); i++) first = std::min<int>(first, r->order[i]);
+  }
+  TaskHints h = ToShard(*r, first);
+  reactor_->Send(first, Carry(std::move(r)), h);
+}
+
+void Connection::DropPausedRelay() {  // (closing: what waited for it never runs)
+  Recycle(std::unique_ptr<Relay>(paused_relay_.release()));
+  inflight_--;
+  Unref();
 }
 
 void Connection::OnRelayDone() {

@@ -188,8 +188,62 @@ class HeldInputTest(unittest.TestCase):
     """With no output limit (the default), a client that pipelines GETs of a large value and
     does not read the replies has no more of its commands run once 16 MB of replies wait for
     it: the server holds its input, not hundreds of MB of replies, and every reply still comes
-    once the client reads. deadbolt only: Redis builds every reply. Local keys (--threads 1):
-    a relay's replies are not bounded this way yet."""
+    once the client reads. deadbolt only: Redis builds every reply. Local keys (--threads 1),
+    and keys on another shard, whose relay comes home early and waits."""
+
+    def test_a_relay_is_held_while_replies_are_unread(self):
+        # The same for replies built on the other shard: the relay comes home at the hold with
+        # what it has, and goes on once they are read. Every key on the other reactor's shard,
+        # so that no command runs ahead of an earlier one (a relay that did would hold their
+        # keys locked while it waits: it goes on instead; docs/SECURITY.md).
+        if harness.AGAINST_REDIS:
+            self.skipTest("redis-server builds every reply")
+        srv = harness.ServerProcess(["--threads", "2"]).start()
+        self.addCleanup(srv.stop)
+        c = harness.RespConn(srv.port)
+        value = "x" * (VALUE_MB << 20)
+        key = on_shard(1, "big")
+        self.assertEqual(c.cmd("SET", key, value), OK)
+        base = rss_mb(srv.proc.pid)
+        # Two readers, one after the other: accepted connections go to the reactors in turn, so
+        # one of them is on reactor 0, where every GET is relayed to shard 1.
+        for round_ in range(2):
+            reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+            reader.connect(("127.0.0.1", srv.port))
+            self.addCleanup(reader.close)
+            n = 300  # 300 MB of replies asked for
+            reader.sendall(harness.encode_command("GET", key) * n)
+            time.sleep(1.0)
+            self.assertLess(rss_mb(srv.proc.pid) - base, 120, "round %d" % round_)
+            self.assertEqual(c.cmd("PING"), b"+PONG\r\n")
+            want = n * len(bulk(value))
+            got = 0
+            reader.settimeout(30)
+            while got < want:
+                data = reader.recv(1 << 20)
+                if not data:
+                    break
+                got += len(data)
+            self.assertEqual(got, want, "round %d" % round_)
+            reader.close()
+        stats = bytes(harness.decode(c.cmd("INFO", "stats"))).decode()
+        self.assertRegex(stats, r"pipeline_relay_pauses:[1-9]")
+        # Readers that go away while their relay waits: the rest of their commands is dropped
+        # with them, and the server goes on.
+        for _ in range(2):
+            reader = socket.create_connection(("127.0.0.1", srv.port))
+            reader.sendall(harness.encode_command("GET", key) * 100)
+            time.sleep(0.3)
+            reader.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            clients = bytes(harness.decode(c.cmd("CLIENT", "LIST"))).decode().splitlines()
+            if len(clients) == 1:
+                break
+            time.sleep(0.05)
+        self.assertEqual(len(clients), 1, clients)
+        self.assertEqual(c.cmd("GET", on_shard(0, "small")), bulk(None))
 
     def test_input_is_held_while_replies_are_unread(self):
         if harness.AGAINST_REDIS:
