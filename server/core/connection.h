@@ -258,10 +258,11 @@ class Connection {
   // copied out of the relay, then, once the relay is recycled, what waited for it runs.
   void OnRelayReplies(uint64_t seq, std::string_view replies);
   void OnRelayDone();
-  // A relay back early with the replies of a prefix of its commands, which reached
-  // kMaxUnsentBeforeRunning (server/core/relay.cc, PauseHere): they go out, and the relay waits
+  // A relay back early with the replies of a prefix of its commands (the first `front` bytes of
+  // its replies), which reached kMaxUnsentBeforeRunning (server/core/relay.cc, PauseHere): they
+  // go out, and the relay waits
   // here for the kernel to take them below that (ResumeHeldInput), then goes on.
-  void OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay, std::string_view replies);
+  void OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay, size_t front);
   void ResumeRelay();
   void DropPausedRelay();
   // Reactor thread, when the socket is closed: leaves shared state (watches) behind.

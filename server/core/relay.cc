@@ -95,6 +95,8 @@ struct Relay {
     const CommandSpec* spec;
     uint32_t argc;
     uint32_t size;  // the whole record's bytes, header and padding included
+    uint32_t idx;   // its place in the pipeline (in `order`)
+    uint32_t unused;
   };
   // One shard's commands, packed in pipeline order: the shard that runs them reads these lines
   // and no other shard's (a line written on one core and read on another is a miss for each,
@@ -104,7 +106,6 @@ struct Relay {
     uint32_t count = 0;  // commands
     uint32_t pos = 0;    // the record of its first command not yet run (a byte offset)
     uint32_t ran = 0;    // its commands run
-    uint32_t base = 0;   // of them, those whose replies went home before it paused (PauseHere)
     RecBuffer recs;
   };
   // Keys locked on one shard for commands run ahead, released when the relay is home. The list
@@ -114,6 +115,7 @@ struct Relay {
   struct Held {
     int shard;
     Names names;
+    uint32_t last = 0;  // the latest command (its place) run ahead under these locks
   };
   // Written on the origin only: shards read them.
   std::vector<uint8_t> order;  // each command's shard, in pipeline order (--threads <= 256)
@@ -126,8 +128,10 @@ struct Relay {
   // commands ran in ascending shard order, in pipeline order within a shard.
   size_t next = 0;
   std::string replies;  // the replies of the commands run so far, in the order they ran
-  // Ascending: each reply's length, in the order they ran (home puts them in pipeline order).
+  // Unless in order from the start: each reply's length and its command's place, in the order
+  // they ran (home puts them in pipeline order).
   std::vector<uint32_t> reply_lens;
+  std::vector<uint16_t> reply_idx;  // (kMaxRelayCommands fits)
   std::vector<SlowlogEntry> slow;  // slow calls, logged at home with the client's address
   size_t segment = 0;              // where the replies written by the shard that sent it here begin
   size_t segment_reply = 0;        // and which of reply_lens is the first of them
@@ -136,6 +140,12 @@ struct Relay {
   bool discard = false;            // past the client's output limit: replies dropped
   bool may_pause = false;          // its slot is the connection's first (PauseHere)
   bool paused = false;             // home early, to go on later (PauseHere)
+  bool ahead = false;              // some command ran ahead: replies are not in pipeline order
+  // A shard's commands stopped running ahead at the hold (StopAhead): it visits the shard of
+  // each next command not yet run since, skipping those done.
+  bool mixed = false;
+  std::vector<uint8_t> done;       // mixed: which commands have run
+  size_t delivered = 0;            // the commands before it had their replies sent home (PauseHere)
   uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
   std::vector<Held> held;          // non-empty: some command ran ahead
   relay_route::Tally tally;        // the messages of each route, counted as commands join
@@ -182,7 +192,8 @@ struct Relay {
     const size_t size = (sizeof(Rec) + args.size() * sizeof(uint32_t) + arg_bytes + 7) & ~size_t{7};
     // (the buffers keep their capacity from relay to relay)
     char* w = p.recs.Extend(size);
-    Rec head{spec, static_cast<uint32_t>(args.size()), static_cast<uint32_t>(size)};
+    Rec head{spec, static_cast<uint32_t>(args.size()), static_cast<uint32_t>(size),
+             static_cast<uint32_t>(order.size()), 0};
     std::memcpy(w, &head, sizeof(head));
     w += sizeof(head);
     for (std::string_view a : args) {
@@ -283,7 +294,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   for (size_t k = 0; k < r->used; k++) {
     Relay::Part& p = r->parts[k];
     p.recs.clear();
-    p.count = p.pos = p.ran = p.base = 0;
+    p.count = p.pos = p.ran = 0;
   }
   r->used = r->last = r->rec_bytes = 0;
   r->order.clear();
@@ -292,7 +303,10 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->slow.clear();
   r->held.clear();
   r->next = r->segment = r->segment_reply = 0;
-  r->resumed = r->in_order = r->discard = r->may_pause = r->paused = false;
+  r->resumed = r->in_order = r->discard = r->may_pause = r->paused = r->ahead = r->mixed = false;
+  r->done.clear();
+  r->reply_idx.clear();
+  r->delivered = 0;
   r->lock_id = 0;
   r->max_replies = 0;
   r->reply_fd = -1;
@@ -304,7 +318,7 @@ void Recycle(std::unique_ptr<Relay> r) {
 // become errors, one for each (ascending, each with its length).
 void FailSegment(Relay& r, const std::string& error) {
   if (r.segment >= r.replies.size()) return;
-  if (r.in_order) {
+  if (r.in_order && !r.mixed) {
     r.replies.replace(r.segment, std::string::npos,
                       FailHeldReplies(std::string_view(r.replies).substr(r.segment), error));
     return;
@@ -321,37 +335,67 @@ void FailSegment(Relay& r, const std::string& error) {
   r.replies.replace(r.segment, std::string::npos, tail);
 }
 
-// Replies written in the order the commands ran (ascending shards, pipeline order within one),
-// put in pipeline order. Built in a buffer kept for the next time, then swapped with the
-// relay's: neither allocates once both have grown. A command not run (the relay stopped at the
-// client's output limit) is the last of its part's and has no reply.
-void ToPipelineOrder(Relay& r) {
-  struct Cursor {
-    size_t off = 0;    // its next reply in `replies`
-    size_t reply = 0;  // and in reply_lens
-    size_t left = 0;   // its replies not yet taken
-  };
+// Replies written in the order the commands ran, put in pipeline order: those of the commands
+// before `end` go to the front of `replies`, in pipeline order; the others (commands run ahead of
+// one not run yet: PauseHere) stay after them, in the order they ran, with their lengths and
+// places. Returns the front's size. Built in buffers kept for the next time, then swapped with
+// the relay's: none allocates once all have grown. A command not run (the relay stopped at the
+// client's output limit) has no reply.
+size_t ToPipelineOrder(Relay& r, size_t end) {
+  constexpr uint64_t kNone = ~uint64_t{0};
+  thread_local std::vector<uint64_t> at;  // by place from `delivered`: offset << 32 | length
   thread_local std::string ordered;
-  thread_local std::array<Cursor, 256> cursor;  // by shard
-  size_t off = 0, reply = 0;
-  for (size_t k = 0; k < r.used; k++) {  // the parts ran in ascending order, as they are sorted
-    const Relay::Part& p = r.parts[k];
-    const uint32_t replies = p.ran - p.base;  // in the buffer now
-    cursor[p.shard] = Cursor{off, reply, replies};
-    for (size_t i = 0; i < replies; i++) off += r.reply_lens[reply + i];
-    reply += replies;
+  thread_local std::vector<uint32_t> kept_lens;
+  thread_local std::vector<uint16_t> kept_idx;
+  at.assign(end - r.delivered, kNone);
+  kept_lens.clear();
+  kept_idx.clear();
+  uint64_t off = 0;
+  for (size_t k = 0; k < r.reply_lens.size(); k++) {
+    const uint32_t len = r.reply_lens[k];
+    const size_t i = r.reply_idx[k];
+    if (i < end) {
+      at[i - r.delivered] = off << 32 | len;
+    } else {
+      kept_lens.push_back(len);
+      kept_idx.push_back(r.reply_idx[k]);
+    }
+    off += len;
   }
   ordered.clear();
-  for (uint8_t s : r.order) {
-    Cursor& c = cursor[s];
-    if (c.left == 0) continue;
-    const uint32_t len = r.reply_lens[c.reply++];
-    ordered.append(r.replies, c.off, len);
-    c.off += len;
-    c.left--;
+  for (uint64_t a : at) {
+    if (a != kNone) ordered.append(r.replies, a >> 32, a & 0xffffffff);
+  }
+  const size_t front = ordered.size();
+  if (!kept_lens.empty()) [[unlikely]] {
+    off = 0;
+    size_t j = 0;
+    for (size_t k = 0; k < r.reply_lens.size(); k++) {
+      if (j < kept_idx.size() && r.reply_idx[k] == kept_idx[j]) {
+        ordered.append(r.replies, off, r.reply_lens[k]);
+        j++;
+      }
+      off += r.reply_lens[k];
+    }
   }
   r.replies.swap(ordered);
+  r.reply_lens.swap(kept_lens);
+  r.reply_idx.swap(kept_idx);
   if (ordered.capacity() > kMaxSpareBytes) std::string().swap(ordered);
+  return front;
+}
+
+// Releases the locks of `h` (on its shard, from here).
+void Release(const Relay& r, Relay::Held& h, Reactor* re) {
+  if (h.shard == re->id()) {
+    re->locks().Unlock(r.lock_id, *h.names, false);
+    GiveNames(std::move(h.names));
+  } else {
+    re->Send(h.shard, [id = r.lock_id, names = std::move(h.names)]() mutable {
+      Reactor::Current()->locks().Unlock(id, *names, false);
+      GiveNames(std::move(names));
+    });
+  }
 }
 
 // On the origin: the relay is done. Its locks go, then its replies go to the connection's slot.
@@ -364,27 +408,22 @@ void Home(std::unique_ptr<Relay> r) {
   PrefetchLines<false>(r->replies.data(), r->replies.size());  // written on the shards
   PrefetchLines<false>(r->reply_lens.data(), r->reply_lens.size() * sizeof(uint32_t));
   Reactor* re = Reactor::Current();
-  for (Relay::Held& h : r->held) {
-    if (h.shard == re->id()) {
-      re->locks().Unlock(r->lock_id, *h.names, false);
-      GiveNames(std::move(h.names));
-    } else {
-      re->Send(h.shard, [id = r->lock_id, names = std::move(h.names)]() mutable {
-        Reactor::Current()->locks().Unlock(id, *names, false);
-        GiveNames(std::move(names));
-      });
-    }
-  }
-  // Commands ran ahead exactly when their keys were locked: replies go back in pipeline order.
-  if (!r->held.empty()) ToPipelineOrder(*r);
   Connection* c = r->conn;
   for (SlowlogEntry& e : r->slow) [[unlikely]] re->AddSlow(std::move(e), c);
   r->slow.clear();
   if (r->paused) [[unlikely]] {
-    std::string_view replies = std::string_view(r->replies).substr(r->written);
-    c->OnRelayPaused(std::unique_ptr<Relay, RelayDeleter>(r.release()), replies);
+    // Home early (PauseHere), with no locks: the replies of the commands before `next` go out.
+    const size_t front = r->ahead ? ToPipelineOrder(*r, r->next) : r->replies.size();
+    if (!r->ahead) {
+      r->reply_lens.clear();
+      r->reply_idx.clear();
+    }
+    c->OnRelayPaused(std::unique_ptr<Relay, RelayDeleter>(r.release()), front);
     return;
   }
+  for (Relay::Held& h : r->held) Release(*r, h, re);
+  // Commands ran ahead exactly when their keys were locked: replies go back in pipeline order.
+  if (r->ahead) ToPipelineOrder(*r, r->order.size());
   // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
   // shards): the connection copies them out before the relay is recycled, and only then runs
   // what waited for them (perhaps making its next relay, out of the spare ones).
@@ -399,6 +438,7 @@ struct RecArgs {
   const CommandSpec* spec;
   CmdArgs args;
   uint32_t size;
+  uint32_t idx;
 };
 RecArgs ArgsAt(const Relay::Part& p, size_t pos, std::vector<std::string_view>& views) {
   const char* rec = p.recs.data() + pos;
@@ -413,7 +453,7 @@ RecArgs ArgsAt(const Relay::Part& p, size_t pos, std::vector<std::string_view>& 
     views.emplace_back(bytes, n);
     bytes += n;
   }
-  return RecArgs{head.spec, CmdArgs(views.data(), views.size()), head.size};
+  return RecArgs{head.spec, CmdArgs(views.data(), views.size()), head.size, head.idx};
 }
 
 // Runs the command of `p` at its `pos` here, its reply appended to the relay's replies, and
@@ -430,7 +470,11 @@ void RunOne(Relay& r, Relay::Part& p, const RecArgs& c) {
   c.spec->shard_handler(c.args, ctx);
   if (r.discard) [[unlikely]]
     r.replies.resize(start);  // a client closed at its limit
-  if (!r.in_order) r.reply_lens.push_back(static_cast<uint32_t>(r.replies.size() - start));
+  if (!r.in_order || r.mixed) {
+    r.reply_lens.push_back(static_cast<uint32_t>(r.replies.size() - start));
+    r.reply_idx.push_back(static_cast<uint16_t>(c.idx));
+    if (r.mixed) r.done[c.idx] = 1;
+  }
   p.pos += c.size;
   p.ran++;
   if (!re->JoinRun(cs, c.spec) && re->ChargeCall(cs, re->Lap())) [[unlikely]] {
@@ -465,18 +509,54 @@ void PrefetchKeys(const Relay& r, const Relay::Part& p) {
 bool OverReplyLimit(const Relay& r) { return r.max_replies && r.replies.size() >= r.max_replies; }
 
 // The hold on unread replies (Connection::kMaxUnsentBeforeRunning), for a relay: once its
-// replies reach it, it goes home with them and waits there until the client has read them,
-// then goes on with the rest (Connection::OnRelayPaused). Only where what ran is a prefix of
-// the pipeline (nothing ran ahead; the replies are then in pipeline order) and its slot is the
-// connection's first, so that they can go out at once. A relay that ran commands ahead goes on:
-// it holds their keys locked, and a client that does not read would keep them locked.
-bool PauseHere(Relay& r) {
-  if (!r.may_pause || !r.held.empty() || r.next >= r.order.size() ||
+// replies reach it, it goes home with those of the commands before `next`, and waits there
+// until the client has read them, then goes on with the rest (Connection::OnRelayPaused). Only
+// when its slot is the connection's first, so that they can go out at once, and when it holds
+// no locks: a relay waiting for a client that may never read must not keep keys locked. Locks
+// whose commands now have every earlier command run behind them are released here to that end
+// (otherwise they go when the relay is home); if others are still held (commands run ahead of
+// one not run yet), it goes on. So that those stay few, a shard stops running commands ahead at
+// the hold (StopAhead).
+bool PauseHere(Relay& r, Reactor* re) {
+  if (!r.may_pause || r.next >= r.order.size() ||
       r.replies.size() < Connection::kMaxUnsentBeforeRunning) {
     return false;
   }
+  size_t kept = 0;
+  for (size_t k = 0; k < r.held.size(); k++) {
+    if (r.held[k].last < r.next) {
+      Release(r, r.held[k], re);
+    } else {
+      r.held[kept++] = std::move(r.held[k]);
+    }
+  }
+  r.held.resize(kept);
+  if (!r.held.empty()) return false;
   r.paused = true;
   return true;
+}
+
+// Whether a shard running commands ahead stops there: its relay's replies reached the hold.
+// The rest of its commands then run in order, when the relay comes back for them: it visits the
+// shard of each next command not yet run from now on (`mixed`), skipping those run ahead, and
+// on coming back to a shard releases the locks it holds there (all the commands run ahead there
+// precede the one it came for). It waits then only while holding locks on lower shards, as in
+// ascending order, so it cannot deadlock for the same reason.
+bool StopAhead(const Relay& r) {
+  return r.may_pause && !r.discard && r.replies.size() >= Connection::kMaxUnsentBeforeRunning;
+}
+
+void EnterMixed(Relay& r) {
+  r.mixed = true;
+  r.in_order = true;
+  r.done.assign(r.order.size(), 0);
+  std::fill(r.done.begin(), r.done.begin() + r.next, 1);
+  for (uint16_t i : r.reply_idx) r.done[i] = 1;  // run ahead, replies not sent home yet
+}
+
+// Mixed: past the commands run ahead.
+void SkipDone(Relay& r) {
+  while (r.next < r.order.size() && r.done[r.next]) r.next++;
 }
 
 // From the relay's last shard (not its origin): home with the replies, or, `lazy`, only to be
@@ -514,7 +594,7 @@ void DropUnsent(Reactor::IoCall* call) { delete static_cast<Relay::SendCall*>(ca
 // rest back until the relay is home. Its Ref keeps the descriptor open until then.
 bool SendRepliesHere(std::unique_ptr<Relay>& r, Reactor* re) {
   if (r->reply_fd < 0 || !r->held.empty() || re->journal() != nullptr || OverReplyLimit(*r) ||
-      r->paused || Reactor::FailedReplyError() != nullptr || r->replies.empty()) {
+      r->paused || r->ahead || Reactor::FailedReplyError() != nullptr || r->replies.empty()) {
     return false;
   }
   r->send_call.done = &RepliesSent;
@@ -540,6 +620,14 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   r->segment = r->replies.size();
   r->segment_reply = r->reply_lens.size();
   Relay::Part* part = r->PartOf(me);  // (the relay came here for its commands)
+  if (r->mixed) [[unlikely]] {  // back for a command after those it ran ahead here (StopAhead)
+    for (size_t k = 0; k < r->held.size(); k++) {
+      if (r->held[k].shard != me) continue;
+      Release(*r, r->held[k], re);
+      r->held.erase(r->held.begin() + k);
+      break;
+    }
+  }
   // Written on another core: ask for all of it at once.
   PrefetchLines<false>(r->order.data() + r->next, r->order.size() - r->next);
   PrefetchLines<false>(part->recs.data() + part->pos, part->recs.size() - part->pos);
@@ -562,7 +650,8 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   // that holds its key (the rest of the relay waits with it).
   while (r->next < n) {
     const int shard = r->order[r->next];
-    if (shard < me && !r->in_order) {  // ran on its own shard, earlier on the way
+    // Ran on its own shard, earlier on the way (or ahead: StopAhead).
+    if (r->mixed ? r->done[r->next] != 0 : shard < me && !r->in_order) {
       r->next++;
       continue;
     }
@@ -585,7 +674,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
         break;
       }
       r->discard = true;  // commands ran ahead of those still to run: see OverReplyLimit
-    } else if (PauseHere(*r)) {
+    } else if (PauseHere(*r, re)) {
       stop = true;
       break;
     }
@@ -619,13 +708,29 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
       return;
     }
     r->held.push_back(Relay::Held{me, std::move(list)});
-    re->stats().relay_cmds_ahead += part->count - part->ran;
+    Relay::Held& held = r->held.back();
+    size_t ran_ahead = 0;
+    bool stopped = false;
     while (part->pos < part->recs.size()) {
-      RunOne(*r, *part, ArgsAt(*part, part->pos, views));
+      if (StopAhead(*r)) [[unlikely]] {
+        stopped = true;
+        break;
+      }
+      RecArgs c = ArgsAt(*part, part->pos, views);
+      RunOne(*r, *part, c);
+      held.last = c.idx;
+      ran_ahead++;
       if (OverReplyLimit(*r)) r->discard = true;  // (these ran ahead: OverReplyLimit)
+    }
+    if (ran_ahead > 0) r->ahead = true;
+    re->stats().relay_cmds_ahead += ran_ahead;
+    if (stopped) {
+      EnterMixed(*r);
+      re->stats().relay_ahead_stops++;
     }
   }
   re->EndTiming(nullptr);
+  if (r->mixed && !stop) SkipDone(*r);
   if (!stop && r->next < n) {
     int to = r->order[r->next];
     if (!r->in_order) {  // the lowest shard above this one
@@ -775,8 +880,7 @@ void Connection::OnRelayReplies(uint64_t seq, std::string_view replies) {
   CompleteSlotFrom(seq, replies);
 }
 
-void Connection::OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay,
-                               std::string_view replies) {
+void Connection::OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay, size_t front) {
   if (direct_reply_) EndDirectReply();
   std::unique_ptr<Relay> r(relay.release());
   if (closing_) {  // gone meanwhile: the rest is input never run
@@ -786,21 +890,24 @@ void Connection::OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay,
   }
   // Its slot is the first (may_pause): the replies go out now, and the slot stays open.
   Journal* j = reactor_->journal();
-  EmitSlot(replies, j ? j->TurnBatch() : 0, pending_.front().discard);
+  EmitSlot(std::string_view(r->replies).substr(0, front), j ? j->TurnBatch() : 0,
+           pending_.front().discard);
   AfterOutput();
   reactor_->stats().relay_pauses++;
-  // What went home is done with: the rest's replies start afresh.
+  // What went home is done with; the replies of commands run ahead stay, in the order they ran.
+  r->replies.erase(0, front);
+  r->delivered = r->next;
+  r->segment = r->replies.size();
+  r->segment_reply = r->reply_lens.size();
   r->paused = false;
-  r->replies.clear();
-  r->reply_lens.clear();
   r->written = 0;
   r->reply_fd = -1;
-  for (size_t k = 0; k < r->used; k++) r->parts[k].base = r->parts[k].ran;
   paused_relay_.reset(r.release());
 }
 
 void Connection::ResumeRelay() {
   std::unique_ptr<Relay> r(paused_relay_.release());
+  if (r->mixed) SkipDone(*r);  // (none left but those run ahead: it would still hold locks)
   int first = r->order[r->next];
   if (!r->in_order) {  // ascending: from the lowest shard with a command left
     for (size_t i = r->next; i < r->order.size(); i++) first = std::min<int>(first, r->order[i]);

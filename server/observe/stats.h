@@ -49,6 +49,7 @@ struct ReactorStats {
   // Relays whose replies their last shard sent to the client itself, not from home.
   uint64_t relay_replies_from_shard = 0;
   uint64_t relay_pauses = 0;  // relays home early, their replies unread (Connection::OnRelayPaused)
+  uint64_t relay_ahead_stops = 0;  // shards that stopped running a relay's commands ahead there
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
   // ACL refusals by reason: command, key, channel (acl::Denial::Reason's order).
@@ -91,6 +92,7 @@ struct ReactorStats {
     relay_cmds_ahead += o.relay_cmds_ahead;
     relay_replies_from_shard += o.relay_replies_from_shard;
     relay_pauses += o.relay_pauses;
+    relay_ahead_stops += o.relay_ahead_stops;
     total_error_replies += o.total_error_replies;
     acl_access_denied_auth += o.acl_access_denied_auth;
     for (int i = 0; i < 3; i++) acl_access_denied[i] += o.acl_access_denied[i];

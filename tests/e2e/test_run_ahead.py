@@ -103,6 +103,70 @@ class PipelineSeenInOrderTest(RunAheadTestCase):
             self.assertGreater(run_ahead_count(c) - before, 0, "no command ran ahead")
 
 
+@unittest.skipIf(harness.KEY_ORDER, "--pipeline-order key keeps only per-key order")
+class SeenInOrderPastTheHoldTest(RunAheadTestCase):
+    def test_writes_between_big_reads_seen_in_order(self):
+        # The same rounds of SETs, with reads of a 1 MB value on each shard between them: a
+        # round's replies pass the 16 MB hold on unread replies, so a relay stops running ahead
+        # there and comes back to the shard for the rest, and goes home early to wait for the
+        # reader (server/core/relay.cc, StopAhead and PauseHere). The readers must still never
+        # see a later SET without an earlier one, and the writer gets every reply in order.
+        keys = [on_shard(1 - i % 2, "held%d" % i) for i in range(4)]
+        bigs = [on_shard(s, "heldbig") for s in range(2)]
+        values = [(b"%d" % s) * (1 << 20) for s in range(2)]
+        c = self.conn()
+        self.assertReply(OK, "MSET", *[x for k in keys for x in (k, "0")])
+        for k, v in zip(bigs, values):
+            self.assertReply(OK, "SET", k, v)
+        before = None if harness.AGAINST_REDIS else harness.info(c, "stats")
+        writer_done = threading.Event()
+        reads = 10  # of a big value after each SET: 40 MB of replies a round
+
+        def writer(w, conn):
+            expected, cmds = [], []
+            for i, k in enumerate(keys):
+                big = 1 - i % 2  # the other shard's value after each SET
+                cmds.append(("SET", k, None))
+                expected.append(OK)
+                cmds += [("GET", bigs[big], "")] * reads
+                expected += [bulk(values[big])] * reads
+            for n in range(1, 16):
+                conn.send(b"".join(harness.encode_command(*(a[:2] + ((n,) if a[0] == "SET" else ())))
+                                   for a in cmds))
+                for i, want in enumerate(expected):
+                    got = conn.read_reply()
+                    if got != want:
+                        w.fail("round %d, reply %d: %r..." % (n, i, got[:40]))
+            writer_done.set()
+            return n
+
+        def reader(tx):
+            def body(w, conn):
+                done = 0
+                while not writer_done.is_set() or done < 5:
+                    if tx:
+                        conn.send(transaction_bytes(*[("GET", k) for k in keys]))
+                        got = decode(read_transaction(w, conn, len(keys), "MULTI GET.. EXEC"))
+                    else:
+                        got = decode(conn.cmd("MGET", *keys))
+                    v = [int(x) for x in got]
+                    if not (v[0] >= v[1] >= v[2] >= v[3] >= v[0] - 1):
+                        w.fail("read %d saw %r: the writer never went through that state"
+                               % (done, v))
+                    done += 1
+                return done
+            return body
+
+        bodies = [("writer", writer), ("mget", reader(False)), ("tx", reader(True))]
+        results = self.run_workers(bodies, on_error=writer_done.set)
+        self.assertEqual(results["writer"], 15, repr(results))
+        if before is not None:
+            after = harness.info(c, "stats")
+            for field in ("pipeline_cmds_run_ahead", "pipeline_relay_pauses",
+                          "pipeline_ahead_stops"):
+                self.assertGreater(int(after[field]) - int(before[field]), 0, field)
+
+
 @unittest.skipIf(harness.AGAINST_REDIS, "deadbolt's relays and INFO fields")
 @unittest.skipIf(harness.KEY_ORDER, "--pipeline-order key keeps only per-key order")
 class HeldBackTest(RunAheadTestCase):
