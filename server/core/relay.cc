@@ -125,7 +125,8 @@ struct Relay {
   size_t rec_bytes = 0;  // over all parts (RelayFull)
   // The first command not yet run. Ascending, the commands of the shards below the current one
   // have all run (each shard runs all of its own), so nothing else records what ran: the
-  // commands ran in ascending shard order, in pipeline order within a shard.
+  // commands ran in ascending shard order, in pipeline order within a shard (unless `mixed`,
+  // where `done` records it).
   size_t next = 0;
   std::string replies;  // the replies of the commands run so far, in the order they ran
   // Unless in order from the start: each reply's length and its command's place, in the order
@@ -147,10 +148,10 @@ struct Relay {
   std::vector<uint8_t> done;       // mixed: which commands have run
   size_t delivered = 0;            // the commands before it had their replies sent home (PauseHere)
   uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
-  std::vector<Held> held;          // non-empty: some command ran ahead
+  std::vector<Held> held;          // locks for commands run ahead of one not run yet
   relay_route::Tally tally;        // the messages of each route, counted as commands join
   // client-output-buffer-limit's hard limit for the client (0: none): once the replies reach
-  // it, the rest is not run and the relay goes home, where the client is closed for it.
+  // it, the relay goes home, where the client is closed for it (OverReplyLimit).
   size_t max_replies = 0;
   // The client's socket, if the last shard may send the replies to it (SendRepliesHere); -1 if
   // they go home first. And how many of `replies` it sent.

@@ -191,44 +191,52 @@ class HeldInputTest(unittest.TestCase):
     once the client reads. deadbolt only: Redis builds every reply. Local keys (--threads 1),
     and keys on another shard, whose relay comes home early and waits."""
 
-    def test_a_relay_is_held_while_replies_are_unread(self):
-        # The same for replies built on the other shard: the relay comes home at the hold with
-        # what it has, and goes on once they are read. Every key on the other reactor's shard,
-        # so that no command runs ahead of an earlier one (a relay that did would hold their
-        # keys locked while it waits: it goes on instead; docs/SECURITY.md).
-        if harness.AGAINST_REDIS:
-            self.skipTest("redis-server builds every reply")
+    def relay_readers(self, keys, values, key_of):
+        """A --threads 2 server holding values[i] at keys[i]; two readers in turn (accepted
+        connections go to the reactors in turn, so one is on each) each pipeline 300 GETs of
+        keys[key_of(round, i)] (300 MB of replies) and read nothing for a second: the server's
+        memory must stay far below that. Then every reply must come, in order. Returns the
+        server and a connection to it."""
         srv = harness.ServerProcess(["--threads", "2"]).start()
         self.addCleanup(srv.stop)
         c = harness.RespConn(srv.port)
-        value = "x" * (VALUE_MB << 20)
-        key = on_shard(1, "big")
-        self.assertEqual(c.cmd("SET", key, value), OK)
+        for k, v in zip(keys, values):
+            self.assertEqual(c.cmd("SET", k, v), OK)
         base = rss_mb(srv.proc.pid)
         real_allocator = allocator(c).startswith("mimalloc")
-        # Two readers, one after the other: accepted connections go to the reactors in turn, so
-        # one of them is on reactor 0, where every GET is relayed to shard 1.
+        n = 300
         for round_ in range(2):
             reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
             reader.connect(("127.0.0.1", srv.port))
             self.addCleanup(reader.close)
-            n = 300  # 300 MB of replies asked for
-            reader.sendall(harness.encode_command("GET", key) * n)
+            reader.sendall(b"".join(harness.encode_command("GET", keys[key_of(round_, i)])
+                                    for i in range(n)))
             time.sleep(1.0)
             if real_allocator:  # (a sanitizer build's malloc keeps freed memory in quarantine)
                 self.assertLess(rss_mb(srv.proc.pid) - base, 120, "round %d" % round_)
             self.assertEqual(c.cmd("PING"), b"+PONG\r\n")
-            want = n * len(bulk(value))
-            got = 0
             reader.settimeout(30)
-            while got < want:
-                data = reader.recv(1 << 20)
-                if not data:
-                    break
-                got += len(data)
-            self.assertEqual(got, want, "round %d" % round_)
+            buf = b""
+            for i in range(n):
+                want = bulk(values[key_of(round_, i)])
+                while len(buf) < len(want):
+                    data = reader.recv(1 << 20)
+                    self.assertTrue(data, "round %d: closed at reply %d" % (round_, i))
+                    buf += data
+                self.assertTrue(buf.startswith(want), "round %d: reply %d" % (round_, i))
+                buf = buf[len(want):]
             reader.close()
+        return srv, c
+
+    def test_a_relay_is_held_while_replies_are_unread(self):
+        # The same for replies built on the other shard: the relay comes home at the hold with
+        # what it has, and goes on once they are read. Every key on shard 1, so that no command
+        # runs ahead of an earlier one.
+        if harness.AGAINST_REDIS:
+            self.skipTest("redis-server builds every reply")
+        key = on_shard(1, "big")
+        srv, c = self.relay_readers([key], [b"x" * (VALUE_MB << 20)], lambda round_, i: 0)
         stats = bytes(harness.decode(c.cmd("INFO", "stats"))).decode()
         self.assertRegex(stats, r"pipeline_relay_pauses:[1-9]")
         # Readers that go away while their relay waits: the rest of their commands is dropped
@@ -253,38 +261,9 @@ class HeldInputTest(unittest.TestCase):
         # commands it ran ahead have every earlier one run; the replies come in the order sent.
         if harness.AGAINST_REDIS:
             self.skipTest("redis-server builds every reply")
-        srv = harness.ServerProcess(["--threads", "2"]).start()
-        self.addCleanup(srv.stop)
-        c = harness.RespConn(srv.port)
         keys = [on_shard(s, "big") for s in range(2)]
         values = [(b"%d" % s) * (VALUE_MB << 20) for s in range(2)]
-        for k, v in zip(keys, values):
-            self.assertEqual(c.cmd("SET", k, v), OK)
-        base = rss_mb(srv.proc.pid)
-        real_allocator = allocator(c).startswith("mimalloc")
-        n = 300  # 300 MB of replies asked for
-        for round_ in range(2):  # one of the two readers is on each reactor
-            reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-            reader.connect(("127.0.0.1", srv.port))
-            self.addCleanup(reader.close)
-            reader.sendall(b"".join(harness.encode_command("GET", keys[(i + round_) % 2])
-                                    for i in range(n)))
-            time.sleep(1.0)
-            if real_allocator:  # (a sanitizer build's malloc keeps freed memory in quarantine)
-                self.assertLess(rss_mb(srv.proc.pid) - base, 120, "round %d" % round_)
-            self.assertEqual(c.cmd("PING"), b"+PONG\r\n")
-            reader.settimeout(30)
-            buf = b""
-            for i in range(n):
-                want = bulk(values[(i + round_) % 2])
-                while len(buf) < len(want):
-                    data = reader.recv(1 << 20)
-                    self.assertTrue(data, "round %d: closed at reply %d" % (round_, i))
-                    buf += data
-                self.assertTrue(buf.startswith(want), "round %d: reply %d" % (round_, i))
-                buf = buf[len(want):]
-            reader.close()
+        _, c = self.relay_readers(keys, values, lambda round_, i: (i + round_) % 2)
         stats = bytes(harness.decode(c.cmd("INFO", "stats"))).decode()
         self.assertRegex(stats, r"pipeline_relay_pauses:[1-9]")
         self.assertRegex(stats, r"pipeline_cmds_run_ahead:[1-9]")

@@ -44,6 +44,27 @@ def run_ahead_count(c):
     return int(harness.info(c, "stats").get("pipeline_cmds_run_ahead", "0"))
 
 
+def ordered_reader(keys, writer_done, min_reads, tx):
+    """A worker body reading the four keys a writer sets to its round number in that order,
+    atomically (MGET, or GETs in MULTI/EXEC if `tx`), until the writer is done and it has read
+    `min_reads` times: every read must find k0 >= k1 >= k2 >= k3 >= k0 - 1."""
+    def body(w, conn):
+        reads = 0
+        while not writer_done.is_set() or reads < min_reads:
+            if tx:
+                conn.send(transaction_bytes(*[("GET", k) for k in keys]))
+                got = decode(read_transaction(w, conn, len(keys), "MULTI GET.. EXEC"))
+            else:
+                got = decode(conn.cmd("MGET", *keys))
+            v = [int(x) for x in got]
+            if not (v[0] >= v[1] >= v[2] >= v[3] >= v[0] - 1):
+                w.fail("read %d saw %r: the writer, which sets %s in that order, never "
+                       "went through that state" % (reads, v, keys))
+            reads += 1
+        return reads
+    return body
+
+
 class RunAheadTestCase(AtomicityTestCase):
     def wait_for(self, c, pred, timeout=30.0, section="stats"):
         """Polls an INFO section until pred(fields); False if it never held within `timeout`."""
@@ -77,25 +98,9 @@ class PipelineSeenInOrderTest(RunAheadTestCase):
             writer_done.set()
             return n
 
-        def reader(tx):
-            def body(w, conn):
-                reads = 0
-                while not writer_done.is_set() or reads < 20:
-                    if tx:
-                        conn.send(transaction_bytes(*[("GET", k) for k in keys]))
-                        got = decode(read_transaction(w, conn, len(keys), "MULTI GET.. EXEC"))
-                    else:
-                        got = decode(conn.cmd("MGET", *keys))
-                    v = [int(x) for x in got]
-                    if not (v[0] >= v[1] >= v[2] >= v[3] >= v[0] - 1):
-                        w.fail("read %d saw %r: the writer, which sets %s in that order, never "
-                               "went through that state" % (reads, v, keys))
-                    reads += 1
-                return reads
-            return body
-
-        bodies = [("writer", writer)] + [("mget%d" % i, reader(False)) for i in range(2)]
-        bodies += [("tx%d" % i, reader(True)) for i in range(2)]
+        bodies = [("writer", writer)]
+        bodies += [("mget%d" % i, ordered_reader(keys, writer_done, 20, False)) for i in range(2)]
+        bodies += [("tx%d" % i, ordered_reader(keys, writer_done, 20, True)) for i in range(2)]
         results = self.run_workers(bodies, on_error=writer_done.set)
         self.assertGreaterEqual(results["writer"], 200, repr(results))
         if before is not None:
@@ -140,24 +145,8 @@ class SeenInOrderPastTheHoldTest(RunAheadTestCase):
             writer_done.set()
             return n
 
-        def reader(tx):
-            def body(w, conn):
-                done = 0
-                while not writer_done.is_set() or done < 5:
-                    if tx:
-                        conn.send(transaction_bytes(*[("GET", k) for k in keys]))
-                        got = decode(read_transaction(w, conn, len(keys), "MULTI GET.. EXEC"))
-                    else:
-                        got = decode(conn.cmd("MGET", *keys))
-                    v = [int(x) for x in got]
-                    if not (v[0] >= v[1] >= v[2] >= v[3] >= v[0] - 1):
-                        w.fail("read %d saw %r: the writer never went through that state"
-                               % (done, v))
-                    done += 1
-                return done
-            return body
-
-        bodies = [("writer", writer), ("mget", reader(False)), ("tx", reader(True))]
+        bodies = [("writer", writer), ("mget", ordered_reader(keys, writer_done, 5, False)),
+                  ("tx", ordered_reader(keys, writer_done, 5, True))]
         results = self.run_workers(bodies, on_error=writer_done.set)
         self.assertEqual(results["writer"], 15, repr(results))
         if before is not None:
