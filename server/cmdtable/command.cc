@@ -5,6 +5,29 @@
 
 namespace deadbolt::server {
 
+namespace {
+
+// As Redis 7.0 describes subcommands (what COMMAND shows and ACL checks; a subcommand runs by its
+// container's handler and flags): every HELP is loading and stale only, has no keys, and keeps
+// only the container's topical categories (@slow with @connection, @scripting, @keyspace, ...);
+// a subcommand in @admin has the admin flag.
+void AsRedisSubcommand(CommandSpec& sub) {
+  const std::string_view name(sub.name);
+  if (name.substr(name.find('|') + 1) == "help") {
+    sub.flags = kLoading | kStale;
+    sub.first_key = sub.last_key = sub.key_step = 0;
+    std::erase_if(sub.acl_categories, [](const std::string& c) {
+      return c == "@admin" || c == "@dangerous" || c == "@read" || c == "@write" || c == "@pubsub";
+    });
+    return;
+  }
+  for (const std::string& c : sub.acl_categories) {
+    if (c == "@admin") sub.flags |= kAdmin;
+  }
+}
+
+}  // namespace
+
 CommandTable::CommandTable() {
   RegisterServerCommands(this);
   RegisterCommandCommands(this);
@@ -34,6 +57,7 @@ CommandTable::CommandTable() {
     if (s.flags & kDenyOom) s.flags |= kMayCreate;
     if (s.flags & kFast) s.flags |= kTimedInRuns;
     if (!s.subcommands.empty()) s.flags |= kContainer;
+    for (CommandSpec& sub : s.subcommands) AsRedisSubcommand(sub);
     for (std::string_view name : kCheapSlow) {
       if (s.name == name) s.flags |= kTimedInRuns;
     }

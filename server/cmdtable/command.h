@@ -86,6 +86,8 @@ enum CommandFlag : uint32_t {
   // SCRIPT KILL, SHUTDOWN, AUTH, MULTI, ...); anything else gets BUSY then
   // (Reactor::ServeWhileBusy).
   kAllowBusy = 1 << 17,
+  // Refused inside MULTI, and the transaction with it (SHUTDOWN), as Redis's no_multi.
+  kNoMulti = 1 << 18,
 };
 
 // For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and
@@ -102,11 +104,11 @@ using MayCreateFn = bool (*)(CmdArgs args);
 
 struct CommandSpec {
   std::string name;      // lower case; "client|setname" for a subcommand
-  int arity;             // Redis convention: N exact, -N at least N (name included)
-  uint32_t flags;
-  int first_key;         // 0: no keys
-  int last_key;          // -1: last argument
-  int key_step;
+  int arity = 0;         // Redis convention: N exact, -N at least N (name included)
+  uint32_t flags = 0;
+  int first_key = 0;  // 0: no keys
+  int last_key = 0;   // -1: last argument
+  int key_step = 0;
   // A command with keys runs its shard_handler on the shard owning them when they all live on
   // one shard; when they span shards it runs its conn_handler (which fans out atomically). A
   // command may have either or both.

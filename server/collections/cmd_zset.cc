@@ -905,12 +905,13 @@ void RegisterZSetCommands(CommandTable* t) {
   t->Add(Key1("zscan", -3, kReadOnly, ZScan, kReadSlow));
   t->Add(MultiKeyCommand("zrangestore", -5, kWrite | kDenyOom, ZRangeStore, ZRangeStoreOnShard,
                          kWriteSlow, 1, 2, 1));
+  // (COMMAND shows the destination as their fixed key, as Redis; SetOpKeyRange finds them all)
   CommandSpec zunion = MultiKeyCommand("zunionstore", -4, kWrite | kDenyOom, SetOp<false>,
-                                       SetOpOnShard<false>, kWriteSlow, 0, 0, 0);
+                                       SetOpOnShard<false>, kWriteSlow, 1, 1, 1);
   zunion.key_range = SetOpKeyRange;
   t->Add(std::move(zunion));
   CommandSpec zinter = MultiKeyCommand("zinterstore", -4, kWrite | kDenyOom, SetOp<true>,
-                                       SetOpOnShard<true>, kWriteSlow, 0, 0, 0);
+                                       SetOpOnShard<true>, kWriteSlow, 1, 1, 1);
   zinter.key_range = SetOpKeyRange;
   t->Add(std::move(zinter));
   const std::vector<std::string> kBlockingAcl = {"@write", "@sortedset", "@fast", "@blocking"};

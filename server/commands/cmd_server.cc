@@ -766,7 +766,7 @@ CommandSpec OnlySlow(CommandSpec container) {
 void RegisterServerCommands(CommandTable* t) {
   const uint32_t kConnFlags = kFast | kLoading | kStale | kNoScript;
   t->Add(Conn("ping", -1, kFast, Ping, {"@fast", "@connection"}));
-  t->Add(Conn("echo", 2, kFast, Echo, {"@fast", "@connection"}));
+  t->Add(Conn("echo", 2, kFast | kLoading | kStale, Echo, {"@fast", "@connection"}));
   t->Add(Conn("hello", -1, kConnFlags | kNoAuth | kAllowBusy, Hello, {"@fast", "@connection"}));
   t->Add(Conn("auth", -2, kConnFlags | kNoAuth | kAllowBusy, Auth, {"@fast", "@connection"}));
   t->Add(Conn("select", 2, kConnFlags, Select, {"@fast", "@connection"}));
@@ -795,8 +795,8 @@ void RegisterServerCommands(CommandTable* t) {
                             {"@admin", "@slow", "@dangerous"}),
                        {{"get", -3}, {"set", -4}, {"resetstat", 2}, {"rewrite", 2}, {"help", 2}})));
   t->Add(Conn("time", 1, kFast | kLoading | kStale, Time, {"@fast"}));
-  t->Add(Conn("shutdown", -1, kAdmin | kNoScript | kLoading | kStale | kAllowBusy, Shutdown,
-              {"@admin", "@slow", "@dangerous"}));
+  t->Add(Conn("shutdown", -1, kAdmin | kNoScript | kLoading | kStale | kAllowBusy | kNoMulti,
+              Shutdown, {"@admin", "@slow", "@dangerous"}));
   t->Add(Conn("wait", 3, kNoScript, Wait, {"@slow", "@connection"}));
   t->Add(Conn("role", 1, kNoScript | kLoading | kStale | kFast, Role,
               {"@admin", "@fast", "@dangerous"}));

@@ -299,7 +299,7 @@ void Connection::ProcessInput() {
   processing_ = true;
   reactor_->StartTiming();
   int looked_ahead = 0;  // commands ahead that PrefetchPipeline has looked at
-  while (!closing_ && !close_after_reply_ && !paused_ && in_start_ < in_.size() &&
+  while (!closing_ && !close_after_reply_ && !paused_ && !input_held_ && in_start_ < in_.size() &&
          !ThrottledByOutputLimit()) {
     size_t consumed = 0;
     std::string_view buf(in_.data() + in_start_, in_.size() - in_start_);
@@ -355,6 +355,7 @@ void Connection::ProcessInput() {
     }
   }
   reactor_->EndTiming(this);
+  throttled_ = in_start_ < in_.size() && ThrottledByOutputLimit();
   if (input_held_) [[unlikely]]
     KilledForQueryLimit(in_.size() - in_start_);  // what it sends while held is kept until then
   SendRelay(/*run_here=*/true);  // the commands gathered from this input go in one relay
@@ -556,6 +557,11 @@ void Connection::Dispatch(CmdArgs args) {
     return;
   }
   if (in_multi_ && !(spec->flags & kNoQueue)) {
+    if (spec->flags & kNoMulti) [[unlikely]] {
+      cs.rejected_calls++;
+      Reject(spec, errors::kNotInMulti);  // EXEC then aborts
+      return;
+    }
     if (ScriptBusy::Get().any() && NeedsBusyShard(spec, args, kSpansShards)) [[unlikely]] {
       cs.rejected_calls++;  // refused when queued, as Redis: EXEC then aborts
       Reject(spec, ScriptBusy::Get().busy_error());
@@ -755,8 +761,10 @@ void Connection::Defer(const CommandSpec* spec, CmdArgs args) {
 }
 
 void Connection::OnForwardDone() {
-  if (--inflight_ == kMaxInflightUnderOutputLimit - 1 && !deferred_spec_ && !paused_ &&
-      !closing_ && in_start_ < in_.size()) {
+  --inflight_;
+  if (throttled_ && !ThrottledByOutputLimit() && !deferred_spec_ && !paused_ && !closing_ &&
+      !input_held_) {
+    throttled_ = false;
     ProcessInput();  // input left unread while too much was out (ThrottledByOutputLimit)
   }
   if (inflight_ > 0 || !deferred_spec_ || pause_held_) return;

@@ -162,7 +162,13 @@ class Connection {
   // replies, not counted until they come back, could otherwise pass the limit many times over
   // before it is checked.
   static constexpr int kMaxInflightUnderOutputLimit = 8;
-  bool ThrottledByOutputLimit() const;
+  // Otherwise at most this many (--pipeline-order key, or quiet calls, where each command goes
+  // out on its own): with no limit set, the hold on unread replies below cannot see the
+  // replies of commands still out, so this bounds what they add to it.
+  static constexpr int kMaxInflight = 16;
+  int InflightCap() const;
+  bool ThrottledByOutputLimit() const { return inflight_ >= InflightCap(); }
+  bool throttled_ = false;  // ProcessInput stopped for it; OnForwardDone goes on
   // A client whose replies pile up unread (a pipeline of big reads it does not read) has no more
   // of its input run until the kernel takes them below this: what one client makes the server
   // hold stays bounded, with no output limit set, and the reactor's other clients are not held

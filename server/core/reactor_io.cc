@@ -576,10 +576,10 @@ bool Connection::OverOutputLimitSlow() {
   return output_limit_.Over(limit, unsent_output() + done_slot_bytes_, reactor_->now_ms());
 }
 
-bool Connection::ThrottledByOutputLimit() const {
-  if (inflight_ < kMaxInflightUnderOutputLimit) return false;
+int Connection::InflightCap() const {
   const OutputBufferLimit& limit = reactor_->config().client_output_buffer_limit.normal;
-  return limit.hard > 0 || limit.soft > 0 || reactor_->client_mem_limit() > 0;
+  const bool limited = limit.hard > 0 || limit.soft > 0 || reactor_->client_mem_limit() > 0;
+  return limited ? kMaxInflightUnderOutputLimit : kMaxInflight;
 }
 
 void Connection::CloseForOutputLimit() {

@@ -20,19 +20,30 @@ namespace {
 
 using protocol::ReplyBuilder;
 
+bool IsBareContainer(const CommandSpec& s) { return (s.flags & kContainer) && s.arity != -1; }
+
+// A container's own entry has no flags and no keys, as in Redis (its subcommands have them),
+// unless it runs without one (COMMAND).
+// A command whose keys an argument places (EVAL's numkeys, ZINTERSTORE's) is movablekeys.
 void WriteFlags(const CommandSpec& s, ReplyBuilder& rb) {
+  if (IsBareContainer(s)) {
+    rb.SetHeader(0);
+    return;
+  }
   static const std::pair<uint32_t, const char*> kNames[] = {
-      {kWrite, "write"},     {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},
-      {kAdmin, "admin"},     {kPubSub, "pubsub"},     {kNoScript, "noscript"},
-      {kLoading, "loading"}, {kStale, "stale"},       {kNoAuth, "no_auth"},
-      {kFast, "fast"},       {kBlocking, "blocking"}, {kAllowBusy, "allow_busy"},
+      {kWrite, "write"},      {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},
+      {kAdmin, "admin"},      {kPubSub, "pubsub"},     {kNoScript, "noscript"},
+      {kLoading, "loading"},  {kStale, "stale"},       {kNoAuth, "no_auth"},
+      {kFast, "fast"},        {kBlocking, "blocking"}, {kAllowBusy, "allow_busy"},
+      {kNoMulti, "no_multi"},
   };
-  size_t n = 0;
+  size_t n = s.key_range != nullptr ? 1 : 0;
   for (auto& [f, name] : kNames) n += (s.flags & f) ? 1 : 0;
   rb.SetHeader(n);
   for (auto& [f, name] : kNames) {
     if (s.flags & f) rb.SimpleString(name);
   }
+  if (s.key_range != nullptr) rb.SimpleString("movablekeys");
 }
 
 void WriteCommandInfo(const CommandSpec& s, ReplyBuilder& rb) {
@@ -40,9 +51,10 @@ void WriteCommandInfo(const CommandSpec& s, ReplyBuilder& rb) {
   rb.Bulk(s.name);
   rb.Integer(s.arity);
   WriteFlags(s, rb);
-  rb.Integer(s.first_key);
-  rb.Integer(s.last_key);
-  rb.Integer(s.key_step);
+  const bool keys = !IsBareContainer(s);
+  rb.Integer(keys ? s.first_key : 0);
+  rb.Integer(keys ? s.last_key : 0);
+  rb.Integer(keys ? s.key_step : 0);
   rb.SetHeader(s.acl_categories.size());
   for (auto& c : s.acl_categories) rb.SimpleString(c);
   rb.ArrayHeader(0);  // tips

@@ -257,9 +257,13 @@ void RegisterObjectCommands(CommandTable* t) {
     CommandSpec sub;
     sub.name = std::string("memory|") + name;
     sub.arity = arity;
-    sub.flags = memory.flags;
     sub.acl_categories = memory.acl_categories;
-    if (std::string_view(name) == "usage") sub.acl_categories = {"@read", "@slow"};
+    if (std::string_view(name) == "usage") {  // (the others have no flags and no keys)
+      sub.flags = kReadOnly;
+      sub.first_key = sub.last_key = 2;
+      sub.key_step = 1;
+      sub.acl_categories = {"@read", "@slow"};
+    }
     memory.subcommands.push_back(sub);
   }
   t->Add(std::move(memory));

@@ -664,6 +664,7 @@ CommandSpec ScriptSub(std::string_view parent, std::string name, int arity, uint
   s.flags = flags;
   s.first_key = s.last_key = s.key_step = 0;
   s.acl_categories = {"@slow", "@scripting"};
+  if (flags & kWrite) s.acl_categories.push_back("@write");  // (as Redis: FUNCTION LOAD, ...)
   return s;
 }
 

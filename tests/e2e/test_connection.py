@@ -3,8 +3,11 @@ RESET, CLIENT, unknown-command and arity errors, COMMAND, INFO, CONFIG GET, TIME
 commands."""
 
 import os
+import shutil
 import sys
 import socket
+import subprocess
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -509,6 +512,70 @@ class CommandTest(ConnTestCase):
         self.assertReply(b"*0\r\n", "COMMAND", "LIST", "FILTERBY", "PATTERN", "nosuch*")
         self.assertReply(b"*0\r\n", "COMMAND", "LIST", "FILTERBY", "ACLCAT", "nosuchcat")
         self.assertReply(b"*0\r\n", "COMMAND", "LIST", "FILTERBY", "MODULE", "nosuchmodule")
+
+    # Where deadbolt's COMMAND INFO differs from Redis 7.0's on purpose: flags only.
+    KNOWN_FLAG_DIFFERENCES = {
+        # Marked write here: a call across shards locks its keys for writing (FanOutPhases);
+        # Redis leaves it to the script's flags, and does not feed EVAL itself to MONITOR.
+        "eval", "evalsha", "fcall", "eval_ro", "evalsha_ro", "fcall_ro",
+        "exec",  # Redis's skip_slowlog: EXEC is logged here when it is slow
+        "select",  # noscript here: a script may not change its database
+        "cluster|reset",  # every CLUSTER subcommand that changes the cluster is disabled
+    }
+
+    def test_command_info_matches_redis(self):
+        # Arity, flags, key positions and ACL categories of every command both servers have,
+        # subcommands included: clients (and cluster clients) read them to route and to check.
+        # Redis's no_async_loading is left out: deadbolt never loads in the background.
+        if harness.AGAINST_REDIS or not os.access(harness.REDIS_SERVER, os.X_OK):
+            self.skipTest("needs redis-server beside deadbolt")
+        port = harness.free_port()
+        work = tempfile.mkdtemp(prefix="deadbolt-cmdinfo-")
+        self.addCleanup(shutil.rmtree, work, True)
+        ref = subprocess.Popen(
+            [harness.REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, cwd=work, start_new_session=True)
+        self.addCleanup(ref.wait, 10)
+        self.addCleanup(ref.terminate)
+        harness.wait_port(port)
+        r = harness.RespConn(port)
+        self.addCleanup(r.close)
+
+        def text(v):
+            if isinstance(v, (bytes, bytearray)):
+                return v.decode()
+            return [text(x) for x in v] if isinstance(v, list) else v
+
+        names = sorted(set(text(decode(self.c.cmd("COMMAND", "LIST")))))
+        self.assertGreater(len(names), 200)
+        differences, compared = [], 0
+        for name in names:
+            mine = text(decode(self.c.cmd("COMMAND", "INFO", name)))[0]
+            theirs = text(decode(r.cmd("COMMAND", "INFO", name)))[0]
+            if theirs is None:
+                continue  # deadbolt's own (DELIFEQ, LOCK.*, ...)
+            compared += 1
+            theirs[2] = [f for f in theirs[2] if f != "no_async_loading"]
+            for i, field in ((1, "arity"), (2, "flags"), (3, "first key"), (4, "last key"),
+                             (5, "step"), (6, "categories")):
+                a, b = mine[i], theirs[i]
+                if isinstance(a, list):
+                    a, b = sorted(a), sorted(b)
+                if a != b and not (field == "flags" and name in self.KNOWN_FLAG_DIFFERENCES):
+                    differences.append("%s %s: deadbolt %r, redis %r" % (name, field, a, b))
+        self.assertGreater(compared, 200)
+        self.assertEqual(differences, [])
+
+    def test_shutdown_is_refused_inside_multi(self):
+        # Redis's no_multi: refused when queued, and EXEC then aborts (the server stays up).
+        self.assertReply(OK, "MULTI")
+        self.assertReply(b"-ERR Command not allowed inside a transaction\r\n", "SHUTDOWN")
+        self.assertReply(b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+                         "EXEC")
+        self.assertReply(PONG, "PING")
+        if not harness.AGAINST_REDIS:
+            self.assertIn(b"no_multi", decode(self.c.cmd("COMMAND", "INFO", "shutdown"))[0][2])
 
     def test_allow_busy_flag(self):
         # What may run while a script is busy (Redis's allow_busy), from the same table.

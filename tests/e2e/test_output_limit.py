@@ -189,7 +189,8 @@ class HeldInputTest(unittest.TestCase):
     does not read the replies has no more of its commands run once 16 MB of replies wait for
     it: the server holds its input, not hundreds of MB of replies, and every reply still comes
     once the client reads. deadbolt only: Redis builds every reply. Local keys (--threads 1),
-    and keys on another shard, whose relay comes home early and waits."""
+    and keys on another shard, whose relay comes home early and waits (with --pipeline-order
+    key, where each command goes out on its own, at most 16 are out at once)."""
 
     def relay_readers(self, keys, values, key_of):
         """A --threads 2 server holding values[i] at keys[i]; two readers in turn (accepted
@@ -213,8 +214,13 @@ class HeldInputTest(unittest.TestCase):
             reader.sendall(b"".join(harness.encode_command("GET", keys[key_of(round_, i)])
                                     for i in range(n)))
             time.sleep(1.0)
-            if real_allocator:  # (a sanitizer build's malloc keeps freed memory in quarantine)
-                self.assertLess(rss_mb(srv.proc.pid) - base, 120, "round %d" % round_)
+            # Far below the 300 MB asked for (before the hold: 312 MB, 605 MB with
+            # --pipeline-order key). What it comes to: 16 MB of unread replies and what was out
+            # when they got there (33 MB in all), the output buffer's copies as it grew by
+            # doubling, and what the allocator kept of the round before: 80-130 MB here.
+            # (A sanitizer build's malloc keeps freed memory in quarantine: not checked there.)
+            if real_allocator:
+                self.assertLess(rss_mb(srv.proc.pid) - base, 160, "round %d" % round_)
             self.assertEqual(c.cmd("PING"), b"+PONG\r\n")
             reader.settimeout(30)
             buf = b""
@@ -238,7 +244,8 @@ class HeldInputTest(unittest.TestCase):
         key = on_shard(1, "big")
         srv, c = self.relay_readers([key], [b"x" * (VALUE_MB << 20)], lambda round_, i: 0)
         stats = bytes(harness.decode(c.cmd("INFO", "stats"))).decode()
-        self.assertRegex(stats, r"pipeline_relay_pauses:[1-9]")
+        if not harness.KEY_ORDER:  # (there, at most 16 commands are out at once instead)
+            self.assertRegex(stats, r"pipeline_relay_pauses:[1-9]")
         # Readers that go away while their relay waits: the rest of their commands is dropped
         # with them, and the server goes on.
         for _ in range(2):
@@ -265,9 +272,10 @@ class HeldInputTest(unittest.TestCase):
         values = [(b"%d" % s) * (VALUE_MB << 20) for s in range(2)]
         _, c = self.relay_readers(keys, values, lambda round_, i: (i + round_) % 2)
         stats = bytes(harness.decode(c.cmd("INFO", "stats"))).decode()
-        self.assertRegex(stats, r"pipeline_relay_pauses:[1-9]")
-        self.assertRegex(stats, r"pipeline_cmds_run_ahead:[1-9]")
-        self.assertRegex(stats, r"pipeline_ahead_stops:[1-9]")
+        if not harness.KEY_ORDER:  # (there, at most 16 commands are out at once instead)
+            self.assertRegex(stats, r"pipeline_relay_pauses:[1-9]")
+            self.assertRegex(stats, r"pipeline_cmds_run_ahead:[1-9]")
+            self.assertRegex(stats, r"pipeline_ahead_stops:[1-9]")
 
     def test_input_is_held_while_replies_are_unread(self):
         if harness.AGAINST_REDIS:
