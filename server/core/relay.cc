@@ -147,6 +147,7 @@ struct Relay {
   bool mixed = false;
   std::vector<uint8_t> done;       // mixed: which commands have run
   size_t delivered = 0;            // the commands before it had their replies sent home (PauseHere)
+  size_t kept = 0;                 // bytes of replies (run ahead) that stayed when it paused
   uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
   std::vector<Held> held;          // locks for commands run ahead of one not run yet
   relay_route::Tally tally;        // the messages of each route, counted as commands join
@@ -307,7 +308,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->resumed = r->in_order = r->discard = r->may_pause = r->paused = r->ahead = r->mixed = false;
   r->done.clear();
   r->reply_idx.clear();
-  r->delivered = 0;
+  r->delivered = r->kept = 0;
   r->lock_id = 0;
   r->max_replies = 0;
   r->reply_fd = -1;
@@ -520,18 +521,18 @@ bool OverReplyLimit(const Relay& r) { return r.max_replies && r.replies.size() >
 // the hold (StopAhead).
 bool PauseHere(Relay& r, Reactor* re) {
   if (!r.may_pause || r.next >= r.order.size() ||
-      r.replies.size() < Connection::kMaxUnsentBeforeRunning) {
-    return false;
+      r.replies.size() - r.kept < Connection::kMaxUnsentBeforeRunning) {
+    return false;  // (those kept from its last pause cannot go before their turn)
   }
-  size_t kept = 0;
+  size_t still = 0;
   for (size_t k = 0; k < r.held.size(); k++) {
     if (r.held[k].last < r.next) {
       Release(r, r.held[k], re);
     } else {
-      r.held[kept++] = std::move(r.held[k]);
+      r.held[still++] = std::move(r.held[k]);
     }
   }
-  r.held.resize(kept);
+  r.held.resize(still);
   if (!r.held.empty()) return false;
   r.paused = true;
   return true;
@@ -897,6 +898,7 @@ void Connection::OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay, size_
   reactor_->stats().relay_pauses++;
   // What went home is done with; the replies of commands run ahead stay, in the order they ran.
   r->replies.erase(0, front);
+  r->kept = r->replies.size();
   r->delivered = r->next;
   r->segment = r->replies.size();
   r->segment_reply = r->reply_lens.size();
