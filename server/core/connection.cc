@@ -142,15 +142,20 @@ struct RemoteCommand {
     Connection* c = conn;
     uint64_t s = seq;
     const bool local = r->id() == origin;
-    r->Send(origin, [c, s, local, reply = std::move(reply), slow = std::move(slow)]() mutable {
-      if (slow) [[unlikely]] Reactor::Current()->AddSlow(std::move(*slow), c);
-      // Held for a journal batch of that shard that could not be written: an error, not OK.
-      if (const std::string* e = Reactor::FailedReplyError()) reply = FailHeldReplies(reply, *e);
-      if (local) c->inflight_local_--;
-      c->CompleteSlot(s, std::move(reply));
-      c->OnForwardDone();
-      c->Unref();
-    });
+    const bool read = (spec->flags & kReadOnly) && !block;
+    r->Send(origin,
+            [c, s, local, read, reply = std::move(reply), slow = std::move(slow)]() mutable {
+              if (slow) [[unlikely]]
+                Reactor::Current()->AddSlow(std::move(*slow), c);
+              // Held for a journal batch of that shard that could not be written: an error, not OK.
+              if (const std::string* e = Reactor::FailedReplyError())
+                reply = FailHeldReplies(reply, *e);
+              if (local) c->inflight_local_--;
+              if (read) c->inflight_reads_--;
+              c->CompleteSlot(s, std::move(reply));
+              c->OnForwardDone();
+              c->Unref();
+            });
   }
 };
 
@@ -762,8 +767,8 @@ void Connection::Defer(const CommandSpec* spec, CmdArgs args) {
 
 void Connection::OnForwardDone() {
   --inflight_;
-  if (throttled_ && !ThrottledByOutputLimit() && !deferred_spec_ && !paused_ && !closing_ &&
-      !input_held_) {
+  if (throttled_ && !ThrottledByOutputLimit() && inflight_reads_ <= kMaxInflightReads / 2 &&
+      !deferred_spec_ && !paused_ && !closing_ && !input_held_) {
     throttled_ = false;
     ProcessInput();  // input left unread while too much was out (ThrottledByOutputLimit)
   }
@@ -876,6 +881,7 @@ void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
   inflight_++;
   inflight_shard_ = shard;
   if (shard == reactor_->id() && !block) inflight_local_++;
+  if ((spec->flags & kReadOnly) && !block) inflight_reads_++;
   RemoteCommand cmd{spec, std::make_unique<OwnedArgs>(args), reactor_->id(), db_index_, resp_,
                     this, seq, id_, std::move(block), /*resumed=*/false,
                     /*acl_user=*/user_->unrestricted() ? nullptr : AclSnapshot()};

@@ -162,12 +162,14 @@ class Connection {
   // replies, not counted until they come back, could otherwise pass the limit many times over
   // before it is checked.
   static constexpr int kMaxInflightUnderOutputLimit = 8;
-  // Otherwise at most this many (--pipeline-order key, or quiet calls, where each command goes
-  // out on its own): with no limit set, the hold on unread replies below cannot see the
-  // replies of commands still out, so this bounds what they add to it.
-  static constexpr int kMaxInflight = 16;
-  int InflightCap() const;
-  bool ThrottledByOutputLimit() const { return inflight_ >= InflightCap(); }
+  // Otherwise at most this many reads (--pipeline-order key, or quiet calls, where each command
+  // goes out on its own): with no limit set, the hold on unread replies below cannot see the
+  // replies of commands still out, and a pipeline of reads of one big value would multiply it.
+  // Writes are not held back: their replies are small, or hand back what they remove.
+  // Once held back, it goes on when half of them are back (not at each one: a reply at a time
+  // would run one command a time, each with ProcessInput's look-ahead).
+  static constexpr int kMaxInflightReads = 32;
+  bool ThrottledByOutputLimit() const;
   bool throttled_ = false;  // ProcessInput stopped for it; OnForwardDone goes on
   // A client whose replies pile up unread (a pipeline of big reads it does not read) has no more
   // of its input run until the kernel takes them below this: what one client makes the server
@@ -505,6 +507,7 @@ class Connection {
   int inflight_ = 0;
   int inflight_shard_ = -1;
   int inflight_local_ = 0;
+  int inflight_reads_ = 0;                      // of them, reads (kMaxInflightReads)
   std::unique_ptr<Relay, RelayDeleter> relay_;  // being gathered, not yet sent
   std::unique_ptr<Relay, RelayDeleter> paused_relay_;  // OnRelayPaused
   bool direct_reply_ = false;  // the relay out may send its replies from its last shard

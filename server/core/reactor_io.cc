@@ -576,10 +576,11 @@ bool Connection::OverOutputLimitSlow() {
   return output_limit_.Over(limit, unsent_output() + done_slot_bytes_, reactor_->now_ms());
 }
 
-int Connection::InflightCap() const {
+bool Connection::ThrottledByOutputLimit() const {
+  if (inflight_reads_ >= kMaxInflightReads) return true;
+  if (inflight_ < kMaxInflightUnderOutputLimit) return false;
   const OutputBufferLimit& limit = reactor_->config().client_output_buffer_limit.normal;
-  const bool limited = limit.hard > 0 || limit.soft > 0 || reactor_->client_mem_limit() > 0;
-  return limited ? kMaxInflightUnderOutputLimit : kMaxInflight;
+  return limit.hard > 0 || limit.soft > 0 || reactor_->client_mem_limit() > 0;
 }
 
 void Connection::CloseForOutputLimit() {

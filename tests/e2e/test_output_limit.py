@@ -190,7 +190,7 @@ class HeldInputTest(unittest.TestCase):
     it: the server holds its input, not hundreds of MB of replies, and every reply still comes
     once the client reads. deadbolt only: Redis builds every reply. Local keys (--threads 1),
     and keys on another shard, whose relay comes home early and waits (with --pipeline-order
-    key, where each command goes out on its own, at most 16 are out at once)."""
+    key, where each command goes out on its own, at most 32 reads are out at once)."""
 
     def relay_readers(self, keys, values, key_of):
         """A --threads 2 server holding values[i] at keys[i]; two readers in turn (accepted
@@ -244,7 +244,7 @@ class HeldInputTest(unittest.TestCase):
         key = on_shard(1, "big")
         srv, c = self.relay_readers([key], [b"x" * (VALUE_MB << 20)], lambda round_, i: 0)
         stats = bytes(harness.decode(c.cmd("INFO", "stats"))).decode()
-        if not harness.KEY_ORDER:  # (there, at most 16 commands are out at once instead)
+        if not harness.KEY_ORDER:  # (there, at most 32 reads are out at once instead)
             self.assertRegex(stats, r"pipeline_relay_pauses:[1-9]")
         # Readers that go away while their relay waits: the rest of their commands is dropped
         # with them, and the server goes on.
@@ -272,7 +272,7 @@ class HeldInputTest(unittest.TestCase):
         values = [(b"%d" % s) * (VALUE_MB << 20) for s in range(2)]
         _, c = self.relay_readers(keys, values, lambda round_, i: (i + round_) % 2)
         stats = bytes(harness.decode(c.cmd("INFO", "stats"))).decode()
-        if not harness.KEY_ORDER:  # (there, at most 16 commands are out at once instead)
+        if not harness.KEY_ORDER:  # (there, at most 32 reads are out at once instead)
             self.assertRegex(stats, r"pipeline_relay_pauses:[1-9]")
             self.assertRegex(stats, r"pipeline_cmds_run_ahead:[1-9]")
             self.assertRegex(stats, r"pipeline_ahead_stops:[1-9]")
