@@ -240,8 +240,7 @@ void RegisterObjectCommands(CommandTable* t) {
     CommandSpec sub = object;
     sub.name = std::string("object|") + name;
     sub.arity = arity;
-    sub.shard_handler = nullptr;
-    if (std::string_view(name) == "help") sub.acl_categories = {"@keyspace", "@slow"};
+    sub.shard_handler = nullptr;  // (HELP's flags and categories: AsRedisSubcommand)
     object.subcommands.push_back(sub);
   }
   object.acl_categories = {"@slow"};  // a container is @slow; ACL checks its subcommands

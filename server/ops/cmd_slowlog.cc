@@ -293,12 +293,9 @@ void Latency(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }
 
 CommandSpec WithSubs(CommandSpec parent, std::initializer_list<std::pair<const char*, int>> subs) {
-  for (auto& [name, arity] : subs) {
-    // As Redis 7.0: HELP is only @slow, like the container itself (ACL checks subcommands).
-    parent.subcommands.push_back(ConnCommand(parent.name + "|" + name, arity, parent.flags, nullptr,
-                                             std::string_view(name) == "help"
-                                                 ? std::vector<std::string>{"@slow"}
-                                                 : parent.acl_categories));
+  for (auto& [name, arity] : subs) {  // (HELP's flags and categories: AsRedisSubcommand)
+    parent.subcommands.push_back(
+        ConnCommand(parent.name + "|" + name, arity, parent.flags, nullptr, parent.acl_categories));
   }
   parent.acl_categories = {"@slow"};
   return parent;
