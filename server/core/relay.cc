@@ -96,7 +96,7 @@ struct Relay {
     uint32_t argc;
     uint32_t size;  // the whole record's bytes, header and padding included
     uint32_t idx;   // its place in the pipeline (in `order`)
-    uint32_t unused;
+    uint32_t unused;  // (padding, never written)
   };
   // One shard's commands, packed in pipeline order: the shard that runs them reads these lines
   // and no other shard's (a line written on one core and read on another is a miss for each,
@@ -194,10 +194,16 @@ struct Relay {
     const size_t size = (sizeof(Rec) + args.size() * sizeof(uint32_t) + arg_bytes + 7) & ~size_t{7};
     // (the buffers keep their capacity from relay to relay)
     char* w = p.recs.Extend(size);
-    Rec head{spec, static_cast<uint32_t>(args.size()), static_cast<uint32_t>(size),
-             static_cast<uint32_t>(order.size()), 0};
-    std::memcpy(w, &head, sizeof(head));
-    w += sizeof(head);
+    // The header's fields written one by one: a Rec built on the stack and copied would be
+    // read back before its own stores had left (a store-forwarding stall on each command).
+    const uint32_t argc = static_cast<uint32_t>(args.size());
+    const uint32_t rec_size = static_cast<uint32_t>(size);
+    const uint32_t idx = static_cast<uint32_t>(order.size());
+    std::memcpy(w + offsetof(Rec, spec), &spec, sizeof(spec));
+    std::memcpy(w + offsetof(Rec, argc), &argc, sizeof(argc));
+    std::memcpy(w + offsetof(Rec, size), &rec_size, sizeof(rec_size));
+    std::memcpy(w + offsetof(Rec, idx), &idx, sizeof(idx));
+    w += sizeof(Rec);
     for (std::string_view a : args) {
       uint32_t n = static_cast<uint32_t>(a.size());
       std::memcpy(w, &n, sizeof(n));
@@ -434,29 +440,86 @@ void Home(std::unique_ptr<Relay> r) {
   c->OnRelayDone();
 }
 
-// The command whose record starts at `pos` in `p`: its specification and arguments (views into
-// the record), and the record's size.
+// A command of a part, read out of its record: its specification and arguments (views into the
+// record), the record's size and the command's place.
 struct RecArgs {
   const CommandSpec* spec;
   CmdArgs args;
   uint32_t size;
   uint32_t idx;
 };
-RecArgs ArgsAt(const Relay::Part& p, size_t pos, std::vector<std::string_view>& views) {
-  const char* rec = p.recs.data() + pos;
-  Relay::Rec head;
-  std::memcpy(&head, rec, sizeof(head));
-  const char* lens = rec + sizeof(head);
-  const char* bytes = lens + head.argc * sizeof(uint32_t);
-  views.clear();
-  for (uint32_t k = 0; k < head.argc; k++) {
-    uint32_t n;
-    std::memcpy(&n, lens + k * sizeof(uint32_t), sizeof(n));
-    views.emplace_back(bytes, n);
-    bytes += n;
+
+// The commands of a part not run yet, each read out of its record once for a visit (asking for
+// their keys, naming their locks and running them all use them), as far as the visit needs.
+// Each header field is read from the record itself: a copy of the header on the stack, read back
+// at once, would stall on its own stores.
+class PartView {
+ public:
+  void Reset(const Relay::Part& p) {
+    part_ = &p;
+    read_to_ = p.pos;
+    cmds_.clear();
+    views_.clear();
   }
-  return RecArgs{head.spec, CmdArgs(views.data(), views.size()), head.size, head.idx};
-}
+  // Whether the part has an `i`th command from its `pos` at Reset.
+  bool Has(size_t i) {
+    while (cmds_.size() <= i && read_to_ < part_->recs.size()) ReadOne();
+    return i < cmds_.size();
+  }
+  // (Its arguments are views into the record, valid until the next Has.)
+  RecArgs Get(size_t i) const {
+    const Cmd& c = cmds_[i];
+    return RecArgs{c.spec, CmdArgs(views_.data() + c.first, c.argc), c.size, c.idx};
+  }
+
+ private:
+  struct Cmd {
+    const CommandSpec* spec;
+    uint32_t argc, first, size, idx;
+  };
+  void ReadOne() {
+    const char* rec = part_->recs.data() + read_to_;
+    Cmd c;
+    std::memcpy(&c.spec, rec + offsetof(Relay::Rec, spec), sizeof(c.spec));
+    std::memcpy(&c.argc, rec + offsetof(Relay::Rec, argc), sizeof(c.argc));
+    std::memcpy(&c.size, rec + offsetof(Relay::Rec, size), sizeof(c.size));
+    std::memcpy(&c.idx, rec + offsetof(Relay::Rec, idx), sizeof(c.idx));
+    c.first = static_cast<uint32_t>(views_.size());
+    const char* lens = rec + sizeof(Relay::Rec);
+    const char* bytes = lens + c.argc * sizeof(uint32_t);
+    for (uint32_t k = 0; k < c.argc; k++) {
+      uint32_t n;
+      std::memcpy(&n, lens + k * sizeof(uint32_t), sizeof(n));
+      views_.emplace_back(bytes, n);
+      bytes += n;
+    }
+    cmds_.push_back(c);
+    read_to_ += c.size;
+  }
+  const Relay::Part* part_ = nullptr;
+  size_t read_to_ = 0;
+  std::vector<Cmd> cmds_;
+  std::vector<std::string_view> views_;
+};
+
+// One PartView for each RunRelay on the stack: releasing locks may run another relay from inside
+// one (LockTable::Unlock runs what waited for them).
+class PartViewScope {
+ public:
+  PartViewScope() {
+    if (depth_ == pool_.size()) pool_.push_back(std::make_unique<PartView>());
+    view_ = pool_[depth_++].get();
+  }
+  ~PartViewScope() { depth_--; }
+  PartView& operator*() { return *view_; }
+
+ private:
+  static thread_local std::vector<std::unique_ptr<PartView>> pool_;
+  static thread_local size_t depth_;
+  PartView* view_;
+};
+thread_local std::vector<std::unique_ptr<PartView>> PartViewScope::pool_;
+thread_local size_t PartViewScope::depth_ = 0;
 
 // Runs the command of `p` at its `pos` here, its reply appended to the relay's replies, and
 // moves `pos` past it.
@@ -489,15 +552,13 @@ void RunOne(Relay& r, Relay::Part& p, const RecArgs& c) {
 // Asks for the keyspace lines the next commands to run here will look up: their lookups then
 // take their cache misses together rather than one by one. At most kMaxKeys, so that a relay
 // that waits again and again before its commands does not ask for the same lines each time.
-void PrefetchKeys(const Relay& r, const Relay::Part& p) {
+void PrefetchKeys(const Relay& r, PartView& v) {
   constexpr size_t kMaxKeys = 64;
   thread_local std::vector<std::string_view> keys;
-  thread_local std::vector<std::string_view> views;
   keys.clear();
-  for (size_t pos = p.pos; pos < p.recs.size() && keys.size() < kMaxKeys;) {
-    RecArgs c = ArgsAt(p, pos, views);
+  for (size_t i = 0; keys.size() < kMaxKeys && v.Has(i); i++) {
+    const RecArgs c = v.Get(i);
     c.spec->ForEachKey(c.args, [&](int k) { keys.push_back(c.args[k]); });
-    pos += c.size;
   }
   if (!keys.empty()) Reactor::Current()->shard().db(r.db).PrefetchKeys(keys.data(), keys.size());
 }
@@ -640,13 +701,16 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
                         (r->reply_lens.capacity() - r->segment_reply) * sizeof(uint32_t));
   }
   re->StartTiming();
-  thread_local std::vector<std::string_view> views;
+  PartViewScope scope;
+  PartView& view = *scope;
+  view.Reset(*part);
+  size_t at = 0;  // view's command at part->pos
   LockTable& locks = re->locks();
   const size_t n = r->order.size();
   // Direct, the connection's look-ahead (PrefetchPipeline) has just asked for this shard's keys
   // among these commands, as it read them: asked again, each would be hashed and its bucket read
   // a second time for nothing.
-  if (!direct) PrefetchKeys(*r, *part);
+  if (!direct) PrefetchKeys(*r, view);
   bool stop = false;
   // The commands every earlier one of which has run: in order, each waiting for a transaction
   // that holds its key (the rest of the relay waits with it).
@@ -658,7 +722,8 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
       continue;
     }
     if (shard != me) break;
-    RecArgs c = ArgsAt(*part, part->pos, views);
+    view.Has(at);  // (it is this shard's)
+    const RecArgs c = view.Get(at++);
     if (!r->resumed && MustWait(c.spec, c.args, r->db, r->client_id, locks)) {
       std::vector<std::string> names = LockNames(c.spec, c.args, r->db);
       uint64_t owner = r->client_id;
@@ -688,11 +753,10 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     Relay::Names list = TakeNames();
     std::vector<std::string>& names = *list;
     names.reserve(part->count - part->ran);
-    for (size_t pos = part->pos; pos < part->recs.size();) {
-      RecArgs c = ArgsAt(*part, pos, views);
+    for (size_t i = at; view.Has(i); i++) {
+      const RecArgs c = view.Get(i);
       c.spec->ForEachKey(c.args,
                          [&](int k) { names.push_back(LockTable::Name(r->db, c.args[k])); });
-      pos += c.size;
     }
     if (r->lock_id == 0) {  // unique: this reactor's id and its own count
       r->lock_id = (uint64_t{1} << 63) | (static_cast<uint64_t>(me) << 40) |
@@ -718,7 +782,8 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
         stopped = true;
         break;
       }
-      RecArgs c = ArgsAt(*part, part->pos, views);
+      view.Has(at);
+      const RecArgs c = view.Get(at++);
       RunOne(*r, *part, c);
       held.last = c.idx;
       ran_ahead++;
