@@ -230,6 +230,28 @@ class Db {
   // The new value formatted as Redis does (%.17Lg style, no trailing zeros).
   OpResult<std::string> IncrByFloat(std::string_view key, long double delta, int64_t now_ms);
 
+  // --- bitmaps (db_bitmap.cc): a string read as bits, bit 0 the first byte's highest ---
+  // GETBIT: 0 for a missing key or a bit past the end. kWrongType.
+  OpResult<int> GetBit(std::string_view key, uint64_t offset, int64_t now_ms);
+  // SETBIT: the bit's old value. Creates the key, or pads it with zero bytes, to hold the bit
+  // (the caller keeps offset / 8 under proto-max-bulk-len). Setting a bit to the value it had
+  // in place changes nothing (no journal record, no WATCH touched). kWrongType.
+  OpResult<int> SetBit(std::string_view key, uint64_t offset, bool on, int64_t now_ms);
+  // BITCOUNT's and BITPOS's range: in bytes (or bits), negative from the end, ends included.
+  struct BitRange {
+    bool given = false;      // start given (else the whole string)
+    bool end_given = false;  // end given (BITPOS may leave it out)
+    bool bits = false;       // BIT rather than BYTE
+    int64_t start = 0;
+    int64_t end = 0;
+  };
+  // BITCOUNT: the set bits in the range; 0 for a missing key. kWrongType.
+  OpResult<int64_t> BitCount(std::string_view key, const BitRange& range, int64_t now_ms);
+  // BITPOS: the first bit equal to `bit` in the range, or -1. A missing key is zero bits
+  // without end (-1 for a set bit, 0 for a clear one); with no end given, a string is read as
+  // padded with zero bits on the right. kWrongType.
+  OpResult<int64_t> BitPos(std::string_view key, int bit, const BitRange& range, int64_t now_ms);
+
   // --- compare-and-set (DELEX, DELIFEQ, DIGEST; SET's IF* conditions are in SetOptions) ---
   // DELEX / DELIFEQ: true if the key was deleted. kNone deletes a key of any type (DEL of one
   // key). kIfEq..kIfDne delete only a string whose value meets the condition (kWrongType for a

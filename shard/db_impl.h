@@ -103,6 +103,11 @@ struct Db::Impl {
   // HeapString with spare room so that repeated growth is amortized O(1). Does not report the
   // change: the caller writes its bytes and then calls Modified.
   char* GrowString(Dict::Pos pos, size_t new_len);
+  // A new string entry for `key` (no TTL): `len` zero bytes with `bytes` written at `at`
+  // (at + bytes.size() <= len). Inline when small, else a HeapString built in place (a far
+  // offset costs no second copy of the padding).
+  static Entry* MakePaddedString(std::string_view key, size_t len, size_t at,
+                                 std::string_view bytes);
   // Replaces the value of pos's string, keeping its TTL.
   void ReplaceValueKeepTtl(Dict::Pos pos, std::string_view value);
 

@@ -93,6 +93,19 @@ char* Db::Impl::GrowString(Dict::Pos pos, size_t new_len) {
                                                    : grown->inline_value_data();
 }
 
+Entry* Db::Impl::MakePaddedString(std::string_view key, size_t len, size_t at,
+                                  std::string_view bytes) {
+  if (len <= HeapString::kMaxInlineGrow) {
+    std::string buf(len, '\0');
+    std::memcpy(buf.data() + at, bytes.data(), bytes.size());
+    return Entry::MakeString(key, buf, Entry::kNoExpire);
+  }
+  HeapString* s = HeapString::Create("", len);
+  s->Resize(len);
+  std::memcpy(s->data() + at, bytes.data(), bytes.size());
+  return Entry::MakeHeapString(key, s, Entry::kNoExpire);
+}
+
 void Db::Impl::ReplaceValueKeepTtl(Dict::Pos pos, std::string_view value) {
   Entry* e = pos.entry();
   const int64_t at = e->expire_at();
@@ -280,18 +293,8 @@ OpResult<int64_t> Db::SetRange(std::string_view key, int64_t offset, std::string
     if (value.empty()) return int64_t{0};
     const int64_t end = CheckedEnd(offset, value.size(), max_string_len);
     if (end < 0) return OpStatus::kStringTooLong;
-    Entry* e;
-    if (static_cast<size_t>(end) <= HeapString::kMaxInlineGrow) {
-      std::string buf(static_cast<size_t>(end), '\0');
-      std::memcpy(buf.data() + offset, value.data(), value.size());
-      e = Entry::MakeString(key, buf, Entry::kNoExpire);
-    } else {
-      // Built in place: a far offset does not cost a second copy of the padding.
-      HeapString* s = HeapString::Create("", static_cast<size_t>(end));
-      s->Resize(static_cast<size_t>(end));
-      std::memcpy(s->data() + offset, value.data(), value.size());
-      e = Entry::MakeHeapString(key, s, Entry::kNoExpire);
-    }
+    Entry* e =
+        Impl::MakePaddedString(key, static_cast<size_t>(end), static_cast<size_t>(offset), value);
     impl_->Add(e, hash);
     return end;
   }

@@ -38,6 +38,7 @@ CommandTable::CommandTable() {
   RegisterZSetCommands(this);
   RegisterListCommands(this);
   RegisterSetCommands(this);
+  RegisterBitmapCommands(this);
   RegisterLockCommands(this);
   RegisterNativeLockCommands(this);
   RegisterScriptCommands(this);

@@ -241,6 +241,7 @@ void RegisterHashCommands(CommandTable* t);
 void RegisterZSetCommands(CommandTable* t);
 void RegisterListCommands(CommandTable* t);
 void RegisterSetCommands(CommandTable* t);
+void RegisterBitmapCommands(CommandTable* t);  // server/collections/cmd_bitmap.cc
 void RegisterLockCommands(CommandTable* t);
 void RegisterNativeLockCommands(CommandTable* t);
 void RegisterScriptCommands(CommandTable* t);

@@ -1,0 +1,152 @@
+"""Bitmap commands: GETBIT, SETBIT, BITCOUNT, BITPOS, over a socket, with their exact Redis
+replies and error texts, and SETBIT through the journal across a crash.
+
+The same cases as shard/db_bitmap_test.cc, as a client sends them. Against redis-server
+(DEADBOLT_AGAINST_REDIS=1) everything passes but the argument checks on a missing key, which
+follow Redis 7.2 (arguments are checked before the key is looked up; 7.0 answers 0 or -1)."""
+
+import os
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import NOT_INTEGER, OK, SYNTAX, WRONGTYPE, bulk, integer, wrong_args  # noqa: E402
+from test_journal import JournalCase  # noqa: E402
+
+BIT_OFFSET = b"-ERR bit offset is not an integer or out of range\r\n"
+BIT_VALUE = b"-ERR bit is not an integer or out of range\r\n"
+BIT_ARGUMENT = b"-ERR The bit argument must be 1 or 0.\r\n"
+
+
+def setUpModule():
+    harness.start_module_server()
+
+
+def tearDownModule():
+    harness.stop_module_server()
+
+
+class BitmapTest(harness.ServerTestCase):
+    def setUp(self):
+        super().setUp()
+        self.assertReply(OK, "FLUSHALL")
+
+    def test_setbit_creates_pads_and_answers_the_old_bit(self):
+        self.assertReply(integer(0), "SETBIT", "k", "7", "1")
+        self.assertReply(bulk(b"\x01"), "GET", "k")
+        self.assertReply(integer(0), "SETBIT", "k", "100", "1")
+        self.assertReply(integer(13), "STRLEN", "k")
+        self.assertReply(integer(1), "GETBIT", "k", "100")
+        self.assertReply(integer(1), "SETBIT", "k", "7", "0")
+        self.assertReply(integer(0), "SETBIT", "k", "7", "0")
+        self.assertReply(integer(0), "GETBIT", "k", "7")
+        self.assertReply(integer(0), "GETBIT", "k", "1000000")
+        self.assertReply(integer(0), "GETBIT", "nokey", "3")
+        # Clearing a bit of a missing key creates it all the same.
+        self.assertReply(integer(0), "SETBIT", "z", "20", "0")
+        self.assertReply(bulk(b"\x00\x00\x00"), "GET", "z")
+
+    def test_setbit_keeps_the_ttl_and_bits_of_a_set_value(self):
+        self.assertReply(OK, "SET", "k", "`", "EX", "100")  # 0110 0000
+        self.assertReply(integer(1), "GETBIT", "k", "1")
+        self.assertReply(integer(0), "SETBIT", "k", "3", "1")
+        self.assertReply(bulk("p"), "GET", "k")
+        self.assertReply(integer(0), "SETBIT", "k", "800", "1")
+        self.assertEqual(self.c.cmd("TTL", "k"), integer(100))
+
+    def test_offsets_and_values_out_of_range(self):
+        for bad in ("-1", "x", "1.5", "4294967296", "99999999999999999999"):
+            self.assertReply(BIT_OFFSET, "SETBIT", "k", bad, "1")
+            self.assertReply(BIT_OFFSET, "GETBIT", "k", bad)
+        for bad in ("2", "-1", "x", ""):
+            self.assertReply(BIT_VALUE, "SETBIT", "k", "7", bad)
+        self.assertReply(integer(0), "EXISTS", "k")
+        self.assertReply(integer(0), "GETBIT", "k", "4294967295")  # the last bit allowed
+
+    def test_bitcount(self):
+        self.assertReply(OK, "SET", "foo", "foobar")
+        self.assertReply(integer(26), "BITCOUNT", "foo")
+        self.assertReply(integer(4), "BITCOUNT", "foo", "0", "0")
+        self.assertReply(integer(6), "BITCOUNT", "foo", "1", "1", "byte")
+        self.assertReply(integer(17), "BITCOUNT", "foo", "5", "30", "BIT")
+        self.assertReply(integer(26), "BITCOUNT", "foo", "-100", "100")
+        self.assertReply(integer(4), "BITCOUNT", "foo", "-100", "-50")
+        self.assertReply(integer(0), "BITCOUNT", "foo", "-50", "-100")
+        self.assertReply(integer(0), "BITCOUNT", "nokey")
+        self.assertReply(SYNTAX, "BITCOUNT", "foo", "1")
+        self.assertReply(SYNTAX, "BITCOUNT", "foo", "1", "2", "3", "4")
+        self.assertReply(SYNTAX, "BITCOUNT", "foo", "1", "2", "nope")
+        self.assertReply(NOT_INTEGER, "BITCOUNT", "foo", "a", "1")
+
+    def test_bitpos(self):
+        self.assertReply(OK, "SET", "k", b"\xff\xf0\x00")
+        self.assertReply(integer(12), "BITPOS", "k", "0")
+        self.assertReply(OK, "SET", "k", b"\x00\xff\xf0")
+        self.assertReply(integer(8), "BITPOS", "k", "1", "0")
+        self.assertReply(integer(16), "BITPOS", "k", "1", "2")
+        self.assertReply(integer(8), "BITPOS", "k", "1", "7", "15", "bit")
+        self.assertReply(OK, "SET", "k", b"\xff\xff")
+        self.assertReply(integer(16), "BITPOS", "k", "0")  # zeros go on past the end...
+        self.assertReply(integer(-1), "BITPOS", "k", "0", "0", "-1")  # ...unless an end is given
+        self.assertReply(integer(0), "BITPOS", "nokey", "0")
+        self.assertReply(integer(-1), "BITPOS", "nokey", "1")
+        self.assertReply(OK, "SET", "e", "")
+        self.assertReply(integer(-1), "BITPOS", "e", "0")
+        self.assertReply(BIT_ARGUMENT, "BITPOS", "k", "2")
+        self.assertReply(NOT_INTEGER, "BITPOS", "k", "x")
+        self.assertReply(SYNTAX, "BITPOS", "k", "1", "0", "1", "nope")
+        self.assertReply(SYNTAX, "BITPOS", "k", "1", "0", "x", "nope")  # the unit comes first
+        self.assertReply(SYNTAX, "BITPOS", "k", "1", "0", "1", "bit", "extra")
+
+    def test_wrong_type_and_arity(self):
+        self.assertReply(integer(1), "HSET", "h", "f", "v")
+        for cmd in (("GETBIT", "h", "0"), ("SETBIT", "h", "0", "1"), ("BITCOUNT", "h"),
+                    ("BITPOS", "h", "1"), ("BITCOUNT", "h", "0", "-1", "bit")):
+            self.assertReply(WRONGTYPE, *cmd)
+        self.assertReply(wrong_args("getbit"), "GETBIT", "k")
+        self.assertReply(wrong_args("setbit"), "SETBIT", "k", "1")
+        self.assertReply(wrong_args("bitcount"), "BITCOUNT")
+        self.assertReply(wrong_args("bitpos"), "BITPOS", "k")
+
+    def test_arguments_are_checked_before_the_key(self):
+        info = self.c.cmd("INFO", "server").decode(errors="replace")
+        version = re.search(r"redis_version:(\d+)\.(\d+)", info)
+        if harness.AGAINST_REDIS and version and (int(version[1]), int(version[2])) < (7, 2):
+            self.skipTest("Redis before 7.2 answers 0 or -1 for a missing key first")
+        self.assertReply(SYNTAX, "BITCOUNT", "nokey", "1")
+        self.assertReply(NOT_INTEGER, "BITCOUNT", "nokey", "a", "b")
+        self.assertReply(SYNTAX, "BITCOUNT", "nokey", "0", "1", "nope")
+        self.assertReply(NOT_INTEGER, "BITPOS", "nokey", "1", "x")
+        self.assertReply(SYNTAX, "BITPOS", "nokey", "1", "0", "1", "nope")
+
+    def test_a_watched_key_is_touched_only_when_a_bit_changes(self):
+        self.assertReply(integer(0), "SETBIT", "k", "3", "1")
+        other = self.conn()
+        for value, changed in (("1", False), ("0", True)):
+            self.assertReply(OK, "WATCH", "k")
+            self.assertEqual(other.cmd("SETBIT", "k", "3", value), integer(1))
+            self.assertReply(OK, "MULTI")
+            self.assertReply(b"+QUEUED\r\n", "GETBIT", "k", "3")
+            self.assertReply(b"*-1\r\n" if changed else b"*1\r\n" + integer(1), "EXEC")
+
+
+class BitmapJournalTest(JournalCase):
+    redis_too = True
+
+    def test_setbit_comes_back_after_a_crash(self):
+        c = self.start()
+        for offset in (7, 100, 5000, 5001):
+            self.assertEqual(c.cmd("SETBIT", "bits", str(offset), "1"), integer(0))
+        self.assertEqual(c.cmd("SETBIT", "bits", "100", "0"), integer(1))
+        before = c.cmd("GET", "bits")
+        self.kill()
+        c = self.start()
+        self.assertEqual(c.cmd("GET", "bits"), before)
+        self.assertEqual(c.cmd("BITCOUNT", "bits"), integer(3))
+        self.assertEqual(c.cmd("BITPOS", "bits", "1", "1"), integer(5000))
+
+
+if __name__ == "__main__":
+    unittest.main()
