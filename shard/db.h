@@ -251,6 +251,10 @@ class Db {
   // without end (-1 for a set bit, 0 for a clear one); with no end given, a string is read as
   // padded with zero bits on the right. kWrongType.
   OpResult<int64_t> BitPos(std::string_view key, int bit, const BitRange& range, int64_t now_ms);
+  // BITOP's result over its sources' values (a missing key is ""), as long as the longest, the
+  // shorter ones read as padded with zero bytes. kNot takes one source.
+  enum class BitOp { kAnd, kOr, kXor, kNot };
+  static std::string BitOpResult(BitOp op, const std::vector<std::string_view>& sources);
 
   // --- compare-and-set (DELEX, DELIFEQ, DIGEST; SET's IF* conditions are in SetOptions) ---
   // DELEX / DELIFEQ: true if the key was deleted. kNone deletes a key of any type (DEL of one

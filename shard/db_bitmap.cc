@@ -1,10 +1,13 @@
-// Db: the bitmap commands (GETBIT, SETBIT, BITCOUNT, BITPOS) on string values, with Redis 7.2's
-// semantics: bit 0 is the most significant bit of the first byte, a missing key reads as zero
-// bits, and a range counts from the end when negative.
+// Db: the bitmap commands (GETBIT, SETBIT, BITCOUNT, BITPOS, BITOP's result) on string values, with
+// Redis 7.2's semantics: bit 0 is the most significant bit of the first byte, a missing key reads
+// as zero bits, and a range counts from the end when negative.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "shard/db.h"
 #include "shard/db_impl.h"
@@ -145,6 +148,39 @@ OpResult<int64_t> Db::BitPos(std::string_view key, int bit, const BitRange& rang
   // No clear bit in the range: without an end, the string goes on with zero bits.
   if (at < 0 && bit == 0 && !range.end_given) return last + 1;
   return at;
+}
+
+std::string Db::BitOpResult(BitOp op, const std::vector<std::string_view>& sources) {
+  size_t len = 0;
+  for (std::string_view s : sources) len = std::max(len, s.size());
+  std::string out(len, '\0');
+  if (sources.empty()) return out;
+  auto* r = reinterpret_cast<unsigned char*>(out.data());
+  const auto* first = reinterpret_cast<const unsigned char*>(sources[0].data());
+  if (op == BitOp::kNot) {
+    for (size_t j = 0; j < len; j++) r[j] = static_cast<unsigned char>(~first[j]);
+    return out;
+  }
+  std::memcpy(r, first, sources[0].size());  // (zero past its end)
+  for (size_t i = 1; i < sources.size(); i++) {
+    const auto* s = reinterpret_cast<const unsigned char*>(sources[i].data());
+    const size_t n = sources[i].size();
+    switch (op) {
+      case BitOp::kAnd:
+        for (size_t j = 0; j < n; j++) r[j] &= s[j];
+        std::memset(r + n, 0, len - n);  // its padding zeroes the rest
+        break;
+      case BitOp::kOr:
+        for (size_t j = 0; j < n; j++) r[j] |= s[j];
+        break;
+      case BitOp::kXor:
+        for (size_t j = 0; j < n; j++) r[j] ^= s[j];
+        break;
+      case BitOp::kNot:
+        break;
+    }
+  }
+  return out;
 }
 
 }  // namespace deadbolt::shard

@@ -111,6 +111,18 @@ TEST_F(DbBitmapTest, BitPosAsRedisDocuments) {
   EXPECT_EQ(*db.BitPos("k", 1, Bytes(-100, -50), now), 0);  // both clamped to byte 0
 }
 
+TEST_F(DbBitmapTest, BitOpResultPadsShorterSourcesWithZeros) {
+  using Op = Db::BitOp;
+  const std::string a("\xff\x0f\xf0", 3), b("\x3c", 1);
+  EXPECT_EQ(Db::BitOpResult(Op::kAnd, {a, b}), std::string("\x3c\x00\x00", 3));
+  EXPECT_EQ(Db::BitOpResult(Op::kOr, {b, a}), std::string("\xff\x0f\xf0", 3));
+  EXPECT_EQ(Db::BitOpResult(Op::kXor, {a, b, b}), a);
+  EXPECT_EQ(Db::BitOpResult(Op::kXor, {a, b}), std::string("\xc3\x0f\xf0", 3));
+  EXPECT_EQ(Db::BitOpResult(Op::kNot, {a}), std::string("\x00\xf0\x0f", 3));
+  EXPECT_EQ(Db::BitOpResult(Op::kAnd, {a, ""}), std::string(3, '\0'));  // a missing key
+  EXPECT_EQ(Db::BitOpResult(Op::kOr, {"", ""}), "");
+}
+
 // The word-at-a-time counting and search, against a bit-by-bit reading of the same range, over
 // random strings (long enough to hold whole words) and ranges.
 TEST_F(DbBitmapTest, FastPathsMatchBitByBit) {

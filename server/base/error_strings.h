@@ -21,6 +21,8 @@ inline constexpr std::string_view kOffsetOutOfRange = "ERR offset is out of rang
 inline constexpr std::string_view kBitOffset = "ERR bit offset is not an integer or out of range";
 inline constexpr std::string_view kBitValue = "ERR bit is not an integer or out of range";
 inline constexpr std::string_view kBitArgument = "ERR The bit argument must be 1 or 0.";
+inline constexpr std::string_view kBitOpNot =
+    "ERR BITOP NOT must be called with a single source key.";
 inline constexpr std::string_view kStringTooLong =
     "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 inline constexpr std::string_view kNoSuchKey = "ERR no such key";

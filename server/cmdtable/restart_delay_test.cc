@@ -228,7 +228,8 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       // Lists and sets (issue 13): every denyoom one (LSET and LINSERT, as Redis marks them,
       // though they never create), and SMOVE, which creates its destination.
       "lpush", "rpush", "lpushx", "rpushx", "lset", "linsert", "lmove", "rpoplpush", "sadd",
-      "smove", "sinterstore", "sunionstore", "sdiffstore", "blmove", "brpoplpush", "setbit"};
+      "smove", "sinterstore", "sunionstore", "sdiffstore", "blmove", "brpoplpush", "setbit",
+      "bitop"};
   // Writes that only change or remove keys that exist (or send messages).
   const std::set<std::string> writes_that_never_create = {
       "del",          "unlink",      "expire",  "pexpire", "expireat", "pexpireat",

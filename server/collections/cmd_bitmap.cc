@@ -1,8 +1,11 @@
-// Bitmap commands: GETBIT SETBIT BITCOUNT BITPOS, on string values read as bits (Redis 7.2's
-// bitops.c: arguments are checked before the key is looked up). Their logic is in
+// Bitmap commands: GETBIT SETBIT BITCOUNT BITPOS BITOP, on string values read as bits (Redis
+// 7.2's bitops.c: arguments are checked before the key is looked up). Their logic is in
 // shard/db_bitmap.cc.
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,7 +13,10 @@
 #include "server/base/error_strings.h"
 #include "server/cmdtable/command.h"
 #include "server/commands/cmd_util.h"
+#include "server/core/connection.h"
+#include "server/core/server.h"
 #include "shard/db.h"
+#include "shard/shard.h"
 
 namespace deadbolt::server {
 
@@ -107,6 +113,114 @@ void BitPos(CmdArgs args, ShardCtx& ctx) {
   ReplyInteger(ctx.rb, ctx.db.BitPos(args[1], static_cast<int>(bit), range, ctx.now_ms));
 }
 
+// BITOP AND|OR|XOR|NOT destkey key [key ...]: the operation, checked before any key.
+bool ParseBitOp(CmdArgs args, Db::BitOp* op, protocol::ReplyBuilder& rb) {
+  const std::string_view name = args[1];
+  if (OptionIs(name, "and")) {
+    *op = Db::BitOp::kAnd;
+  } else if (OptionIs(name, "or")) {
+    *op = Db::BitOp::kOr;
+  } else if (OptionIs(name, "xor")) {
+    *op = Db::BitOp::kXor;
+  } else if (OptionIs(name, "not")) {
+    *op = Db::BitOp::kNot;
+    if (args.size() != 4) {
+      rb.Error(errors::kBitOpNot);
+      return false;
+    }
+  } else {
+    rb.Error(errors::kSyntax);
+    return false;
+  }
+  return true;
+}
+
+// The result goes to the destination, replacing whatever it held (and its TTL); an empty
+// result deletes it. The reply is the result's length.
+void StoreBitOp(Db& db, std::string_view dst, const std::string& result, int64_t now_ms) {
+  if (result.empty()) {
+    db.Del(dst, now_ms);
+  } else {
+    db.Set(dst, result, shard::SetOptions{}, now_ms);
+  }
+}
+
+void BitOpOnShard(CmdArgs args, ShardCtx& ctx) {
+  Db::BitOp op;
+  if (!ParseBitOp(args, &op, ctx.rb)) return;
+  std::vector<std::string_view> sources;
+  for (size_t i = 3; i < args.size(); i++) {
+    auto r = ctx.db.Get(args[i], ctx.now_ms);
+    if (r.status() == shard::OpStatus::kWrongType) {
+      ctx.rb.Error(errors::kWrongType);
+      return;
+    }
+    sources.push_back(r.ok() ? *r : std::string_view());
+  }
+  const std::string result = Db::BitOpResult(op, sources);  // (before the store moves values)
+  StoreBitOp(ctx.db, args[2], result, ctx.now_ms);
+  ctx.rb.Integer(static_cast<int64_t>(result.size()));
+}
+
+// Across shards, under every key's lock: (1) each shard copies out its sources, (2) the
+// destination's shard computes the result and stores it, unless a source was of another type.
+void BitOp(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
+  Db::BitOp op;
+  if (!ParseBitOp(args, &op, rb)) return;
+  const Server& server = conn.reactor().server();
+  struct State {
+    Db::BitOp op;
+    std::vector<std::string> keys;
+    std::vector<int> key_shard;
+    std::vector<std::string> values;  // slot i written only by keys[i]'s shard
+    std::vector<char> wrong;          // likewise
+    std::string dst;
+    int dst_shard = -1;
+    size_t len = 0;
+    bool AnyWrong() const { return std::find(wrong.begin(), wrong.end(), 1) != wrong.end(); }
+  };
+  auto st = std::make_shared<State>();
+  st->op = op;
+  st->dst = std::string(args[2]);
+  st->dst_shard = server.ShardOf(args[2]);
+  std::vector<int> shards = {st->dst_shard};
+  for (size_t i = 3; i < args.size(); i++) {
+    st->keys.emplace_back(args[i]);
+    st->key_shard.push_back(server.ShardOf(args[i]));
+    shards.push_back(st->key_shard.back());
+  }
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  st->values.resize(st->keys.size());
+  st->wrong.assign(st->keys.size(), 0);
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    for (size_t i = 0; i < st->keys.size(); i++) {
+      if (st->key_shard[i] != ctx.shard.index()) continue;
+      auto r = ctx.db.Get(st->keys[i], ctx.now_ms);
+      if (r.status() == shard::OpStatus::kWrongType) {
+        st->wrong[i] = 1;
+      } else if (r.ok()) {
+        st->values[i] = std::string(*r);
+      }
+    }
+  });
+  phases.push_back([st](ShardCtx& ctx) {
+    if (ctx.shard.index() != st->dst_shard || st->AnyWrong()) return;
+    const std::vector<std::string_view> sources(st->values.begin(), st->values.end());
+    const std::string result = Db::BitOpResult(st->op, sources);
+    StoreBitOp(ctx.db, st->dst, result, ctx.now_ms);
+    st->len = result.size();
+  });
+  conn.FanOutPhases(shards, std::move(phases), [st](protocol::ReplyBuilder& rb) {
+    if (st->AnyWrong()) {
+      rb.Error(errors::kWrongType);
+    } else {
+      rb.Integer(static_cast<int64_t>(st->len));
+    }
+  });
+}
+
 }  // namespace
 
 void RegisterBitmapCommands(CommandTable* t) {
@@ -114,6 +228,8 @@ void RegisterBitmapCommands(CommandTable* t) {
   t->Add(Key1("setbit", 4, kWrite | kDenyOom, SetBit, {"@write", "@bitmap", "@slow"}));
   t->Add(Key1("bitcount", -2, kReadOnly, BitCount, {"@read", "@bitmap", "@slow"}));
   t->Add(Key1("bitpos", -3, kReadOnly, BitPos, {"@read", "@bitmap", "@slow"}));
+  t->Add(MultiKeyCommand("bitop", -4, kWrite | kDenyOom, BitOp, BitOpOnShard,
+                         {"@write", "@bitmap", "@slow"}, 2, -1, 1));
 }
 
 }  // namespace deadbolt::server

@@ -1,4 +1,4 @@
-"""Bitmap commands: GETBIT, SETBIT, BITCOUNT, BITPOS, over a socket, with their exact Redis
+"""Bitmap commands: GETBIT, SETBIT, BITCOUNT, BITPOS, BITOP (on one shard and across shards), over a socket, with their exact Redis
 replies and error texts, and SETBIT through the journal across a crash.
 
 The same cases as shard/db_bitmap_test.cc, as a client sends them. Against redis-server
@@ -12,6 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import slots  # noqa: E402
 from harness import NOT_INTEGER, OK, SYNTAX, WRONGTYPE, bulk, integer, wrong_args  # noqa: E402
 from test_journal import JournalCase  # noqa: E402
 
@@ -132,6 +133,67 @@ class BitmapTest(harness.ServerTestCase):
             self.assertReply(b"*-1\r\n" if changed else b"*1\r\n" + integer(1), "EXEC")
 
 
+class BitOpTest(harness.ServerTestCase):
+    """BITOP, with its keys on one shard ({t} tags) and spread over the shards."""
+
+    def setUp(self):
+        super().setUp()
+        self.assertReply(OK, "FLUSHALL")
+
+    def check_ops(self, a, b, c, dst):
+        self.assertReply(OK, "SET", a, "foobar")
+        self.assertReply(OK, "SET", b, "abcdef")
+        self.assertReply(integer(6), "BITOP", "AND", dst, a, b)
+        self.assertReply(bulk(b"`bc`ab"), "GET", dst)
+        self.assertReply(integer(6), "BITOP", "or", dst, a, b, c)  # c missing: zeros
+        self.assertReply(bulk(b"goofev"), "GET", dst)
+        self.assertReply(integer(6), "BITOP", "Xor", dst, a, b)
+        self.assertReply(bulk(b"\x07\x0d\x0c\x06\x04\x14"), "GET", dst)
+        self.assertReply(integer(6), "BITOP", "NOT", dst, a)
+        self.assertReply(bulk(bytes(255 - x for x in b"foobar")), "GET", dst)
+        self.assertReply(integer(6), "BITOP", "AND", dst, a, c)
+        self.assertReply(bulk(b"\x00" * 6), "GET", dst)
+        # The destination is replaced, TTL and type included; an empty result deletes it.
+        self.assertReply(integer(1), "DEL", dst)
+        self.assertReply(integer(1), "HSET", dst, "f", "v")
+        self.assertReply(integer(6), "BITOP", "OR", dst, a)
+        self.assertReply(bulk("foobar"), "GET", dst)
+        self.assertReply(OK, "SET", dst, "x", "EX", "100")
+        self.assertReply(integer(6), "BITOP", "OR", dst, a)
+        self.assertReply(integer(-1), "TTL", dst)
+        self.assertReply(integer(0), "BITOP", "OR", dst, c)
+        self.assertReply(integer(0), "EXISTS", dst)
+        # A source of another type: WRONGTYPE, and nothing stored.
+        self.assertReply(integer(1), "HSET", c, "f", "v")
+        self.assertReply(OK, "SET", dst, "kept")
+        self.assertReply(WRONGTYPE, "BITOP", "OR", dst, a, c)
+        self.assertReply(bulk("kept"), "GET", dst)
+        # The destination among the sources.
+        self.assertReply(integer(6), "BITOP", "AND", a, a, b)
+        self.assertReply(bulk(b"`bc`ab"), "GET", a)
+
+    def test_on_one_shard(self):
+        self.check_ops("{t}a", "{t}b", "{t}c", "{t}d")
+
+    def test_across_shards(self):
+        self.assertEqual([slots.shard_of(k) for k in "abcd"], [1, 0, 0, 1])  # on --threads 2
+        self.check_ops("a", "b", "c", "d")
+
+    def test_errors(self):
+        self.assertReply(SYNTAX, "BITOP", "nope", "d", "a")
+        self.assertReply(b"-ERR BITOP NOT must be called with a single source key.\r\n",
+                         "BITOP", "NOT", "d", "a", "b")
+        self.assertReply(wrong_args("bitop"), "BITOP", "AND", "d")
+
+    def test_in_a_transaction_across_shards(self):
+        self.assertReply(OK, "SET", "a", "foo")
+        self.assertReply(OK, "MULTI")
+        self.assertReply(b"+QUEUED\r\n", "SET", "b", "bar")
+        self.assertReply(b"+QUEUED\r\n", "BITOP", "XOR", "d", "a", "b")
+        self.assertReply(b"+QUEUED\r\n", "GET", "d")
+        self.assertReply(b"*3\r\n+OK\r\n:3\r\n" + bulk(b"\x04\x0e\x1d"), "EXEC")
+
+
 class BitmapJournalTest(JournalCase):
     redis_too = True
 
@@ -146,6 +208,15 @@ class BitmapJournalTest(JournalCase):
         self.assertEqual(c.cmd("GET", "bits"), before)
         self.assertEqual(c.cmd("BITCOUNT", "bits"), integer(3))
         self.assertEqual(c.cmd("BITPOS", "bits", "1", "1"), integer(5000))
+
+    def test_bitop_across_shards_comes_back_after_a_crash(self):
+        c = self.start()
+        self.assertEqual(c.cmd("SET", "a", "foobar"), OK)
+        self.assertEqual(c.cmd("SET", "b", "abcdef"), OK)
+        self.assertEqual(c.cmd("BITOP", "XOR", "d", "a", "b"), integer(6))
+        self.kill()
+        c = self.start()
+        self.assertEqual(c.cmd("GET", "d"), bulk(b"\x07\x0d\x0c\x06\x04\x14"))
 
 
 if __name__ == "__main__":
