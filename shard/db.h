@@ -255,6 +255,26 @@ class Db {
   // shorter ones read as padded with zero bytes. kNot takes one source.
   enum class BitOp { kAnd, kOr, kXor, kNot };
   static std::string BitOpResult(BitOp op, const std::vector<std::string_view>& sources);
+  // One BITFIELD operation on a field of `bits` bits (signed: 1-64, unsigned: 1-63) at bit
+  // `offset`. A write overflows as `overflow` says: WRAP (two's complement), SAT (clamped to the
+  // type's range) or FAIL (no write, a null reply).
+  struct BitFieldOp {
+    enum class Kind { kGet, kSet, kIncrBy };
+    enum class Overflow { kWrap, kSat, kFail };
+    Kind kind = Kind::kGet;
+    bool is_signed = false;
+    int bits = 0;
+    uint64_t offset = 0;
+    int64_t value = 0;  // SET's value, INCRBY's increment
+    Overflow overflow = Overflow::kWrap;
+  };
+  // BITFIELD: a reply per operation, in order (GET: the value; SET: the old value; INCRBY: the
+  // new one; nullopt: FAIL overflowed). With a write among them the key is created, or padded
+  // with zero bytes, to hold every field written first, whatever the writes then do (as Redis);
+  // without, a missing key reads as zero bits. kWrongType.
+  OpResult<std::vector<std::optional<int64_t>>> BitField(std::string_view key,
+                                                         const std::vector<BitFieldOp>& ops,
+                                                         int64_t now_ms);
 
   // --- compare-and-set (DELEX, DELIFEQ, DIGEST; SET's IF* conditions are in SetOptions) ---
   // DELEX / DELIFEQ: true if the key was deleted. kNone deletes a key of any type (DEL of one

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -148,6 +149,118 @@ OpResult<int64_t> Db::BitPos(std::string_view key, int bit, const BitRange& rang
   // No clear bit in the range: without an end, the string goes on with zero bits.
   if (at < 0 && bit == 0 && !range.end_given) return last + 1;
   return at;
+}
+
+namespace {
+
+// A field of `bits` bits at bit `offset` of `p` (`len` bytes, zeros past them), high bit first.
+uint64_t ReadField(const unsigned char* p, size_t len, uint64_t offset, int bits) {
+  uint64_t v = 0;
+  for (int i = 0; i < bits; i++) {
+    const uint64_t at = offset + static_cast<uint64_t>(i);
+    const int bit = (at >> 3) < len ? BitAt(p, static_cast<int64_t>(at)) : 0;
+    v = (v << 1) | static_cast<uint64_t>(bit);
+  }
+  return v;
+}
+
+void WriteField(unsigned char* p, uint64_t offset, int bits, uint64_t v) {
+  for (int i = 0; i < bits; i++) {
+    const uint64_t at = offset + static_cast<uint64_t>(i);
+    const unsigned char mask = static_cast<unsigned char>(0x80u >> (at & 7));
+    if ((v >> (bits - 1 - i)) & 1) {
+      p[at >> 3] |= mask;
+    } else {
+      p[at >> 3] &= static_cast<unsigned char>(~mask);
+    }
+  }
+}
+
+// A field's bits as the value it holds: sign-extended for a signed type.
+int64_t FieldValue(uint64_t raw, const Db::BitFieldOp& op) {
+  if (!op.is_signed || op.bits == 64) return static_cast<int64_t>(raw);
+  const uint64_t sign = uint64_t{1} << (op.bits - 1);
+  return static_cast<int64_t>((raw ^ sign) - sign);
+}
+
+// What a write stores: `target` (exact) if the type holds it, else as the overflow rule says.
+// False: FAIL, nothing written.
+bool Fit(__int128 target, const Db::BitFieldOp& op, uint64_t* raw) {
+  const __int128 max =
+      op.is_signed ? (__int128{1} << (op.bits - 1)) - 1 : (__int128{1} << op.bits) - 1;
+  const __int128 min = op.is_signed ? -(__int128{1} << (op.bits - 1)) : 0;
+  const uint64_t mask = op.bits == 64 ? ~uint64_t{0} : (uint64_t{1} << op.bits) - 1;
+  if (target < min || target > max) {
+    if (op.overflow == Db::BitFieldOp::Overflow::kFail) return false;
+    if (op.overflow == Db::BitFieldOp::Overflow::kSat) target = target < min ? min : max;
+  }
+  *raw = static_cast<uint64_t>(target) & mask;  // (WRAP: the low bits, two's complement)
+  return true;
+}
+
+// Runs `ops` on the `len` bytes at `p` (writable, and long enough for every write when one is
+// among them). Returns whether a write changed a byte.
+bool RunBitField(unsigned char* p, size_t len, const std::vector<Db::BitFieldOp>& ops,
+                 std::vector<std::optional<int64_t>>* out) {
+  using Kind = Db::BitFieldOp::Kind;
+  bool changed = false;
+  for (const Db::BitFieldOp& op : ops) {
+    const uint64_t old_raw = ReadField(p, len, op.offset, op.bits);
+    const int64_t old = FieldValue(old_raw, op);
+    if (op.kind == Kind::kGet) {
+      out->push_back(old);
+      continue;
+    }
+    // SET's value is read as the type reads it: an unsigned type takes it as unsigned 64 bits
+    // (so -1 is over any unsigned maximum, as in Redis).
+    const __int128 target =
+        op.kind == Kind::kSet
+            ? (op.is_signed ? __int128{op.value} : __int128{static_cast<uint64_t>(op.value)})
+            : __int128{old} + op.value;
+    uint64_t raw;
+    if (!Fit(target, op, &raw)) {
+      out->push_back(std::nullopt);
+      continue;
+    }
+    WriteField(p, op.offset, op.bits, raw);
+    changed = changed || raw != old_raw;
+    out->push_back(op.kind == Kind::kSet ? old : FieldValue(raw, op));
+  }
+  return changed;
+}
+
+}  // namespace
+
+OpResult<std::vector<std::optional<int64_t>>> Db::BitField(std::string_view key,
+                                                           const std::vector<BitFieldOp>& ops,
+                                                           int64_t now_ms) {
+  size_t need = 0;  // bytes every write's field needs
+  for (const BitFieldOp& op : ops) {
+    if (op.kind != BitFieldOp::Kind::kGet) {
+      need = std::max<size_t>(need, static_cast<size_t>((op.offset + op.bits - 1) >> 3) + 1);
+    }
+  }
+  std::vector<std::optional<int64_t>> out;
+  out.reserve(ops.size());
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (pos && !pos.entry()->is_string()) return OpStatus::kWrongType;
+  if (need == 0) {  // reads only: nothing is written through the pointer
+    std::string_view s = pos ? pos.entry()->string_value() : std::string_view();
+    RunBitField(reinterpret_cast<unsigned char*>(const_cast<char*>(s.data())), s.size(), ops, &out);
+    return out;
+  }
+  if (!pos) {  // built first, then added: the new key is reported once, whole
+    std::string buf(need, '\0');
+    RunBitField(reinterpret_cast<unsigned char*>(buf.data()), buf.size(), ops, &out);
+    impl_->Add(Impl::MakePaddedString(key, need, 0, buf), hash);
+    return out;
+  }
+  const size_t old_len = pos.entry()->string_value().size();
+  const size_t len = std::max(old_len, need);
+  auto* p = reinterpret_cast<unsigned char*>(impl_->GrowString(pos, len));
+  if (RunBitField(p, len, ops, &out) || len != old_len) impl_->Modified(pos);
+  return out;
 }
 
 std::string Db::BitOpResult(BitOp op, const std::vector<std::string_view>& sources) {

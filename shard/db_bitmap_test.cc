@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "shard/db.h"
 
@@ -121,6 +123,42 @@ TEST_F(DbBitmapTest, BitOpResultPadsShorterSourcesWithZeros) {
   EXPECT_EQ(Db::BitOpResult(Op::kNot, {a}), std::string("\x00\xf0\x0f", 3));
   EXPECT_EQ(Db::BitOpResult(Op::kAnd, {a, ""}), std::string(3, '\0'));  // a missing key
   EXPECT_EQ(Db::BitOpResult(Op::kOr, {"", ""}), "");
+}
+
+TEST_F(DbBitmapTest, BitFieldOverflowRules) {
+  using Op = Db::BitFieldOp;
+  auto op = [](Op::Kind kind, bool is_signed, int bits, uint64_t offset, int64_t value,
+               Op::Overflow overflow = Op::Overflow::kWrap) {
+    return Op{kind, is_signed, bits, offset, value, overflow};
+  };
+  using V = std::vector<std::optional<int64_t>>;
+  const auto kSet = Op::Kind::kSet, kIncr = Op::Kind::kIncrBy, kGet = Op::Kind::kGet;
+  const auto kSat = Op::Overflow::kSat, kFail = Op::Overflow::kFail;
+  // A field at a far offset pads the new key; SET answers the old value, INCRBY the new.
+  EXPECT_EQ(*db.BitField("k", {op(kSet, false, 8, 100, 255), op(kIncr, false, 8, 100, 10)}, now),
+            (V{0, 9}));
+  EXPECT_EQ(*db.StrLen("k", now), 14);
+  EXPECT_EQ(*db.BitField("k", {op(kIncr, false, 8, 100, 300, kSat)}, now), (V{255}));
+  EXPECT_EQ(*db.BitField("k", {op(kIncr, false, 8, 100, 1, kFail)}, now), (V{std::nullopt}));
+  EXPECT_EQ(*db.BitField("k", {op(kGet, true, 8, 100, 0)}, now), (V{-1}));
+  // Unsigned SET takes its value as unsigned: -1 is past the maximum.
+  EXPECT_EQ(*db.BitField("k", {op(kSet, false, 8, 0, -1, kSat), op(kGet, false, 8, 0, 0)}, now),
+            (V{0, 255}));
+  EXPECT_EQ(*db.BitField("k", {op(kSet, true, 8, 0, 200), op(kGet, true, 8, 0, 0)}, now),
+            (V{-1, -56}));
+  EXPECT_EQ(*db.BitField("k", {op(kSet, true, 8, 0, -200, kSat), op(kGet, true, 8, 0, 0)}, now),
+            (V{-56, -128}));
+  // 64-bit signed wraps and saturates at int64's ends.
+  EXPECT_EQ(*db.BitField("k", {op(kSet, true, 64, 0, INT64_MIN), op(kIncr, true, 64, 0, -1)}, now),
+            (V{-128 * (int64_t{1} << 56) + 0, INT64_MAX}));
+  EXPECT_EQ(*db.BitField("k", {op(kIncr, true, 64, 0, 1, kSat)}, now), (V{INT64_MAX}));
+  // Reads only: a missing key is zeros and is not created; a write FAILing still creates it.
+  EXPECT_EQ(*db.BitField("m", {op(kGet, false, 16, 3, 0)}, now), (V{0}));
+  EXPECT_FALSE(db.Exists("m", now));
+  EXPECT_EQ(*db.BitField("m", {op(kIncr, false, 2, 100, 9, kFail)}, now), (V{std::nullopt}));
+  EXPECT_EQ(*db.StrLen("m", now), 13);
+  ASSERT_TRUE(db.HSet("h", "f", "v", now).ok());
+  EXPECT_EQ(db.BitField("h", {op(kGet, false, 8, 0, 0)}, now).status(), OpStatus::kWrongType);
 }
 
 // The word-at-a-time counting and search, against a bit-by-bit reading of the same range, over

@@ -21,6 +21,12 @@ inline constexpr std::string_view kOffsetOutOfRange = "ERR offset is out of rang
 inline constexpr std::string_view kBitOffset = "ERR bit offset is not an integer or out of range";
 inline constexpr std::string_view kBitValue = "ERR bit is not an integer or out of range";
 inline constexpr std::string_view kBitArgument = "ERR The bit argument must be 1 or 0.";
+inline constexpr std::string_view kBitFieldType =
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but "
+    "i64 is.";
+inline constexpr std::string_view kBitFieldOverflow = "ERR Invalid OVERFLOW type specified";
+inline constexpr std::string_view kBitFieldReadOnly =
+    "ERR BITFIELD_RO only supports the GET subcommand";
 inline constexpr std::string_view kBitOpNot =
     "ERR BITOP NOT must be called with a single source key.";
 inline constexpr std::string_view kStringTooLong =

@@ -1,6 +1,6 @@
-// Bitmap commands: GETBIT SETBIT BITCOUNT BITPOS BITOP, on string values read as bits (Redis
-// 7.2's bitops.c: arguments are checked before the key is looked up). Their logic is in
-// shard/db_bitmap.cc.
+// Bitmap commands: GETBIT SETBIT BITCOUNT BITPOS BITFIELD BITFIELD_RO BITOP, on string values read
+// as bits (Redis 7.2's bitops.c: arguments are checked before the key is looked up). Their logic is
+// in shard/db_bitmap.cc.
 
 #include <algorithm>
 #include <cstdint>
@@ -111,6 +111,108 @@ void BitPos(CmdArgs args, ShardCtx& ctx) {
     }
   }
   ReplyInteger(ctx.rb, ctx.db.BitPos(args[1], static_cast<int>(bit), range, ctx.now_ms));
+}
+
+// A BITFIELD type: i1..i64 or u1..u63 (the letter in lower case only, as Redis).
+bool ParseFieldType(std::string_view arg, Db::BitFieldOp* op, const ShardCtx& ctx) {
+  int64_t bits = 0;
+  const bool sign = !arg.empty() && arg[0] == 'i';
+  if (arg.empty() || (arg[0] != 'i' && arg[0] != 'u') || !StringToInt64(arg.substr(1), &bits) ||
+      bits < 1 || bits > (sign ? 64 : 63)) {
+    ctx.rb.Error(errors::kBitFieldType);
+    return false;
+  }
+  op->is_signed = sign;
+  op->bits = static_cast<int>(bits);
+  return true;
+}
+
+// A BITFIELD offset: bits, or "#n", n fields of the type's width. Its byte must be under
+// proto-max-bulk-len.
+bool ParseFieldOffset(std::string_view arg, Db::BitFieldOp* op, const ShardCtx& ctx) {
+  const bool fields = !arg.empty() && arg[0] == '#';
+  int64_t v;
+  if (!StringToInt64(fields ? arg.substr(1) : arg, &v) || v < 0 ||
+      (fields && v > INT64_MAX / op->bits)) {
+    ctx.rb.Error(errors::kBitOffset);
+    return false;
+  }
+  if (fields) v *= op->bits;
+  if ((v >> 3) >= ctx.config.proto_max_bulk_len) {
+    ctx.rb.Error(errors::kBitOffset);
+    return false;
+  }
+  op->offset = static_cast<uint64_t>(v);
+  return true;
+}
+
+// BITFIELD key [GET type offset | [OVERFLOW WRAP|SAT|FAIL] SET type offset value |
+// INCRBY type offset increment ...]; BITFIELD_RO takes GET alone. Every operation is parsed
+// before any runs.
+template <bool kReadOnlyForm>
+void BitField(CmdArgs args, ShardCtx& ctx) {
+  using Op = Db::BitFieldOp;
+  thread_local std::vector<Op> ops;
+  ops.clear();
+  Op::Overflow overflow = Op::Overflow::kWrap;
+  bool writes = false;
+  for (size_t j = 2; j < args.size();) {
+    const std::string_view sub = args[j];
+    const size_t left = args.size() - j - 1;
+    if (OptionIs(sub, "overflow") && left >= 1) {
+      const std::string_view how = args[j + 1];
+      if (OptionIs(how, "wrap")) {
+        overflow = Op::Overflow::kWrap;
+      } else if (OptionIs(how, "sat")) {
+        overflow = Op::Overflow::kSat;
+      } else if (OptionIs(how, "fail")) {
+        overflow = Op::Overflow::kFail;
+      } else {
+        ctx.rb.Error(errors::kBitFieldOverflow);
+        return;
+      }
+      j += 2;
+      continue;
+    }
+    Op op;
+    op.overflow = overflow;
+    if (OptionIs(sub, "get") && left >= 2) {
+      op.kind = Op::Kind::kGet;
+    } else if (OptionIs(sub, "set") && left >= 3) {
+      op.kind = Op::Kind::kSet;
+    } else if (OptionIs(sub, "incrby") && left >= 3) {
+      op.kind = Op::Kind::kIncrBy;
+    } else {
+      ctx.rb.Error(errors::kSyntax);
+      return;
+    }
+    if (!ParseFieldType(args[j + 1], &op, ctx) || !ParseFieldOffset(args[j + 2], &op, ctx)) {
+      return;
+    }
+    if (op.kind != Op::Kind::kGet) {
+      writes = true;
+      if (!ParseRangeBound(args[j + 3], &op.value, ctx)) return;
+    }
+    ops.push_back(op);
+    j += op.kind == Op::Kind::kGet ? 3 : 4;
+  }
+  if (kReadOnlyForm && writes) {
+    ctx.rb.Error(errors::kBitFieldReadOnly);
+    return;
+  }
+  auto r = ctx.db.BitField(args[1], ops, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  ctx.rb.ArrayHeader(r->size());
+  for (const std::optional<int64_t>& v : *r) {
+    if (v) {
+      ctx.rb.Integer(*v);
+    } else {
+      ctx.rb.Null();
+    }
+  }
 }
 
 // BITOP AND|OR|XOR|NOT destkey key [key ...]: the operation, checked before any key.
@@ -228,6 +330,8 @@ void RegisterBitmapCommands(CommandTable* t) {
   t->Add(Key1("setbit", 4, kWrite | kDenyOom, SetBit, {"@write", "@bitmap", "@slow"}));
   t->Add(Key1("bitcount", -2, kReadOnly, BitCount, {"@read", "@bitmap", "@slow"}));
   t->Add(Key1("bitpos", -3, kReadOnly, BitPos, {"@read", "@bitmap", "@slow"}));
+  t->Add(Key1("bitfield", -2, kWrite | kDenyOom, BitField<false>, {"@write", "@bitmap", "@slow"}));
+  t->Add(Key1("bitfield_ro", -2, kReadOnly | kFast, BitField<true>, {"@read", "@bitmap", "@fast"}));
   t->Add(MultiKeyCommand("bitop", -4, kWrite | kDenyOom, BitOp, BitOpOnShard,
                          {"@write", "@bitmap", "@slow"}, 2, -1, 1));
 }

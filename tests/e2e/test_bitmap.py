@@ -1,4 +1,5 @@
-"""Bitmap commands: GETBIT, SETBIT, BITCOUNT, BITPOS, BITOP (on one shard and across shards), over a socket, with their exact Redis
+"""Bitmap commands: GETBIT, SETBIT, BITCOUNT, BITPOS, BITFIELD, BITFIELD_RO, BITOP (on one shard
+and across shards), over a socket, with their exact Redis
 replies and error texts, and SETBIT through the journal across a crash.
 
 The same cases as shard/db_bitmap_test.cc, as a client sends them. Against redis-server
@@ -133,6 +134,76 @@ class BitmapTest(harness.ServerTestCase):
             self.assertReply(b"*-1\r\n" if changed else b"*1\r\n" + integer(1), "EXEC")
 
 
+def ints(*values):
+    """An array of integers (None: a null)."""
+    return b"*%d\r\n" % len(values) + b"".join(
+        b"$-1\r\n" if v is None else integer(v) for v in values)
+
+
+class BitFieldTest(harness.ServerTestCase):
+    def setUp(self):
+        super().setUp()
+        self.assertReply(OK, "FLUSHALL")
+
+    def test_get_set_incrby_and_the_overflow_rules(self):
+        self.assertReply(ints(0), "BITFIELD", "k", "GET", "u8", "0")
+        self.assertReply(integer(0), "EXISTS", "k")  # reads create nothing
+        self.assertReply(ints(0, 255), "BITFIELD", "k", "SET", "u8", "0", "255", "GET", "u8", "0")
+        self.assertReply(ints(9), "BITFIELD", "k", "INCRBY", "u8", "0", "10")
+        self.assertReply(ints(255), "BITFIELD", "k", "OVERFLOW", "SAT", "INCRBY", "u8", "0", "300")
+        self.assertReply(ints(None), "BITFIELD", "k", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "1")
+        self.assertReply(ints(0, None, 1), "BITFIELD", "k", "overflow", "wrap", "incrby", "u8", "0",
+                         "1", "OVERFLOW", "FAIL", "SET", "u8", "0", "-1", "incrby", "u8", "0", "1")
+        self.assertReply(ints(1, -56), "BITFIELD", "k", "SET", "i8", "0", "200", "GET", "i8", "0")
+        self.assertReply(ints(-56, -128), "BITFIELD", "k", "OVERFLOW", "SAT", "SET", "i8", "0",
+                         "-200", "GET", "i8", "0")
+        self.assertReply(ints(128, 255), "BITFIELD", "k", "OVERFLOW", "SAT", "SET", "u8", "0", "-1",
+                         "GET", "u8", "0")
+        self.assertReply(ints(-72057594037927936, 9223372036854775807), "BITFIELD", "k", "SET",
+                         "i64", "0", "-9223372036854775808", "INCRBY", "i64", "0", "-1")
+        self.assertReply(ints(0, 15, 15), "BITFIELD", "k", "SET", "u4", "#20", "15", "GET", "u4",
+                         "#20", "GET", "u4", "80")
+        self.assertReply(ints(), "BITFIELD", "k")
+        self.assertReply(ints(), "BITFIELD", "k", "OVERFLOW", "SAT")
+
+    def test_a_write_creates_the_key_even_when_it_fails(self):
+        self.assertReply(ints(None), "BITFIELD", "m", "OVERFLOW", "FAIL", "INCRBY", "u2", "100",
+                         "9")
+        self.assertReply(bulk(b"\x00" * 13), "GET", "m")
+
+    def test_errors(self):
+        bad_type = (b"-ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not "
+                    b"supported but i64 is.\r\n")
+        for t in ("u64", "i65", "x8", "I8", "u0", "u", ""):
+            self.assertReply(bad_type, "BITFIELD", "k", "GET", t, "0")
+        for offset in ("-1", "x", "#x", "#-1", "4294967296", "#9223372036854775807"):
+            self.assertReply(BIT_OFFSET, "BITFIELD", "k", "GET", "u8", offset)
+        self.assertReply(ints(0), "BITFIELD", "k", "GET", "u8", "4294967295")
+        self.assertReply(SYNTAX, "BITFIELD", "k", "SET", "u8", "0")
+        self.assertReply(NOT_INTEGER, "BITFIELD", "k", "SET", "u8", "0", "x")
+        self.assertReply(b"-ERR Invalid OVERFLOW type specified\r\n", "BITFIELD", "k", "OVERFLOW",
+                         "nope", "GET", "u8", "0")
+        self.assertReply(SYNTAX, "BITFIELD", "k", "OVERFLOW")
+        self.assertReply(SYNTAX, "BITFIELD", "k", "nope")
+        # Every operation is checked before any runs: nothing was written.
+        self.assertReply(SYNTAX, "BITFIELD", "k", "SET", "u8", "0", "1", "nope")
+        self.assertReply(integer(0), "EXISTS", "k")
+        self.assertReply(integer(1), "HSET", "h", "f", "v")
+        self.assertReply(WRONGTYPE, "BITFIELD", "h", "GET", "u8", "0")
+        self.assertReply(WRONGTYPE, "BITFIELD_RO", "h", "GET", "u8", "0")
+        self.assertReply(wrong_args("bitfield"), "BITFIELD")
+
+    def test_bitfield_ro_takes_get_alone(self):
+        self.assertReply(OK, "SET", "k", "`")
+        self.assertReply(ints(96, 0), "BITFIELD_RO", "k", "GET", "u8", "0", "GET", "i4", "4")
+        self.assertReply(ints(96), "BITFIELD_RO", "k", "OVERFLOW", "SAT", "GET", "u8", "0")
+        ro_only = b"-ERR BITFIELD_RO only supports the GET subcommand\r\n"
+        self.assertReply(ro_only, "BITFIELD_RO", "k", "SET", "u8", "0", "1")
+        self.assertReply(ro_only, "BITFIELD_RO", "k", "INCRBY", "u8", "0", "1")
+        self.assertReply(BIT_OFFSET, "BITFIELD_RO", "k", "SET", "u8", "x", "1")  # parsed first
+        self.assertReply(bulk("`"), "GET", "k")
+
+
 class BitOpTest(harness.ServerTestCase):
     """BITOP, with its keys on one shard ({t} tags) and spread over the shards."""
 
@@ -208,6 +279,17 @@ class BitmapJournalTest(JournalCase):
         self.assertEqual(c.cmd("GET", "bits"), before)
         self.assertEqual(c.cmd("BITCOUNT", "bits"), integer(3))
         self.assertEqual(c.cmd("BITPOS", "bits", "1", "1"), integer(5000))
+
+    def test_bitfield_comes_back_after_a_crash(self):
+        c = self.start()
+        self.assertEqual(c.cmd("BITFIELD", "f", "INCRBY", "u16", "#40", "1000", "SET", "i8", "0",
+                               "-5"), ints(1000, 0))
+        self.assertEqual(c.cmd("BITFIELD", "f", "INCRBY", "u16", "#40", "7"), ints(1007))
+        self.kill()
+        c = self.start()
+        self.assertEqual(c.cmd("BITFIELD_RO", "f", "GET", "u16", "#40", "GET", "i8", "0"),
+                         ints(1007, -5))
+        self.assertEqual(c.cmd("STRLEN", "f"), integer(82))
 
     def test_bitop_across_shards_comes_back_after_a_crash(self):
         c = self.start()
