@@ -274,7 +274,7 @@ std::string Db::BitOpResult(BitOp op, const std::vector<std::string_view>& sourc
     for (size_t j = 0; j < len; j++) r[j] = static_cast<unsigned char>(~first[j]);
     return out;
   }
-  std::memcpy(r, first, sources[0].size());  // (zero past its end)
+  if (!sources[0].empty()) std::memcpy(r, first, sources[0].size());  // (zero past its end)
   for (size_t i = 1; i < sources.size(); i++) {
     const auto* s = reinterpret_cast<const unsigned char*>(sources[i].data());
     const size_t n = sources[i].size();

@@ -123,6 +123,8 @@ TEST_F(DbBitmapTest, BitOpResultPadsShorterSourcesWithZeros) {
   EXPECT_EQ(Db::BitOpResult(Op::kNot, {a}), std::string("\x00\xf0\x0f", 3));
   EXPECT_EQ(Db::BitOpResult(Op::kAnd, {a, ""}), std::string(3, '\0'));  // a missing key
   EXPECT_EQ(Db::BitOpResult(Op::kOr, {"", ""}), "");
+  // A missing key's view has no bytes at all (UBSan: nothing is copied from it).
+  EXPECT_EQ(Db::BitOpResult(Op::kOr, {std::string_view(), b}), b);
 }
 
 TEST_F(DbBitmapTest, BitFieldOverflowRules) {

@@ -97,12 +97,12 @@ Entry* Db::Impl::MakePaddedString(std::string_view key, size_t len, size_t at,
                                   std::string_view bytes) {
   if (len <= HeapString::kMaxInlineGrow) {
     std::string buf(len, '\0');
-    std::memcpy(buf.data() + at, bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(buf.data() + at, bytes.data(), bytes.size());
     return Entry::MakeString(key, buf, Entry::kNoExpire);
   }
   HeapString* s = HeapString::Create("", len);
   s->Resize(len);
-  std::memcpy(s->data() + at, bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(s->data() + at, bytes.data(), bytes.size());
   return Entry::MakeHeapString(key, s, Entry::kNoExpire);
 }
 
