@@ -299,6 +299,7 @@ inline constexpr std::string_view kRankZero =
 inline constexpr std::string_view kCountNegative = "ERR COUNT can't be negative";
 inline constexpr std::string_view kMaxLenNegative = "ERR MAXLEN can't be negative";
 inline constexpr std::string_view kNumKeysNotPositive = "ERR numkeys should be greater than 0";
+inline constexpr std::string_view kCountNotPositive = "ERR count should be greater than 0";
 inline constexpr std::string_view kNumKeysTooMany =
     "ERR Number of keys can't be greater than number of args";
 inline constexpr std::string_view kLimitNegative = "ERR LIMIT can't be negative";

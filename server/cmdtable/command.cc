@@ -39,6 +39,7 @@ CommandTable::CommandTable() {
   RegisterListCommands(this);
   RegisterSetCommands(this);
   RegisterBitmapCommands(this);
+  RegisterMPopCommands(this);
   RegisterLockCommands(this);
   RegisterNativeLockCommands(this);
   RegisterScriptCommands(this);

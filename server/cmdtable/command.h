@@ -242,6 +242,7 @@ void RegisterZSetCommands(CommandTable* t);
 void RegisterListCommands(CommandTable* t);
 void RegisterSetCommands(CommandTable* t);
 void RegisterBitmapCommands(CommandTable* t);  // server/collections/cmd_bitmap.cc
+void RegisterMPopCommands(CommandTable* t);    // LMPOP ZMPOP BLMPOP BZMPOP, collections/cmd_mpop.cc
 void RegisterLockCommands(CommandTable* t);
 void RegisterNativeLockCommands(CommandTable* t);
 void RegisterScriptCommands(CommandTable* t);

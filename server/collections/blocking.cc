@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -72,6 +73,72 @@ void ServeWaiters(ShardCtx& ctx, std::string_view key) {
 
 bool AlwaysMayBlock(CmdArgs) { return true; }
 
+void ReplyScore(protocol::ReplyBuilder& rb, double d) {
+  char buf[40];
+  int n;
+  if (std::isinf(d)) {
+    n = std::snprintf(buf, sizeof(buf), "%s", d > 0 ? "inf" : "-inf");
+  } else {
+    n = std::snprintf(buf, sizeof(buf), "%.17g", d);
+  }
+  if (rb.resp() >= 3) {
+    std::string* out = rb.out();
+    out->push_back(',');
+    out->append(buf, static_cast<size_t>(n));
+    out->append("\r\n", 2);
+  } else {
+    rb.Bulk(std::string_view(buf, static_cast<size_t>(n)));
+  }
+}
+
+bool ListPopInto(shard::Db& d, std::string_view key, shard::ListEnd end, size_t count, int64_t now,
+                 std::vector<Popped>* out) {
+  auto r = d.ListPop(key, end, count, now);
+  if (!r.ok() || r->empty()) return false;
+  for (std::string& v : *r) out->push_back(Popped{std::move(v), 0});
+  return true;
+}
+
+void ListPutBack(shard::Db& d, std::string_view key, shard::ListEnd end,
+                 const std::vector<Popped>& got, int64_t now) {
+  std::vector<std::string_view> values;  // the last taken goes back first
+  for (auto it = got.rbegin(); it != got.rend(); ++it) values.push_back(it->value);
+  d.ListPush(key, values, end, false, now);
+}
+
+bool ZPopInto(shard::Db& d, std::string_view key, bool max, size_t count, int64_t now,
+              std::vector<Popped>* out) {
+  auto r = d.ZPop(key, max, static_cast<int64_t>(count), now);
+  if (!r.ok() || r->empty()) return false;
+  for (auto& [member, score] : *r) out->push_back(Popped{std::move(member), score});
+  return true;
+}
+
+void ZPutBack(shard::Db& d, std::string_view key, const std::vector<Popped>& got, int64_t now) {
+  shard::ZAddOptions nx;
+  nx.nx = true;
+  std::vector<std::pair<double, std::string_view>> members;
+  for (const Popped& p : got) members.emplace_back(p.score, p.value);
+  d.ZAdd(key, nx, members, now);
+}
+
+bool PopFirstReady(ShardCtx& ctx, CmdArgs keys, size_t count, const PopFns& fns) {
+  for (std::string_view key : keys) {
+    if (OthersWait(ctx, key)) continue;
+    const int64_t n = fns.size(ctx.db, key, ctx.now_ms);
+    if (n < 0) {
+      ctx.rb.Error(errors::kWrongType);
+      return true;
+    }
+    std::vector<Popped> got;
+    if (n > 0 && fns.pop(ctx.db, key, ctx.now_ms, count, &got)) {
+      fns.reply(ctx.rb, key, got);
+      return true;
+    }
+  }
+  return false;
+}
+
 // --- waiting on several keys ---
 //
 // A client blocked on k1 k2 ... has one LockWaiters waiter per distinct key, each in its key's
@@ -128,26 +195,27 @@ class GroupReply final : public BlockedReply {
 
 // Queues one waiter of `g` on (db, key) on this reactor's shard.
 void Register(int db, std::string_view key, const std::shared_ptr<WaitGroup>& g, bool counts,
-              int64_t deadline, const PopFns* fns) {
+              int64_t deadline, const PopFns* fns, size_t count) {
   LockWaiters::Waiter w;
   w.deadline_ms = deadline;
   w.timeout_null_array = true;
   w.reply = std::make_unique<GroupReply>(g);
   w.group = g.get();
   w.counts = counts;
-  w.try_serve = [db, fns](shard::Db& d, std::string_view key, int64_t now, BlockedReply& reply) {
+  w.try_serve = [db, fns, count](shard::Db& d, std::string_view key, int64_t now,
+                                 BlockedReply& reply) {
     // Missing, empty or of another type (Redis keeps such a waiter waiting): wait on.
     if (fns->size(d, key, now) <= 0) return false;
     if (!reply.Claim()) return true;  // served through another key: leave, take nothing
-    Popped p;
-    fns->pop(d, key, now, &p);
+    std::vector<Popped> got;
+    fns->pop(d, key, now, count, &got);
     std::string bytes;
     protocol::ReplyBuilder rb(&bytes, reply.resp());
-    fns->reply(rb, key, p);
-    // A client gone before its reply reached it: the element goes back.
-    reply.Finish(std::move(bytes), [db, fns, k = std::string(key), p = std::move(p)] {
+    fns->reply(rb, key, got);
+    // A client gone before its reply reached it: the elements go back.
+    reply.Finish(std::move(bytes), [db, fns, k = std::string(key), got = std::move(got)] {
       Reactor* r = Reactor::Current();
-      fns->put_back(r->shard().db(db), k, p, r->now_ms());
+      fns->put_back(r->shard().db(db), k, got, r->now_ms());
     });
     return true;
   };
@@ -160,7 +228,7 @@ void AddDistinct(std::vector<std::string>* keys, std::string_view key) {
 
 }  // namespace
 
-void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns) {
+void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns, size_t count) {
   auto g = std::make_shared<WaitGroup>();
   g->reply = std::move(*ctx.block);
   g->client = g->reply->client_id();
@@ -169,34 +237,34 @@ void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns
   for (std::string_view k : keys) AddDistinct(&distinct, k);
   g->waiters = distinct.size();
   for (size_t i = 0; i < distinct.size(); ++i) {
-    Register(ctx.db_index, distinct[i], g, i == 0, deadline, &fns);
+    Register(ctx.db_index, distinct[i], g, i == 0, deadline, &fns, count);
   }
 }
 
-void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb,
-                       const PopFns& fns) {
-  int64_t deadline;
-  if (!ParseBlockTimeout(args.back(), conn.reactor().now_ms(), &deadline, rb)) return;
+void PopAcross(CmdArgs keys, int64_t deadline, size_t count, bool may_wait, Connection& conn,
+               protocol::ReplyBuilder& rb, const PopFns& fns) {
   const Server& server = conn.reactor().server();
   struct State {
     const PopFns* fns;
+    size_t count;
     std::vector<std::string> keys;
     std::vector<int> shard;
     std::vector<int64_t> len;  // per key: its size, -1 for another type (slot i: its shard)
     size_t pick = SIZE_MAX;
-    Popped popped;
-    bool in_exec;
+    std::vector<Popped> popped;
+    bool may_wait;
   };
   auto st = std::make_shared<State>();
   st->fns = &fns;
+  st->count = count;
   std::vector<int> shards;
-  for (size_t i = 1; i + 1 < args.size(); ++i) {
-    st->keys.emplace_back(args[i]);
-    st->shard.push_back(server.ShardOf(args[i]));
+  for (std::string_view key : keys) {
+    st->keys.emplace_back(key);
+    st->shard.push_back(server.ShardOf(key));
     shards.push_back(st->shard.back());
   }
   st->len.assign(st->keys.size(), 0);
-  st->in_exec = conn.in_exec();
+  st->may_wait = may_wait && !conn.in_exec();
   std::sort(shards.begin(), shards.end());
   shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
   std::vector<Connection::ShardFn> phases;
@@ -213,7 +281,7 @@ void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& r
       if (st->len[i] != 0) pick = i;
     }
     if (pick == SIZE_MAX || st->len[pick] < 0 || st->shard[pick] != ctx.shard.index()) return;
-    if (st->fns->pop(ctx.db, st->keys[pick], ctx.now_ms, &st->popped)) st->pick = pick;
+    if (st->fns->pop(ctx.db, st->keys[pick], ctx.now_ms, st->count, &st->popped)) st->pick = pick;
   });
   Connection* c = &conn;
   const int db = conn.db_index();
@@ -230,7 +298,7 @@ void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& r
           st->fns->reply(rb, st->keys[st->pick], st->popped);
           return;
         }
-        if (st->in_exec) {
+        if (!st->may_wait) {
           rb.NullArray();
           return;
         }
@@ -250,8 +318,8 @@ void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& r
           g->waiters += keys_of[s].size() - before;
         }
         for (size_t s = 0; s < shards.size(); ++s) {
-          c->reactor().Send(shards[s], [g, db, deadline, fns = st->fns, counts = s == 0,
-                                        keys = std::move(keys_of[s])] {
+          c->reactor().Send(shards[s], [g, db, deadline, fns = st->fns, count = st->count,
+                                        counts = s == 0, keys = std::move(keys_of[s])] {
             // Served already (through a shard that got here first): nothing to queue. A claim made
             // after this check sends its Withdraw after it, so none is left behind. Gone: its reply
             // is finished (once, by whoever claims it) to let the connection go.
@@ -261,7 +329,7 @@ void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& r
               return;
             }
             for (size_t i = 0; i < keys.size(); ++i) {
-              Register(db, keys[i], g, counts && i == 0, deadline, fns);
+              Register(db, keys[i], g, counts && i == 0, deadline, fns, count);
             }
             LockWaiters& waiters = Reactor::Current()->lock_waiters();
             for (const std::string& k : keys) waiters.HandOver(db, k);

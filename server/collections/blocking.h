@@ -1,7 +1,8 @@
 #pragma once
 // What the blocking pops share (BLPOP BRPOP BLMOVE BRPOPLPUSH in cmd_list.cc, BZPOPMIN BZPOPMAX
-// in cmd_zset.cc): the timeout argument, replies built for a waiter, and the queue discipline on
-// LockWaiters' key-ready hook (server/txn/lock_waiters.h).
+// in cmd_zset.cc, BLMPOP BZMPOP and their non-blocking forms in cmd_mpop.cc): the timeout
+// argument, replies built for a waiter, and the queue discipline on LockWaiters' key-ready hook
+// (server/txn/lock_waiters.h).
 //
 // Threads: each function runs on the reactor thread of the key's shard (ParseBlockTimeout on any).
 
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "protocol/reply_builder.h"
 #include "server/commands/cmd_util.h"
@@ -36,34 +38,58 @@ void ServeWaiters(ShardCtx& ctx, std::string_view key);
 // CommandSpec::blocks of the blocking pops: every call may wait.
 bool AlwaysMayBlock(CmdArgs);
 
-// One element a blocking pop took: a list's value, or a sorted set's member and its score.
+// Redis 7.0's addReplyDouble: %.17g ("inf", "-inf"); a bulk string in RESP2, a double in RESP3.
+void ReplyScore(protocol::ReplyBuilder& rb, double d);
+
+// One element a pop took: a list's value, or a sorted set's member and its score.
 struct Popped {
   std::string value;
   double score = 0;
 };
-// What differs between the blocking pops of each type (BLPOP BRPOP BZPOPMIN BZPOPMAX).
+// What differs between the pops of each type and reply (BLPOP BRPOP BZPOPMIN BZPOPMAX, and the
+// *MPOP forms).
 struct PopFns {
-  int64_t (*size)(shard::Db& db, std::string_view key, int64_t now);           // -1: another type
-  bool (*pop)(shard::Db& db, std::string_view key, int64_t now, Popped* out);  // false: none
-  void (*reply)(protocol::ReplyBuilder& rb, std::string_view key, const Popped& popped);
-  // The client had gone before its reply reached it: the element goes back.
-  void (*put_back)(shard::Db& db, std::string_view key, const Popped& popped, int64_t now);
+  int64_t (*size)(shard::Db& db, std::string_view key, int64_t now);  // -1: another type
+  // Up to `count` elements, in the order taken (false: none).
+  bool (*pop)(shard::Db& db, std::string_view key, int64_t now, size_t count,
+              std::vector<Popped>* out);
+  void (*reply)(protocol::ReplyBuilder& rb, std::string_view key, const std::vector<Popped>& got);
+  // The client had gone before its reply reached it: the elements go back.
+  void (*put_back)(shard::Db& db, std::string_view key, const std::vector<Popped>& got,
+                   int64_t now);
 };
+
+// How a pop takes its elements, and puts them back for a client gone before its reply reached
+// it (each where it was: a list's in their order at the same end, a member with its score unless
+// added again meanwhile).
+bool ListPopInto(shard::Db& d, std::string_view key, shard::ListEnd end, size_t count, int64_t now,
+                 std::vector<Popped>* out);
+void ListPutBack(shard::Db& d, std::string_view key, shard::ListEnd end,
+                 const std::vector<Popped>& got, int64_t now);
+bool ZPopInto(shard::Db& d, std::string_view key, bool max, size_t count, int64_t now,
+              std::vector<Popped>* out);
+void ZPutBack(shard::Db& d, std::string_view key, const std::vector<Popped>& got, int64_t now);
+
+// A pop's attempt on one shard: the first key in order that is not empty gives up to `count`
+// elements and the reply is written (a key of another type met first: WRONGTYPE; a key whose
+// earlier waiters take what it has is passed over). False: nothing to take, nothing written.
+bool PopFirstReady(ShardCtx& ctx, CmdArgs keys, size_t count, const PopFns& fns);
 
 // A blocking pop whose keys are all on this shard found none ready and may wait: the client
 // waits on each of its keys (LockWaiters' key-ready hook), served by the first of them that has
-// an element of the pop's type (a key of another type keeps it waiting, as Redis). Takes
-// *ctx.block. `fns` must outlive the wait (a static).
-void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns);
+// an element of the pop's type (a key of another type keeps it waiting, as Redis), which gives
+// it up to `count`. Takes *ctx.block. `fns` must outlive the wait (a static).
+void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns, size_t count = 1);
 
-// A blocking pop (BLPOP BRPOP BZPOPMIN BZPOPMAX) whose keys are on several shards: one atomic
-// attempt, as the non-blocking forms make: every key's size is read under the keys' locks, then
-// the first key in order that is not empty gives one element (a key of another type met first
-// is WRONGTYPE). If nothing can be taken: a null array inside MULTI/EXEC; otherwise the client
-// waits on every key, on each key's shard, and the first key to get an element serves it
-// (WaitOnKeys, across shards). Runs on the connection's reactor (a conn_handler).
-void BlockingPopAcross(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb,
-                       const PopFns& fns);
+// A pop whose keys are on several shards: one atomic attempt, as on one shard: every key's size
+// is read under the keys' locks, then the first key in order that is not empty gives up to
+// `count` elements (a key of another type met first is WRONGTYPE). If nothing can be taken: a
+// null array when it may not wait (a non-blocking form, or inside MULTI/EXEC); otherwise the
+// client waits on every key until `deadline`, on each key's shard, and the first key to get an
+// element serves it (WaitOnKeys, across shards). Runs on the connection's reactor (a
+// conn_handler).
+void PopAcross(CmdArgs keys, int64_t deadline, size_t count, bool may_wait, Connection& conn,
+               protocol::ReplyBuilder& rb, const PopFns& fns);
 
 // BLMOVE / BRPOPLPUSH whose source and destination are on two shards, outside MULTI, found the
 // source empty: the client waits on the source, on its shard (blocking_move.cc). When the source

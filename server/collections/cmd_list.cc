@@ -389,19 +389,15 @@ constexpr PopFns kListPopFns{
       auto r = d.ListLen(key, now);
       return r.ok() ? *r : -1;
     },
-    [](shard::Db& d, std::string_view key, int64_t now, Popped* out) {
-      auto r = d.ListPop(key, end, 1, now);
-      if (!r.ok() || r->empty()) return false;
-      out->value = std::move(r->front());
-      return true;
+    [](shard::Db& d, std::string_view key, int64_t now, size_t count, std::vector<Popped>* out) {
+      return ListPopInto(d, key, end, count, now, out);
     },
-    [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
-      const std::string_view kv[2] = {key, popped.value};
+    [](ReplyBuilder& rb, std::string_view key, const std::vector<Popped>& got) {
+      const std::string_view kv[2] = {key, got.front().value};
       rb.BulkArray(kv, 2);
     },
-    [](shard::Db& d, std::string_view key, const Popped& popped, int64_t now) {
-      const std::string_view one[1] = {popped.value};
-      d.ListPush(key, one, end, false, now);
+    [](shard::Db& d, std::string_view key, const std::vector<Popped>& got, int64_t now) {
+      ListPutBack(d, key, end, got, now);
     }};
 
 // BLPOP / BRPOP key [key ...] timeout, all keys on this shard: the first key in order that has
@@ -412,25 +408,13 @@ template <ListEnd end>
 void BPop(CmdArgs args, ShardCtx& ctx) {
   int64_t deadline;
   if (!ParseBlockTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
-  const size_t nkeys = args.size() - 2;
-  for (size_t i = 1; i <= nkeys; ++i) {
-    if (OthersWait(ctx, args[i])) continue;
-    auto r = ctx.db.ListPop(args[i], end, 1, ctx.now_ms);
-    if (!r.ok() && r.status() != OpStatus::kKeyNotFound) {
-      ReplyStatus(ctx.rb, r.status());
-      return;
-    }
-    if (r.ok() && !r->empty()) {
-      const std::string_view kv[2] = {args[i], r->front()};
-      ctx.rb.BulkArray(kv, 2);
-      return;
-    }
-  }
+  const CmdArgs keys = args.subspan(1, args.size() - 2);
+  if (PopFirstReady(ctx, keys, 1, kListPopFns<end>)) return;
   if (!(ctx.block && *ctx.block)) {
     ctx.rb.NullArray();
     return;
   }
-  WaitOnKeys(ctx, args.subspan(1, nkeys), deadline, kListPopFns<end>);
+  WaitOnKeys(ctx, keys, deadline, kListPopFns<end>);
 }
 
 // BLMOVE src dst LEFT|RIGHT LEFT|RIGHT timeout / BRPOPLPUSH src dst timeout, both keys here.
@@ -493,7 +477,9 @@ void BMoveOnShard(CmdArgs args, ShardCtx& ctx) {
 // Keys on several shards (BLPOP k1 k2 ...): blocking.h's BlockingPopAcross.
 template <ListEnd end>
 void BPopAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
-  BlockingPopAcross(args, conn, rb, kListPopFns<end>);
+  int64_t deadline;
+  if (!ParseBlockTimeout(args.back(), conn.reactor().now_ms(), &deadline, rb)) return;
+  PopAcross(args.subspan(1, args.size() - 2), deadline, 1, true, conn, rb, kListPopFns<end>);
 }
 
 void Register(CommandTable* t) {

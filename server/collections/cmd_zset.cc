@@ -97,25 +97,6 @@ bool ParseLexBound(std::string_view arg, ZRangeSpec::LexBound* out) {
   }
 }
 
-// Redis 7.0's addReplyDouble: %.17g ("inf", "-inf"); a bulk string in RESP2, a double in RESP3.
-void ReplyScore(ReplyBuilder& rb, double d) {
-  char buf[40];
-  int n;
-  if (std::isinf(d)) {
-    n = std::snprintf(buf, sizeof(buf), "%s", d > 0 ? "inf" : "-inf");
-  } else {
-    n = std::snprintf(buf, sizeof(buf), "%.17g", d);
-  }
-  if (rb.resp() >= 3) {
-    std::string* out = rb.out();
-    out->push_back(',');
-    out->append(buf, static_cast<size_t>(n));
-    out->append("\r\n", 2);
-  } else {
-    rb.Bulk(std::string_view(buf, static_cast<size_t>(n)));
-  }
-}
-
 void ReplyOptionalScore(ReplyBuilder& rb, const std::optional<double>& d) {
   if (d) {
     ReplyScore(rb, *d);
@@ -821,22 +802,14 @@ constexpr PopFns kZPopFns{
       auto r = d.ZCard(key, now);
       return r.ok() ? *r : -1;
     },
-    [](shard::Db& d, std::string_view key, int64_t now, Popped* out) {
-      auto r = d.ZPop(key, max, 1, now);
-      if (!r.ok() || r->empty()) return false;
-      out->value = std::move(r->front().first);
-      out->score = r->front().second;
-      return true;
+    [](shard::Db& d, std::string_view key, int64_t now, size_t count, std::vector<Popped>* out) {
+      return ZPopInto(d, key, max, count, now, out);
     },
-    [](ReplyBuilder& rb, std::string_view key, const Popped& popped) {
-      ReplyKeyMemberScore(rb, key, popped.value, popped.score);
+    [](ReplyBuilder& rb, std::string_view key, const std::vector<Popped>& got) {
+      ReplyKeyMemberScore(rb, key, got.front().value, got.front().score);
     },
-    // The member goes back with its score (unless it has been added again meanwhile).
-    [](shard::Db& d, std::string_view key, const Popped& popped, int64_t now) {
-      shard::ZAddOptions nx;
-      nx.nx = true;
-      const std::pair<double, std::string_view> one[1] = {{popped.score, popped.value}};
-      d.ZAdd(key, nx, one, now);
+    [](shard::Db& d, std::string_view key, const std::vector<Popped>& got, int64_t now) {
+      ZPutBack(d, key, got, now);
     }};
 
 // BZPOPMIN / BZPOPMAX key [key ...] timeout, all keys on this shard: as BLPOP (cmd_list.cc). The
@@ -847,30 +820,21 @@ template <bool max>
 void BZPop(CmdArgs args, ShardCtx& ctx) {
   int64_t deadline;
   if (!ParseBlockTimeout(args.back(), ctx.now_ms, &deadline, ctx.rb)) return;
-  const size_t nkeys = args.size() - 2;
-  for (size_t i = 1; i <= nkeys; ++i) {
-    if (OthersWait(ctx, args[i])) continue;
-    auto r = ctx.db.ZPop(args[i], max, 1, ctx.now_ms);
-    if (!r.ok() && r.status() != OpStatus::kKeyNotFound) {
-      ReplyStatus(ctx.rb, r.status());
-      return;
-    }
-    if (r.ok() && !r->empty()) {
-      ReplyKeyMemberScore(ctx.rb, args[i], r->front().first, r->front().second);
-      return;
-    }
-  }
+  const CmdArgs keys = args.subspan(1, args.size() - 2);
+  if (PopFirstReady(ctx, keys, 1, kZPopFns<max>)) return;
   if (!(ctx.block && *ctx.block)) {
     ctx.rb.NullArray();
     return;
   }
-  WaitOnKeys(ctx, args.subspan(1, nkeys), deadline, kZPopFns<max>);
+  WaitOnKeys(ctx, keys, deadline, kZPopFns<max>);
 }
 
 // Keys on several shards: blocking.h's BlockingPopAcross.
 template <bool max>
 void BZPopAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
-  BlockingPopAcross(args, conn, rb, kZPopFns<max>);
+  int64_t deadline;
+  if (!ParseBlockTimeout(args.back(), conn.reactor().now_ms(), &deadline, rb)) return;
+  PopAcross(args.subspan(1, args.size() - 2), deadline, 1, true, conn, rb, kZPopFns<max>);
 }
 
 }  // namespace
