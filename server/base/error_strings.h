@@ -299,6 +299,13 @@ inline constexpr std::string_view kRankZero =
 inline constexpr std::string_view kCountNegative = "ERR COUNT can't be negative";
 inline constexpr std::string_view kMaxLenNegative = "ERR MAXLEN can't be negative";
 inline constexpr std::string_view kNumKeysNotPositive = "ERR numkeys should be greater than 0";
+// COMMAND GETKEYS.
+inline constexpr std::string_view kGetKeysInvalidCommand = "ERR Invalid command specified";
+inline constexpr std::string_view kGetKeysNoKeys = "ERR The command has no key arguments";
+inline constexpr std::string_view kGetKeysArity =
+    "ERR Invalid number of arguments specified for command";
+inline constexpr std::string_view kGetKeysInvalidArgs =
+    "ERR Invalid arguments specified for command";
 inline constexpr std::string_view kCountNotPositive = "ERR count should be greater than 0";
 inline constexpr std::string_view kNumKeysTooMany =
     "ERR Number of keys can't be greater than number of args";

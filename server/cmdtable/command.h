@@ -88,6 +88,9 @@ enum CommandFlag : uint32_t {
   kAllowBusy = 1 << 17,
   // Refused inside MULTI, and the transaction with it (SHUTDOWN), as Redis's no_multi.
   kNoMulti = 1 << 18,
+  // A call may name no key at all (EVAL with numkeys 0), as Redis's no_mandatory_keys: COMMAND
+  // GETKEYS answers such a call, malformed or not, with the keys it found.
+  kNoMandatoryKeys = 1 << 19,
 };
 
 // For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and
@@ -115,6 +118,8 @@ struct CommandSpec {
   ShardHandler shard_handler = nullptr;
   ConnHandler conn_handler = nullptr;
   KeyRangeFn key_range = nullptr;
+  // An argument inside key_range's range that is not a key (ZUNIONSTORE's numkeys), or 0.
+  int key_range_gap = 0;
   // A blocking command (flag kBlocking) has a shard_handler and this. A call for which it says
   // true gets a ShardCtx::block, and if it waits (or runs on another shard) the connection runs
   // none of its later commands until it has replied.
@@ -148,7 +153,9 @@ struct CommandSpec {
     } else if (last_key < 0) {
       last = static_cast<int>(args.size()) + last_key;
     }
-    for (int i = first; i <= last && i < static_cast<int>(args.size()); i += step) f(i);
+    for (int i = first; i <= last && i < static_cast<int>(args.size()); i += step) {
+      if (i != key_range_gap || key_range == nullptr) f(i);
+    }
   }
 };
 

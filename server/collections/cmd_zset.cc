@@ -769,9 +769,9 @@ void SetOp(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   });
 }
 
-// ZUNIONSTORE's keys: the destination and the numkeys sources after it. One range must cover
-// them, so it includes numkeys itself (args[2]); that costs a lock on a key named like the
-// number, nothing else. Malformed counts: no keys (the handler replies the error).
+// ZUNIONSTORE's keys: the destination and the numkeys sources after it. One range covers them
+// and numkeys itself (args[2]), which the spec's key_range_gap leaves out. Malformed counts: no
+// keys (the handler replies the error).
 bool SetOpKeyRange(CmdArgs args, int* first, int* last) {
   int64_t n;
   if (args.size() < 4 || !StringToInt64(args[2], &n) || n < 1 ||
@@ -873,10 +873,12 @@ void RegisterZSetCommands(CommandTable* t) {
   CommandSpec zunion = MultiKeyCommand("zunionstore", -4, kWrite | kDenyOom, SetOp<false>,
                                        SetOpOnShard<false>, kWriteSlow, 1, 1, 1);
   zunion.key_range = SetOpKeyRange;
+  zunion.key_range_gap = 2;  // numkeys
   t->Add(std::move(zunion));
   CommandSpec zinter = MultiKeyCommand("zinterstore", -4, kWrite | kDenyOom, SetOp<true>,
                                        SetOpOnShard<true>, kWriteSlow, 1, 1, 1);
   zinter.key_range = SetOpKeyRange;
+  zinter.key_range_gap = 2;
   t->Add(std::move(zinter));
   const std::vector<std::string> kBlockingAcl = {"@write", "@sortedset", "@fast", "@blocking"};
   auto blocking = [&](std::string name, ConnHandler across, ShardHandler one_shard) {

@@ -31,11 +31,13 @@ void WriteFlags(const CommandSpec& s, ReplyBuilder& rb) {
     return;
   }
   static const std::pair<uint32_t, const char*> kNames[] = {
-      {kWrite, "write"},      {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},
-      {kAdmin, "admin"},      {kPubSub, "pubsub"},     {kNoScript, "noscript"},
-      {kLoading, "loading"},  {kStale, "stale"},       {kNoAuth, "no_auth"},
-      {kFast, "fast"},        {kBlocking, "blocking"}, {kAllowBusy, "allow_busy"},
-      {kNoMulti, "no_multi"},
+      {kWrite, "write"},       {kReadOnly, "readonly"},
+      {kDenyOom, "denyoom"},   {kAdmin, "admin"},
+      {kPubSub, "pubsub"},     {kNoScript, "noscript"},
+      {kLoading, "loading"},   {kStale, "stale"},
+      {kNoAuth, "no_auth"},    {kFast, "fast"},
+      {kBlocking, "blocking"}, {kAllowBusy, "allow_busy"},
+      {kNoMulti, "no_multi"},  {kNoMandatoryKeys, "no_mandatory_keys"},
   };
   size_t n = s.key_range != nullptr ? 1 : 0;
   for (auto& [f, name] : kNames) n += (s.flags & f) ? 1 : 0;
@@ -183,14 +185,46 @@ void CommandList(CmdArgs args, Connection&, ReplyBuilder& rb) {
   for (const CommandSpec* s : out) rb.Bulk(s->name);
 }
 
+// COMMAND GETKEYS command [arg ...]: the key arguments of that call, found as the dispatcher
+// finds them (so as a cluster client would route it). Redis 7.0's errors, in its order.
+void CommandGetKeys(CmdArgs args, Connection&, ReplyBuilder& rb) {
+  const CmdArgs call = args.subspan(2);
+  const CommandSpec* s = CommandTable::Get().Find(call[0]);
+  if (s != nullptr && !s->subcommands.empty() && call.size() >= 2) {
+    s = CommandTable::FindSubcommand(*s, call[1]);  // (a container's subcommand, or none)
+  }
+  if (s == nullptr) {
+    rb.Error(errors::kGetKeysInvalidCommand);
+    return;
+  }
+  if (!s->has_keys()) {
+    rb.Error(errors::kGetKeysNoKeys);
+    return;
+  }
+  if (!s->ArityOk(call.size())) {
+    rb.Error(errors::kGetKeysArity);
+    return;
+  }
+  int first, last;
+  if (s->key_range != nullptr && !s->key_range(call, &first, &last) &&
+      !(s->flags & kNoMandatoryKeys)) {
+    rb.Error(errors::kGetKeysInvalidArgs);
+    return;
+  }
+  std::vector<std::string_view> keys;
+  s->ForEachKey(call, [&](int i) { keys.push_back(call[i]); });
+  rb.BulkArray(keys.data(), keys.size());
+}
+
 void CommandHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
-  WriteHelp(rb, {"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                 "(no subcommand)", "    Return details about all commands.", "COUNT",
-                 "    Return the total number of commands in this server.", "LIST",
-                 "    Return a list of all commands in this server.", "INFO [<command-name> ...]",
-                 "    Return details about the given commands.", "DOCS [<command-name> ...]",
-                 "    Return documentation details about the given commands.", "HELP",
-                 "    Print this help."});
+  WriteHelp(rb,
+            {"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "(no subcommand)",
+             "    Return details about all commands.", "COUNT",
+             "    Return the total number of commands in this server.", "LIST",
+             "    Return a list of all commands in this server.", "INFO [<command-name> ...]",
+             "    Return details about the given commands.", "DOCS [<command-name> ...]",
+             "    Return documentation details about the given commands.", "GETKEYS <full-command>",
+             "    Return the keys from a full Redis command.", "HELP", "    Print this help."});
 }
 
 void Command(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
@@ -202,7 +236,7 @@ void Command(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   }
   static const Sub kSubs[] = {
       {"count", 2, CommandCount}, {"info", -2, CommandInfo}, {"docs", -2, CommandDocs},
-      {"list", -2, CommandList},  {"help", 2, CommandHelp},
+      {"list", -2, CommandList},  {"help", 2, CommandHelp},  {"getkeys", -4, CommandGetKeys},
   };
   RunSub("command", kSubs, std::size(kSubs), args, conn, rb);
 }
@@ -213,7 +247,7 @@ void RegisterCommandCommands(CommandTable* t) {
   CommandSpec command =
       ConnCommand("command", -1, kLoading | kStale, Command, {"@slow", "@connection"});
   for (auto [name, arity] : std::initializer_list<std::pair<const char*, int>>{
-           {"count", 2}, {"info", -2}, {"docs", -2}, {"list", -2}, {"help", 2}}) {
+           {"count", 2}, {"info", -2}, {"docs", -2}, {"list", -2}, {"help", 2}, {"getkeys", -4}}) {
     command.subcommands.push_back(ConnCommand(std::string("command|") + name, arity, command.flags,
                                               nullptr, command.acl_categories));
   }

@@ -643,7 +643,7 @@ CommandSpec EvalSpec(std::string name, uint32_t flags, ShardHandler on_shard, Co
   s.name = std::move(name);
   s.arity = -3;
   // kWrite / kReadOnly: a fan-out locks the call's keys on every shard (FanOutPhases).
-  s.flags = flags | kNoScript | kStale | kMultiKey;
+  s.flags = flags | kNoScript | kStale | kMultiKey | kNoMandatoryKeys;
   s.first_key = 0;
   s.last_key = 0;
   s.key_step = 0;

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from slots import on_shard  # noqa: E402
 from harness import (NIL, NOT_INTEGER, NULL3, OK, PONG, SYNTAX, RespSet,  # noqa: E402
-                     Verbatim, bulk, decode, integer, wrong_args)
+                     Verbatim, array, bulk, decode, integer, wrong_args)
 
 
 def setUpModule():
@@ -566,6 +566,31 @@ class CommandTest(ConnTestCase):
                     differences.append("%s %s: deadbolt %r, redis %r" % (name, field, a, b))
         self.assertGreater(compared, 200)
         self.assertEqual(differences, [])
+
+    def test_command_getkeys(self):
+        # The keys a call names, as the dispatcher routes it (and a cluster client would).
+        def keys(*names):
+            return array(*(bulk(k) for k in names))
+        for call, reply in [
+                (("SET", "k", "v", "NX", "PX", "100"), keys("k")),
+                (("MSET", "a", "1", "b", "2"), keys("a", "b")),
+                (("LMPOP", "2", "a", "b", "LEFT"), keys("a", "b")),
+                (("BLMPOP", "0", "2", "a", "b", "LEFT", "COUNT", "3"), keys("a", "b")),
+                (("ZUNIONSTORE", "d", "2", "a", "b"), keys("d", "a", "b")),  # not numkeys
+                (("EVAL", "return", "2", "a", "b", "c"), keys("a", "b")),
+                (("EVAL", "return", "0"), keys()),
+                (("EVAL", "return", "5", "a"), keys()),  # no mandatory keys: no error
+                (("BITOP", "AND", "d", "a", "b"), keys("d", "a", "b")),
+                (("OBJECT", "ENCODING", "k"), keys("k")),
+                (("LMPOP", "0", "a", "LEFT"),
+                 b"-ERR Invalid arguments specified for command\r\n"),
+                (("PING", "x"), b"-ERR The command has no key arguments\r\n"),
+                (("NOPE", "a"), b"-ERR Invalid command specified\r\n"),
+                (("OBJECT", "NOPE", "k"), b"-ERR Invalid command specified\r\n"),
+                (("GET", "a", "b"),
+                 b"-ERR Invalid number of arguments specified for command\r\n"),
+                (("GET",), b"-ERR wrong number of arguments for 'command|getkeys' command\r\n")]:
+            self.assertReply(reply, "COMMAND", "GETKEYS", *call)
 
     def test_shutdown_is_refused_inside_multi(self):
         # Redis's no_multi: refused when queued, and EXEC then aborts (the server stays up).
