@@ -91,6 +91,16 @@ void ReplyScore(protocol::ReplyBuilder& rb, double d) {
   }
 }
 
+int64_t ListSizeOrWrongType(shard::Db& d, std::string_view key, int64_t now) {
+  auto r = d.ListLen(key, now);
+  return r.ok() ? *r : -1;
+}
+
+int64_t ZSizeOrWrongType(shard::Db& d, std::string_view key, int64_t now) {
+  auto r = d.ZCard(key, now);
+  return r.ok() ? *r : -1;
+}
+
 bool ListPopInto(shard::Db& d, std::string_view key, shard::ListEnd end, size_t count, int64_t now,
                  std::vector<Popped>* out) {
   auto r = d.ListPop(key, end, count, now);

@@ -70,6 +70,29 @@ bool ZPopInto(shard::Db& d, std::string_view key, bool max, size_t count, int64_
               std::vector<Popped>* out);
 void ZPutBack(shard::Db& d, std::string_view key, const std::vector<Popped>& got, int64_t now);
 
+// The PopFns of a list's pops from `end` and of a sorted set's (from its maximum or minimum),
+// with the reply each command gives.
+using PopReplyFn = void (*)(protocol::ReplyBuilder& rb, std::string_view key,
+                            const std::vector<Popped>& got);
+int64_t ListSizeOrWrongType(shard::Db& d, std::string_view key, int64_t now);
+int64_t ZSizeOrWrongType(shard::Db& d, std::string_view key, int64_t now);
+template <shard::ListEnd end>
+constexpr PopFns ListPopFns(PopReplyFn reply) {
+  return PopFns{ListSizeOrWrongType,
+                [](shard::Db& d, std::string_view key, int64_t now, size_t count,
+                   std::vector<Popped>* out) { return ListPopInto(d, key, end, count, now, out); },
+                reply,
+                [](shard::Db& d, std::string_view key, const std::vector<Popped>& got,
+                   int64_t now) { ListPutBack(d, key, end, got, now); }};
+}
+template <bool max>
+constexpr PopFns ZPopFns(PopReplyFn reply) {
+  return PopFns{ZSizeOrWrongType,
+                [](shard::Db& d, std::string_view key, int64_t now, size_t count,
+                   std::vector<Popped>* out) { return ZPopInto(d, key, max, count, now, out); },
+                reply, ZPutBack};
+}
+
 // A pop's attempt on one shard: the first key in order that is not empty gives up to `count`
 // elements and the reply is written (a key of another type met first: WRONGTYPE; a key whose
 // earlier waiters take what it has is passed over). False: nothing to take, nothing written.

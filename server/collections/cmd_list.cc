@@ -383,22 +383,12 @@ void BMoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }
 
 // How BLPOP / BRPOP take an element (blocking.h).
+void ReplyKeyValue(ReplyBuilder& rb, std::string_view key, const std::vector<Popped>& got) {
+  const std::string_view kv[2] = {key, got.front().value};
+  rb.BulkArray(kv, 2);
+}
 template <ListEnd end>
-constexpr PopFns kListPopFns{
-    [](shard::Db& d, std::string_view key, int64_t now) -> int64_t {
-      auto r = d.ListLen(key, now);
-      return r.ok() ? *r : -1;
-    },
-    [](shard::Db& d, std::string_view key, int64_t now, size_t count, std::vector<Popped>* out) {
-      return ListPopInto(d, key, end, count, now, out);
-    },
-    [](ReplyBuilder& rb, std::string_view key, const std::vector<Popped>& got) {
-      const std::string_view kv[2] = {key, got.front().value};
-      rb.BulkArray(kv, 2);
-    },
-    [](shard::Db& d, std::string_view key, const std::vector<Popped>& got, int64_t now) {
-      ListPutBack(d, key, end, got, now);
-    }};
+constexpr PopFns kListPopFns = ListPopFns<end>(ReplyKeyValue);
 
 // BLPOP / BRPOP key [key ...] timeout, all keys on this shard: the first key in order that has
 // an element is popped (a key of another type first is WRONGTYPE, as Redis; a key whose earlier

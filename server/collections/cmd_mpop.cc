@@ -49,29 +49,9 @@ void ReplyZMPop(ReplyBuilder& rb, std::string_view key, const std::vector<Popped
 }
 
 template <ListEnd end>
-constexpr PopFns kListMPopFns{
-    [](shard::Db& d, std::string_view key, int64_t now) -> int64_t {
-      auto r = d.ListLen(key, now);
-      return r.ok() ? *r : -1;
-    },
-    [](shard::Db& d, std::string_view key, int64_t now, size_t count, std::vector<Popped>* out) {
-      return ListPopInto(d, key, end, count, now, out);
-    },
-    ReplyListMPop,
-    [](shard::Db& d, std::string_view key, const std::vector<Popped>& got, int64_t now) {
-      ListPutBack(d, key, end, got, now);
-    }};
-
+constexpr PopFns kListMPopFns = ListPopFns<end>(ReplyListMPop);
 template <bool max>
-constexpr PopFns kZMPopFns{
-    [](shard::Db& d, std::string_view key, int64_t now) -> int64_t {
-      auto r = d.ZCard(key, now);
-      return r.ok() ? *r : -1;
-    },
-    [](shard::Db& d, std::string_view key, int64_t now, size_t count, std::vector<Popped>* out) {
-      return ZPopInto(d, key, max, count, now, out);
-    },
-    ReplyZMPop, ZPutBack};
+constexpr PopFns kZMPopFns = ZPopFns<max>(ReplyZMPop);
 
 // A call's arguments, parsed in Redis's order: the timeout (blocking forms), numkeys, the end,
 // then the options.

@@ -796,21 +796,11 @@ void ReplyKeyMemberScore(ReplyBuilder& rb, std::string_view key, std::string_vie
 }
 
 // How BZPOPMIN / BZPOPMAX take a member (blocking.h).
+void ReplyFirstPopped(ReplyBuilder& rb, std::string_view key, const std::vector<Popped>& got) {
+  ReplyKeyMemberScore(rb, key, got.front().value, got.front().score);
+}
 template <bool max>
-constexpr PopFns kZPopFns{
-    [](shard::Db& d, std::string_view key, int64_t now) -> int64_t {
-      auto r = d.ZCard(key, now);
-      return r.ok() ? *r : -1;
-    },
-    [](shard::Db& d, std::string_view key, int64_t now, size_t count, std::vector<Popped>* out) {
-      return ZPopInto(d, key, max, count, now, out);
-    },
-    [](ReplyBuilder& rb, std::string_view key, const std::vector<Popped>& got) {
-      ReplyKeyMemberScore(rb, key, got.front().value, got.front().score);
-    },
-    [](shard::Db& d, std::string_view key, const std::vector<Popped>& got, int64_t now) {
-      ZPutBack(d, key, got, now);
-    }};
+constexpr PopFns kZPopFns = ZPopFns<max>(ReplyFirstPopped);
 
 // BZPOPMIN / BZPOPMAX key [key ...] timeout, all keys on this shard: as BLPOP (cmd_list.cc). The
 // first key in order that has a member is popped (a key of another type first is WRONGTYPE, as
