@@ -1,5 +1,5 @@
 // String commands: GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET MSETNX APPEND STRLEN
-// GETRANGE SETRANGE INCR INCRBY DECR DECRBY INCRBYFLOAT.
+// GETRANGE (and its old name SUBSTR) SETRANGE INCR INCRBY DECR DECRBY INCRBYFLOAT.
 
 #include <cstdint>
 #include <memory>
@@ -559,6 +559,7 @@ void RegisterStringCommands(CommandTable* t) {
   t->Add(Key1("append", 3, kWrite | kDenyOom | kFast, Append, kWriteFast));
   t->Add(Key1("strlen", 2, kReadOnly | kFast, StrLen, kReadFast));
   t->Add(Key1("getrange", 4, kReadOnly, GetRange, kReadSlow));
+  t->Add(Key1("substr", 4, kReadOnly, GetRange, kReadSlow));  // GETRANGE's old name
   t->Add(Key1("setrange", 4, kWrite | kDenyOom, SetRange, kWriteSlow));
   t->Add(Key1("incr", 2, kWrite | kDenyOom | kFast, Incr, kWriteFast));
   t->Add(Key1("decr", 2, kWrite | kDenyOom | kFast, Decr, kWriteFast));

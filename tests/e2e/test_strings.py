@@ -428,6 +428,9 @@ class StringOpsTest(StringTestCase):
         self.assertReply(bulk(""), "GETRANGE", "e", "-1", "-1")
         self.assertReply(OK, "SET", "n", "12345")
         self.assertReply(bulk("234"), "GETRANGE", "n", "1", "3")
+        # SUBSTR is GETRANGE's old name.
+        self.assertReply(bulk("world"), "SUBSTR", "s", "-5", "-1")
+        self.assertReply(wrong_args("substr"), "SUBSTR", "s", "0")
 
     def test_setrange(self):
         self.assertReply(OK, "SET", "s", "hello world")
