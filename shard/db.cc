@@ -10,6 +10,7 @@
 
 #include "shard/base/glob.h"
 #include "shard/db_impl.h"
+#include "shard/table/random.h"
 
 namespace deadbolt::shard {
 
@@ -17,14 +18,6 @@ namespace {
 
 // RandomKey draws this many times before walking the table for a live key.
 constexpr int kRandomKeyTries = 100;
-
-// splitmix64 (the Dict's Random uses the same generator on the same state).
-uint64_t SplitMix(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 
@@ -333,7 +326,7 @@ void Db::SampleForEviction(bool volatile_only, EvictRank by, size_t count, int64
   if ((volatile_only ? d.expires : d.dict.size()) == 0 || count == 0) return;
   // Redis samples its table of TTL keys (dictGetSomeKeys); here TTL keys share the one table,
   // so walk it from a random cursor and keep those that have one.
-  uint64_t cursor = SplitMix(&d.rng);
+  uint64_t cursor = NextRandom(&d.rng);
   size_t found = 0, visits = 0;
   const size_t budget = 10 * count;
   const int64_t now_units = Entry::ClockUnits(now_ms);
@@ -365,7 +358,7 @@ std::optional<std::string> Db::RandomForEviction(bool volatile_only) {
   std::vector<EvictSample> sample;
   SampleForEviction(true, EvictRank::kExpireAt, 16, 0, &sample);
   if (sample.empty()) return std::nullopt;
-  return std::move(sample[SplitMix(&d.rng) % sample.size()].key);
+  return std::move(sample[NextRandom(&d.rng) % sample.size()].key);
 }
 
 std::optional<int64_t> Db::EvictionRank(std::string_view key, EvictRank by, int64_t now_ms) {

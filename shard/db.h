@@ -447,6 +447,9 @@ class Db {
   OpResult<int64_t> HStrLen(std::string_view key, std::string_view field, int64_t now_ms);
   // HGETALL / HKEYS / HVALS: every pair (insertion order while the hash is small).
   OpResult<HashPairs> HGetAll(std::string_view key, int64_t now_ms);
+  // HRANDFIELD with a count, as ZRandMember: count > 0 distinct pairs (all when count >= the
+  // size), count < 0 |count| picks that may repeat; none for a missing key.
+  OpResult<HashPairs> HRandField(std::string_view key, int64_t count, int64_t now_ms);
   // One HSCAN step (see HashValue::Scan): pairs whose field matches the glob `pattern` ("*" for
   // all); count as Redis's COUNT (>= 1).
   OpResult<HScanResult> HScan(std::string_view key, uint64_t cursor, std::string_view pattern,

@@ -2,6 +2,7 @@
 // HGETALL/HKEYS/HVALS HSCAN), with Redis 7's t_hash.c semantics. The value is a HashValue
 // (hash_value.h); the key's TTL covers the whole hash.
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "shard/base/numeric.h"
 #include "shard/db.h"
 #include "shard/db_impl.h"
+#include "shard/table/random.h"
 #include "shard/types/hash_value.h"
 
 namespace deadbolt::shard {
@@ -271,6 +273,29 @@ OpResult<HashPairs> Db::HGetAll(std::string_view key, int64_t now_ms) {
   pairs.reserve(e->hash()->size());
   e->hash()->ForEach([&](std::string_view f, std::string_view v) { pairs.emplace_back(f, v); });
   return pairs;
+}
+
+OpResult<HashPairs> Db::HRandField(std::string_view key, int64_t count, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  HashPairs out;
+  if (!pos) return out;
+  const Entry* e = pos.entry();
+  if (e->kind() != Entry::Kind::kHash) return OpStatus::kWrongType;
+  const HashValue& h = *e->hash();
+  if (count == 0) return out;
+  if (count < 0) {  // may repeat (the caller bounds -count)
+    const uint64_t n = static_cast<uint64_t>(-(count + 1)) + 1;
+    out.reserve(static_cast<size_t>(std::min<uint64_t>(n, 1 << 20)));
+    for (uint64_t i = 0; i < n; ++i) out.push_back(h.Random(&impl_->rng));
+    return out;
+  }
+  out.reserve(std::min<size_t>(h.size(), static_cast<size_t>(count)));
+  h.ForEach([&](std::string_view f, std::string_view v) { out.emplace_back(f, v); });
+  if (static_cast<uint64_t>(count) < out.size()) {
+    KeepRandom(&out, static_cast<size_t>(count), &impl_->rng);
+  }
+  return out;
 }
 
 OpResult<HScanResult> Db::HScan(std::string_view key, uint64_t cursor, std::string_view pattern,

@@ -260,6 +260,47 @@ TEST_F(DbHashTest, HSetManyPairs) {
   EXPECT_EQ(*db.HGet("big", "f199", now), "v199");
 }
 
+// HRANDFIELD: distinct pairs up to the count, repeats for a negative one, each pair a real
+// one, in both forms (a packed hash and a table); every field turns up over many single picks.
+TEST_F(DbHashTest, HRandField) {
+  for (int n : {5, 300}) {
+    const std::string key = Cat("h", n);
+    std::vector<std::string> strings;
+    for (int i = 0; i < n; ++i) {
+      strings.push_back(Cat("f", i));
+      strings.push_back(Cat("v", i));
+    }
+    std::vector<std::string_view> fv(strings.begin(), strings.end());
+    ASSERT_EQ(*HSet(key, fv), n);
+    auto valid = [&](std::string_view f, std::string_view v) {
+      return f.substr(1) == v.substr(1) && f[0] == 'f' && v[0] == 'v';
+    };
+    for (int64_t count : {int64_t{1}, int64_t{n / 2}, int64_t{n}, int64_t{n + 10}}) {
+      auto r = db.HRandField(key, count, now);
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(r->size(), static_cast<size_t>(std::min<int64_t>(count, n)));
+      std::set<std::string_view> seen;
+      for (auto& [f, v] : *r) {
+        EXPECT_TRUE(valid(f, v)) << f << " " << v;
+        EXPECT_TRUE(seen.insert(f).second) << "repeated " << f;
+      }
+    }
+    std::set<std::string_view> picked;
+    for (int i = 0; i < 20 * n; ++i) {
+      auto r = db.HRandField(key, -1, now);
+      ASSERT_EQ(r->size(), 1u);
+      EXPECT_TRUE(valid(r->front().first, r->front().second));
+      picked.insert(r->front().first);
+    }
+    EXPECT_EQ(picked.size(), static_cast<size_t>(n));
+    EXPECT_EQ(db.HRandField(key, -3 * n, now)->size(), static_cast<size_t>(3 * n));
+    EXPECT_TRUE(db.HRandField(key, 0, now)->empty());
+  }
+  EXPECT_TRUE(db.HRandField("missing", 3, now)->empty());
+  PutString("s");
+  EXPECT_EQ(db.HRandField("s", 1, now).status(), OpStatus::kWrongType);
+}
+
 TEST_F(DbHashTest, ReadsOfMissingKeysAndFields) {
   EXPECT_EQ(db.HGet("none", "f", now).status(), OpStatus::kKeyNotFound);
   EXPECT_EQ(*db.HLen("none", now), 0);

@@ -13,6 +13,7 @@
 #include "shard/base/glob.h"
 #include "shard/db.h"
 #include "shard/db_impl.h"
+#include "shard/table/random.h"
 #include "shard/types/set_value.h"
 
 namespace deadbolt::shard {
@@ -104,13 +105,6 @@ SetValue* NewSet(auto members) {
     throw;
   }
   return set;
-}
-
-uint64_t NextRandom(uint64_t* state) {  // splitmix64
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 }  // namespace
@@ -246,12 +240,7 @@ OpResult<std::vector<std::string>> Db::SetRandMember(std::string_view key, int64
   all.reserve(set.size());
   set.ForEach([&](std::string_view m) { all.emplace_back(m); });
   if (static_cast<uint64_t>(count) >= all.size()) return all;
-  // A partial Fisher-Yates shuffle: `count` distinct picks.
-  for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
-    const size_t j = i + NextRandom(&impl_->rng) % (all.size() - i);
-    std::swap(all[i], all[j]);
-  }
-  all.resize(static_cast<size_t>(count));
+  KeepRandom(&all, static_cast<size_t>(count), &impl_->rng);
   return all;
 }
 

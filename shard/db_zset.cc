@@ -14,6 +14,7 @@
 #include "shard/base/glob.h"
 #include "shard/db.h"
 #include "shard/db_impl.h"
+#include "shard/table/random.h"
 #include "shard/types/zset_value.h"
 
 namespace deadbolt::shard {
@@ -408,14 +409,7 @@ OpResult<ZMembers> Db::ZRandMember(std::string_view key, int64_t count, int64_t 
     all.emplace_back(m, s);
     return true;
   });
-  uint64_t state = impl_->rng;
-  for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    const size_t j = i + static_cast<size_t>((state >> 33) % (all.size() - i));
-    std::swap(all[i], all[j]);
-  }
-  impl_->rng = state;
-  all.resize(static_cast<size_t>(count));
+  KeepRandom(&all, static_cast<size_t>(count), &impl_->rng);
   return all;
 }
 

@@ -136,6 +136,8 @@ inline constexpr std::string_view kZRandCountRange =
 // kMaxRandPicks: deadbolt's limit on that reply, which Redis builds until memory runs out, said
 // in getRangeLongFromObjectOrReply's words.
 inline constexpr int64_t kMaxRandPicks = 16777216;
+// ZRANDMEMBER / HRANDFIELD with a count past LONG_MAX / 2 and WITHSCORES / WITHVALUES.
+inline constexpr std::string_view kValueOutOfRange = "ERR value is out of range";
 inline constexpr std::string_view kRandPicksRange =
     "ERR value is out of range, value must between -16777216 and 9223372036854775807";
 // "ERR at least 1 input key is needed for 'zunionstore' command"

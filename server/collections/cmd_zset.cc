@@ -427,7 +427,7 @@ void ZRandMember(CmdArgs args, ShardCtx& ctx) {
     if (args.size() == 4) {
       withscores = true;
       if (count < -INT64_MAX / 2 || count > INT64_MAX / 2) {
-        ctx.rb.Error("ERR value is out of range");
+        ctx.rb.Error(errors::kValueOutOfRange);
         return;
       }
     }

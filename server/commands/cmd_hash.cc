@@ -146,6 +146,56 @@ void HKeys(CmdArgs args, ShardCtx& ctx) { ReplyPairs(args, ctx, PairsReply::kKey
 void HVals(CmdArgs args, ShardCtx& ctx) { ReplyPairs(args, ctx, PairsReply::kValues); }
 void HGetAll(CmdArgs args, ShardCtx& ctx) { ReplyPairs(args, ctx, PairsReply::kAll); }
 
+// HRANDFIELD key [count [WITHVALUES]], checked in Redis 7.0's order (as ZRANDMEMBER). Without
+// a count: one field, or nil. WITHVALUES: field-value pairs, flat in RESP2, as pairs in RESP3.
+void HRandField(CmdArgs args, ShardCtx& ctx) {
+  if (args.size() == 2) {
+    auto r = ctx.db.HRandField(args[1], 1, ctx.now_ms);
+    if (!r.ok()) {
+      ReplyStatus(ctx.rb, r.status());
+    } else if (r->empty()) {
+      ctx.rb.Null();
+    } else {
+      ctx.rb.Bulk(r->front().first);
+    }
+    return;
+  }
+  int64_t count;
+  if (!StringToInt64(args[2], &count)) {
+    ctx.rb.Error(errors::kNotInteger);
+    return;
+  }
+  if (count == INT64_MIN) {
+    ctx.rb.Error(errors::kZRandCountRange);
+    return;
+  }
+  if (args.size() > 4 || (args.size() == 4 && !OptionIs(args[3], "withvalues"))) {
+    ctx.rb.Error(errors::kSyntax);
+    return;
+  }
+  const bool withvalues = args.size() == 4;
+  if (withvalues && (count < -INT64_MAX / 2 || count > INT64_MAX / 2)) {
+    ctx.rb.Error(errors::kValueOutOfRange);
+    return;
+  }
+  if (count < -errors::kMaxRandPicks) {
+    ctx.rb.Error(errors::kRandPicksRange);
+    return;
+  }
+  auto r = ctx.db.HRandField(args[1], count, ctx.now_ms);
+  if (!r.ok()) {
+    ReplyStatus(ctx.rb, r.status());
+    return;
+  }
+  const bool pairs = withvalues && ctx.rb.resp() >= 3;
+  ctx.rb.ArrayHeader(withvalues && !pairs ? 2 * r->size() : r->size());
+  for (const auto& [field, value] : *r) {
+    if (pairs) ctx.rb.ArrayHeader(2);
+    ctx.rb.Bulk(field);
+    if (withvalues) ctx.rb.Bulk(value);
+  }
+}
+
 // HSCAN key cursor [MATCH pattern] [COUNT count]. As Redis 7.0: the cursor is read first, then
 // the key is looked up (missing: an empty, finished scan; another type: WRONGTYPE), and only
 // then the options. (NOVALUES came with 7.4 and is a syntax error here, as in 7.0.)
@@ -187,6 +237,7 @@ void RegisterHashCommands(CommandTable* t) {
   t->Add(Key1("hvals", 2, kReadOnly, HVals, kReadSlow));
   t->Add(Key1("hgetall", 2, kReadOnly, HGetAll, kReadSlow));
   t->Add(Key1("hscan", -3, kReadOnly, HScan, kReadSlow));
+  t->Add(Key1("hrandfield", -2, kReadOnly, HRandField, kReadSlow));
 }
 
 }  // namespace deadbolt::server

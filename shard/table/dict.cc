@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "shard/table/random.h"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -15,13 +17,6 @@ namespace {
 // Fixed so that runs are reproducible. Keys come from clients, so a deployment that fears
 // hash-flooding can make this per process.
 constexpr uint64_t kHashSeed = 0x9e3779b97f4a7c15ULL;
-
-uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 size_t NextPowerOfTwo(size_t n) { return std::bit_ceil(std::max<size_t>(n, 1)); }
 
@@ -223,15 +218,15 @@ Entry* Dict::Random(uint64_t* rng) const {
     const uint64_t start = static_cast<uint64_t>(rehash_idx_);
     const uint64_t span = t_[0].size() + t_[1].size() - start;
     while (head == nullptr) {
-      const uint64_t h = start + SplitMix64(rng) % span;
+      const uint64_t h = start + NextRandom(rng) % span;
       head = h >= t_[0].size() ? t_[1].buckets[h - t_[0].size()].get() : t_[0].buckets[h].get();
     }
   } else {
-    while (head == nullptr) head = t_[0].buckets[SplitMix64(rng) & t_[0].mask].get();
+    while (head == nullptr) head = t_[0].buckets[NextRandom(rng) & t_[0].mask].get();
   }
   size_t len = 0;
   for (Entry* e = head; e != nullptr; e = e->next()) ++len;
-  size_t pick = SplitMix64(rng) % len;
+  size_t pick = NextRandom(rng) % len;
   Entry* e = head;
   while (pick-- > 0) e = e->next();
   return e;

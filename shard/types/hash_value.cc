@@ -5,6 +5,7 @@
 #include <memory>
 #include <new>
 
+#include "shard/table/random.h"
 #include "shard/types/value_kinds.h"
 
 namespace deadbolt::shard {
@@ -66,6 +67,19 @@ std::optional<HashValue::PackedPos> HashValue::PackedFind(std::string_view field
     p = end;
   }
   return std::nullopt;
+}
+
+std::pair<std::string_view, std::string_view> HashValue::Random(uint64_t* rng) const {
+  if (!packed()) {
+    const Entry* e = table()->Random(rng);
+    return {e->key(), e->string_value()};
+  }
+  size_t pick = NextRandom(rng) % count_;  // (a packed hash is small: a walk to it is cheap)
+  std::pair<std::string_view, std::string_view> out;
+  ForEach([&](std::string_view f, std::string_view v) {
+    if (pick-- == 0) out = {f, v};
+  });
+  return out;
 }
 
 std::optional<std::string_view> HashValue::Get(std::string_view field) const {

@@ -61,6 +61,8 @@ class HashValue {
   size_t AllocatedBytes() const;
 
   std::optional<std::string_view> Get(std::string_view field) const;
+  // A pair picked at random (size() > 0); `rng` is a splitmix64 state.
+  std::pair<std::string_view, std::string_view> Random(uint64_t* rng) const;
 
   // Sets `field` to `value`; *added tells whether the field is new. Returns the hash to keep
   // (h itself, or a new one: see the class comment).

@@ -6,6 +6,7 @@
 #include <new>
 #include <utility>
 
+#include "shard/table/random.h"
 #include "shard/types/packed_growth.h"
 #include "shard/types/value_kinds.h"
 
@@ -13,12 +14,6 @@ namespace deadbolt::shard {
 
 namespace {
 
-uint64_t NextRandom(uint64_t* state) {  // splitmix64, as the keyspace's Dict uses
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 

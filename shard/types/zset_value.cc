@@ -5,6 +5,8 @@
 #include <new>
 #include <random>
 
+#include "shard/table/random.h"
+
 namespace deadbolt::shard {
 
 namespace {
@@ -17,13 +19,6 @@ size_t GrowCapacity(size_t capacity, size_t need, size_t header) {
 }
 
 bool IsPowerOfTwo(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
-
-uint64_t SplitMix(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // A level for a new node: each level above 1 with probability 1/4, as Redis's zslRandomLevel.
 uint32_t RandomLevel() {
@@ -123,7 +118,7 @@ std::optional<size_t> ZSetValue::Rank(std::string_view member) const {
 
 std::pair<std::string, double> ZSetValue::Random(uint64_t* rng) const {
   if (packed()) {
-    size_t k = SplitMix(rng) % count_;
+    size_t k = NextRandom(rng) % count_;
     size_t p = 0;
     while (k-- > 0) p = PackedNext(p);
     char scratch[PackedItem::kUuidTextLen];

@@ -58,6 +58,58 @@ class HashTestCase(harness.ServerTestCase):
                 return pairs
 
 
+class HRandFieldTest(HashTestCase):
+    def fill(self, key, n):
+        for i in range(0, n, 100):
+            args = []
+            for j in range(i, min(n, i + 100)):
+                args += ["f%d" % j, "v%d" % j]
+            self.c.cmd("HSET", key, *args)
+        return {("f%d" % j).encode(): ("v%d" % j).encode() for j in range(n)}
+
+    def check(self, key, pairs):
+        n = len(pairs)
+        one = harness.decode(self.c.cmd("HRANDFIELD", key))
+        self.assertIn(one, pairs)
+        for count in (1, n // 2, n, n + 5):
+            got = harness.decode(self.c.cmd("HRANDFIELD", key, str(count)))
+            self.assertEqual(len(got), min(count, n))
+            self.assertEqual(len(set(got)), len(got), "distinct fields")
+            self.assertTrue(set(got) <= set(pairs))
+        got = harness.decode(self.c.cmd("HRANDFIELD", key, str(-3 * n)))
+        self.assertEqual(len(got), 3 * n)  # picks may repeat
+        self.assertTrue(set(got) <= set(pairs))
+        flat = harness.decode(self.c.cmd("HRANDFIELD", key, "-7", "WITHVALUES"))
+        self.assertEqual(len(flat), 14)
+        for f, v in zip(flat[0::2], flat[1::2]):
+            self.assertEqual(pairs[f], v)
+
+    def test_packed_and_table_forms(self):
+        self.check("small", self.fill("small", 10))
+        self.check("big", self.fill("big", 500))  # past 128 fields: a table
+
+    def test_resp3_pairs_and_edge_cases(self):
+        self.assertReply(integer(1), "HSET", "h", "a", "1")
+        self.assertReplies([
+            (("HRANDFIELD", "nokey"), NIL),
+            (("HRANDFIELD", "nokey", "5"), b"*0\r\n"),
+            (("HRANDFIELD", "h", "0"), b"*0\r\n"),
+            (("HRANDFIELD", "h", "2", "WITHVALUES"), bulks("a", "1")),
+            (("HRANDFIELD", "h", "x"), NOT_INTEGER),
+            (("HRANDFIELD", "h", "1", "nope"), SYNTAX),
+            (("HRANDFIELD", "h", "1", "withvalues", "x"), SYNTAX),
+            (("HRANDFIELD", "h", "9223372036854775807", "WITHVALUES"),
+             b"-ERR value is out of range\r\n"),
+            (("HRANDFIELD",), wrong_args("hrandfield")),
+        ])
+        self.assertReply(OK, "SET", "s", "v")
+        self.assertReply(WRONGTYPE, "HRANDFIELD", "s")
+        self.c.cmd("HELLO", "3")
+        self.assertReply(array(bulks("a", "1"), bulks("a", "1")), "HRANDFIELD", "h", "-2",
+                         "WITHVALUES")
+        self.assertReply(NULL3, "HRANDFIELD", "nokey")
+
+
 class HSetHGetTest(HashTestCase):
     def test_hset_hget(self):
         self.assertReplies([
