@@ -36,6 +36,7 @@ CommandTable::CommandTable() {
   RegisterKeyCommands(this);
   RegisterHashCommands(this);
   RegisterZSetCommands(this);
+  RegisterZSetAlgebraCommands(this);
   RegisterListCommands(this);
   RegisterSetCommands(this);
   RegisterBitmapCommands(this);

@@ -246,6 +246,7 @@ void RegisterStringCommands(CommandTable* t);
 void RegisterKeyCommands(CommandTable* t);
 void RegisterHashCommands(CommandTable* t);
 void RegisterZSetCommands(CommandTable* t);
+void RegisterZSetAlgebraCommands(CommandTable* t);  // ZUNION ZINTER ZDIFF (and *STORE), ZINTERCARD
 void RegisterListCommands(CommandTable* t);
 void RegisterSetCommands(CommandTable* t);
 void RegisterBitmapCommands(CommandTable* t);  // server/collections/cmd_bitmap.cc

@@ -229,7 +229,7 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       // though they never create), and SMOVE, which creates its destination.
       "lpush", "rpush", "lpushx", "rpushx", "lset", "linsert", "lmove", "rpoplpush", "sadd",
       "smove", "sinterstore", "sunionstore", "sdiffstore", "blmove", "brpoplpush", "setbit",
-      "bitop", "bitfield"};
+      "bitop", "bitfield", "zdiffstore"};
   // Writes that only change or remove keys that exist (or send messages).
   const std::set<std::string> writes_that_never_create = {"del",
                                                           "unlink",

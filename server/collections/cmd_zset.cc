@@ -1,7 +1,7 @@
 // Sorted set commands: ZADD ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZCOUNT ZLEXCOUNT ZRANGE
 // ZRANGEBYSCORE ZREVRANGE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZRANK ZREVRANK
-// ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN ZRANGESTORE
-// ZUNIONSTORE ZINTERSTORE, with Redis 7.0's replies and errors (t_zset.c): arguments are checked
+// ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN ZRANGESTORE,
+// with Redis 7.0's replies and errors (t_zset.c): arguments are checked
 // in Redis's order, scores print as its addReplyDouble does (%.17g; RESP3 a double), and RESP3
 // WITHSCORES replies are [member, score] pairs. And the blocking pops BZPOPMIN BZPOPMAX, waiting
 // in the server on LockWaiters' key-ready hook as BLPOP does.
@@ -27,6 +27,7 @@
 #include "server/base/error_strings.h"
 #include "server/cmdtable/command.h"
 #include "server/collections/blocking.h"
+#include "server/collections/zset_common.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
 #include "server/core/reactor.h"
@@ -50,20 +51,6 @@ std::span<const std::string_view> Tail(CmdArgs args, size_t from) {
 }
 
 // --- numbers as Redis reads and prints them ---
-
-// A score or weight, as getDoubleFromObject: strtod over the whole argument, no leading space,
-// no NaN, no overflow (nor an underflow to zero).
-bool ParseScore(std::string_view arg, double* out) {
-  if (arg.empty() || std::isspace(static_cast<unsigned char>(arg[0]))) return false;
-  const std::string s(arg);
-  char* end;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (static_cast<size_t>(end - s.c_str()) != s.size() || std::isnan(v)) return false;
-  if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || v == 0)) return false;
-  *out = v;
-  return true;
-}
 
 // One end of a score range, as zslParseRange: "(" makes it exclusive; the rest goes to strtod,
 // which must reach the end of the C string; NaN is refused (the empty string reads as 0).
@@ -119,23 +106,6 @@ std::string PackedScoreText(double v) {
     n = std::snprintf(buf, sizeof(buf), "%.17g", v);
   }
   return std::string(buf, static_cast<size_t>(n));
-}
-
-// A list of members, with their scores if asked: RESP2 flat, RESP3 [member, score] pairs.
-template <typename Members>
-void ReplyMembers(ReplyBuilder& rb, const Members& members, bool withscores) {
-  if (!withscores) {
-    rb.ArrayHeader(members.size());
-    for (const auto& [m, s] : members) rb.Bulk(m);
-    return;
-  }
-  const bool pairs = rb.resp() >= 3;
-  rb.ArrayHeader(pairs ? members.size() : members.size() * 2);
-  for (const auto& [m, s] : members) {
-    if (pairs) rb.ArrayHeader(2);
-    rb.Bulk(m);
-    ReplyScore(rb, s);
-  }
 }
 
 // --- ZADD ZINCRBY ---
@@ -472,39 +442,7 @@ void ZScan(CmdArgs args, ShardCtx& ctx) {
   }
 }
 
-// --- stores: ZRANGESTORE ZUNIONSTORE ZINTERSTORE ---
-
-// A source set read for a store (a sorted set, or a plain set for ZUNIONSTORE / ZINTERSTORE):
-// nullopt when the key is missing.
-struct Source {
-  bool wrong_type = false;
-  std::optional<shard::ZOwnedMembers> members;
-};
-
-Source ReadWhole(shard::Db& db, std::string_view key, int64_t now_ms) {
-  Source src;
-  ZRangeSpec all;
-  auto r = db.ZRange(key, all, now_ms);
-  if (!r.ok()) {
-    // A plain set counts as a sorted set whose members all score 1, as Redis's
-    // zunionInterDiffGenericCommand reads it.
-    auto set = db.SetMembers(key, now_ms);
-    if (!set.ok()) {
-      src.wrong_type = true;
-      return src;
-    }
-    if (set->empty()) return src;
-    src.members.emplace();
-    src.members->reserve(set->size());
-    for (std::string& m : *set) src.members->emplace_back(std::move(m), 1.0);
-    return src;
-  }
-  if (r->empty()) return src;
-  src.members.emplace();
-  src.members->reserve(r->size());
-  for (const auto& [m, s] : *r) src.members->emplace_back(std::string(m), s);
-  return src;
-}
+// --- ZRANGESTORE (the other stores, ZUNIONSTORE and the like: cmd_zset_algebra.cc) ---
 
 // ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
 void ZRangeStoreOnShard(CmdArgs args, ShardCtx& ctx) {
@@ -572,215 +510,6 @@ void ZRangeStore(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
           rb.Integer(st->stored);
         }
       });
-}
-
-enum class Aggregate : uint8_t { kSum, kMin, kMax };
-
-// ZUNIONSTORE / ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
-struct SetOpArgs {
-  size_t numkeys = 0;
-  std::vector<double> weights;
-  Aggregate aggregate = Aggregate::kSum;
-};
-
-// Parses everything but the keys' contents; false after replying the error.
-bool ParseSetOp(CmdArgs args, std::string_view name, SetOpArgs* out, ReplyBuilder& rb) {
-  int64_t setnum;
-  if (!StringToInt64(args[2], &setnum)) {
-    rb.Error(errors::kNotInteger);
-    return false;
-  }
-  if (setnum < 1) {
-    rb.Error(errors::ZNeedsInputKey(name));
-    return false;
-  }
-  if (static_cast<uint64_t>(setnum) > args.size() - 3) {
-    rb.Error(errors::kSyntax);
-    return false;
-  }
-  out->numkeys = static_cast<size_t>(setnum);
-  out->weights.assign(out->numkeys, 1.0);
-  size_t j = 3 + out->numkeys;
-  while (j < args.size()) {
-    const size_t remaining = args.size() - j;
-    if (remaining >= out->numkeys + 1 && OptionIs(args[j], "weights")) {
-      ++j;
-      for (size_t i = 0; i < out->numkeys; ++i, ++j) {
-        if (!ParseScore(args[j], &out->weights[i])) {
-          rb.Error(errors::kZWeightNotFloat);
-          return false;
-        }
-      }
-    } else if (remaining >= 2 && OptionIs(args[j], "aggregate")) {
-      const std::string_view a = args[j + 1];
-      if (OptionIs(a, "sum")) {
-        out->aggregate = Aggregate::kSum;
-      } else if (OptionIs(a, "min")) {
-        out->aggregate = Aggregate::kMin;
-      } else if (OptionIs(a, "max")) {
-        out->aggregate = Aggregate::kMax;
-      } else {
-        rb.Error(errors::kSyntax);
-        return false;
-      }
-      j += 2;
-    } else {
-      rb.Error(errors::kSyntax);
-      return false;
-    }
-  }
-  return true;
-}
-
-void AggregateInto(double* target, double val, Aggregate a) {
-  switch (a) {
-    case Aggregate::kSum:
-      *target = *target + val;
-      if (std::isnan(*target)) *target = 0.0;  // inf + -inf: Redis's convention
-      break;
-    case Aggregate::kMin:
-      *target = val < *target ? val : *target;
-      break;
-    case Aggregate::kMax:
-      *target = val > *target ? val : *target;
-      break;
-  }
-}
-
-// The union or intersection of `sources` (missing ones empty), as zunionInterDiffGenericCommand:
-// sources taken from the smallest, weights applied (a NaN product counts as 0).
-shard::ZOwnedMembers Combine(const std::vector<Source>& sources, const SetOpArgs& op, bool inter) {
-  std::vector<size_t> order(sources.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto size_of = [&](size_t i) { return sources[i].members ? sources[i].members->size() : 0; };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return size_of(a) < size_of(b); });
-  shard::ZOwnedMembers out;
-  if (inter) {
-    if (size_of(order[0]) == 0) return out;
-    std::vector<absl::flat_hash_map<std::string_view, double>> index(sources.size());
-    for (size_t k = 1; k < order.size(); ++k) {
-      for (const auto& [m, s] : *sources[order[k]].members) index[order[k]][m] = s;
-    }
-    for (const auto& [m, s0] : *sources[order[0]].members) {
-      double score = op.weights[order[0]] * s0;
-      if (std::isnan(score)) score = 0;
-      bool everywhere = true;
-      for (size_t k = 1; k < order.size() && everywhere; ++k) {
-        auto it = index[order[k]].find(m);
-        if (it == index[order[k]].end()) {
-          everywhere = false;
-        } else {
-          AggregateInto(&score, it->second * op.weights[order[k]], op.aggregate);
-        }
-      }
-      if (everywhere) out.emplace_back(m, score);
-    }
-    return out;
-  }
-  absl::flat_hash_map<std::string_view, size_t> at;  // member -> index in out
-  std::vector<std::pair<std::string_view, double>> acc;
-  for (size_t i : order) {
-    if (!sources[i].members) continue;
-    for (const auto& [m, s] : *sources[i].members) {
-      double score = op.weights[i] * s;
-      if (std::isnan(score)) score = 0;
-      auto [it, inserted] = at.try_emplace(m, acc.size());
-      if (inserted) {
-        acc.emplace_back(m, score);
-      } else {
-        AggregateInto(&acc[it->second].second, score, op.aggregate);
-      }
-    }
-  }
-  out.reserve(acc.size());
-  for (const auto& [m, s] : acc) out.emplace_back(std::string(m), s);
-  return out;
-}
-
-template <bool inter>
-void SetOpOnShard(CmdArgs args, ShardCtx& ctx) {
-  SetOpArgs op;
-  if (!ParseSetOp(args, inter ? "zinterstore" : "zunionstore", &op, ctx.rb)) return;
-  std::vector<Source> sources;
-  sources.reserve(op.numkeys);
-  for (size_t i = 0; i < op.numkeys; ++i) {
-    sources.push_back(ReadWhole(ctx.db, args[3 + i], ctx.now_ms));
-    if (sources.back().wrong_type) {
-      ctx.rb.Error(errors::kWrongType);
-      return;
-    }
-  }
-  ctx.rb.Integer(ctx.db.ZStore(args[1], Combine(sources, op, inter), ctx.now_ms));
-  ServeWaiters(ctx, args[1]);
-}
-
-// Keys on several shards: every shard reads the sources it owns (phase 1), then the
-// destination's shard combines and stores (phase 2), under all the keys' locks.
-template <bool inter>
-void SetOp(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
-  auto op = std::make_shared<SetOpArgs>();
-  if (!ParseSetOp(args, inter ? "zinterstore" : "zunionstore", op.get(), rb)) return;
-  const Server& server = conn.reactor().server();
-  struct State {
-    SetOpArgs op;
-    std::string dst;
-    int dst_shard;
-    std::vector<std::string> keys;
-    std::vector<int> owners;
-    std::vector<Source> sources;
-    bool wrong_type = false;
-    int64_t stored = 0;
-  };
-  auto st = std::make_shared<State>();
-  st->op = *op;
-  st->dst = std::string(args[1]);
-  st->dst_shard = server.ShardOf(args[1]);
-  std::vector<int> shards = {st->dst_shard};
-  for (size_t i = 0; i < op->numkeys; ++i) {
-    st->keys.emplace_back(args[3 + i]);
-    st->owners.push_back(server.ShardOf(args[3 + i]));
-    shards.push_back(st->owners.back());
-  }
-  std::sort(shards.begin(), shards.end());
-  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-  st->sources.resize(op->numkeys);
-  std::vector<Connection::ShardFn> phases;
-  phases.push_back([st](ShardCtx& ctx) {
-    for (size_t i = 0; i < st->keys.size(); ++i) {
-      if (st->owners[i] == ctx.shard.index()) {
-        st->sources[i] = ReadWhole(ctx.db, st->keys[i], ctx.now_ms);
-      }
-    }
-  });
-  phases.push_back([st](ShardCtx& ctx) {
-    if (ctx.shard.index() != st->dst_shard) return;
-    for (const Source& s : st->sources) st->wrong_type = st->wrong_type || s.wrong_type;
-    if (st->wrong_type) return;
-    st->stored = ctx.db.ZStore(st->dst, Combine(st->sources, st->op, inter), ctx.now_ms);
-    ServeWaiters(ctx, st->dst);
-  });
-  conn.FanOutPhases(shards, std::move(phases), [st](ReplyBuilder& rb) {
-    if (st->wrong_type) {
-      rb.Error(errors::kWrongType);
-    } else {
-      rb.Integer(st->stored);
-    }
-  });
-}
-
-// ZUNIONSTORE's keys: the destination and the numkeys sources after it. One range covers them
-// and numkeys itself (args[2]), which the spec's key_range_gap leaves out. Malformed counts: no
-// keys (the handler replies the error).
-bool SetOpKeyRange(CmdArgs args, int* first, int* last) {
-  int64_t n;
-  if (args.size() < 4 || !StringToInt64(args[2], &n) || n < 1 ||
-      static_cast<uint64_t>(n) > args.size() - 3) {
-    return false;
-  }
-  *first = 1;
-  *last = static_cast<int>(2 + n);
-  return true;
 }
 
 // --- BZPOPMIN BZPOPMAX: waiting in the server (LockWaiters' key-ready hook, as BLPOP) ---
@@ -859,17 +588,6 @@ void RegisterZSetCommands(CommandTable* t) {
   t->Add(Key1("zscan", -3, kReadOnly, ZScan, kReadSlow));
   t->Add(MultiKeyCommand("zrangestore", -5, kWrite | kDenyOom, ZRangeStore, ZRangeStoreOnShard,
                          kWriteSlow, 1, 2, 1));
-  // (COMMAND shows the destination as their fixed key, as Redis; SetOpKeyRange finds them all)
-  CommandSpec zunion = MultiKeyCommand("zunionstore", -4, kWrite | kDenyOom, SetOp<false>,
-                                       SetOpOnShard<false>, kWriteSlow, 1, 1, 1);
-  zunion.key_range = SetOpKeyRange;
-  zunion.key_range_gap = 2;  // numkeys
-  t->Add(std::move(zunion));
-  CommandSpec zinter = MultiKeyCommand("zinterstore", -4, kWrite | kDenyOom, SetOp<true>,
-                                       SetOpOnShard<true>, kWriteSlow, 1, 1, 1);
-  zinter.key_range = SetOpKeyRange;
-  zinter.key_range_gap = 2;
-  t->Add(std::move(zinter));
   const std::vector<std::string> kBlockingAcl = {"@write", "@sortedset", "@fast", "@blocking"};
   auto blocking = [&](std::string name, ConnHandler across, ShardHandler one_shard) {
     CommandSpec s = MultiKeyCommand(std::move(name), -3, kWrite | kNoScript | kFast | kBlocking,
