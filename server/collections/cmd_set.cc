@@ -123,20 +123,8 @@ void SRandMember(CmdArgs args, ShardCtx& ctx) {
   }
   const bool has_count = args.size() == 3;
   int64_t count = 1;
-  if (has_count) {
-    if (!StringToInt64(args[2], &count)) {
-      ctx.rb.Error(errors::kNotInteger);
-      return;
-    }
-    if (count == INT64_MIN) {
-      ctx.rb.Error(errors::kZRandCountRange);
-      return;
-    }
-    if (count < -errors::kMaxRandPicks) {
-      ctx.rb.Error(errors::kRandPicksRange);
-      return;
-    }
-  }
+  bool unused;
+  if (has_count && !ParseRandCount(args, "", &count, &unused, ctx.rb)) return;
   auto r = ctx.db.SetRandMember(args[1], count, ctx.now_ms);
   if (!r.ok()) {
     ReplyStatus(ctx.rb, r.status());

@@ -381,30 +381,8 @@ void ZPop(CmdArgs args, ShardCtx& ctx) {
 void ZRandMember(CmdArgs args, ShardCtx& ctx) {
   if (args.size() >= 3) {
     int64_t count;
-    if (!StringToInt64(args[2], &count)) {
-      ctx.rb.Error(errors::kNotInteger);
-      return;
-    }
-    if (count == INT64_MIN) {
-      ctx.rb.Error(errors::kZRandCountRange);
-      return;
-    }
-    bool withscores = false;
-    if (args.size() > 4 || (args.size() == 4 && !OptionIs(args[3], "withscores"))) {
-      ctx.rb.Error(errors::kSyntax);
-      return;
-    }
-    if (args.size() == 4) {
-      withscores = true;
-      if (count < -INT64_MAX / 2 || count > INT64_MAX / 2) {
-        ctx.rb.Error(errors::kValueOutOfRange);
-        return;
-      }
-    }
-    if (count < -errors::kMaxRandPicks) {
-      ctx.rb.Error(errors::kRandPicksRange);
-      return;
-    }
+    bool withscores;
+    if (!ParseRandCount(args, "withscores", &count, &withscores, ctx.rb)) return;
     auto r = ctx.db.ZRandMember(args[1], count, ctx.now_ms);
     if (!r.ok()) {
       ReplyStatus(ctx.rb, r.status());

@@ -161,27 +161,8 @@ void HRandField(CmdArgs args, ShardCtx& ctx) {
     return;
   }
   int64_t count;
-  if (!StringToInt64(args[2], &count)) {
-    ctx.rb.Error(errors::kNotInteger);
-    return;
-  }
-  if (count == INT64_MIN) {
-    ctx.rb.Error(errors::kZRandCountRange);
-    return;
-  }
-  if (args.size() > 4 || (args.size() == 4 && !OptionIs(args[3], "withvalues"))) {
-    ctx.rb.Error(errors::kSyntax);
-    return;
-  }
-  const bool withvalues = args.size() == 4;
-  if (withvalues && (count < -INT64_MAX / 2 || count > INT64_MAX / 2)) {
-    ctx.rb.Error(errors::kValueOutOfRange);
-    return;
-  }
-  if (count < -errors::kMaxRandPicks) {
-    ctx.rb.Error(errors::kRandPicksRange);
-    return;
-  }
+  bool withvalues;
+  if (!ParseRandCount(args, "withvalues", &count, &withvalues, ctx.rb)) return;
   auto r = ctx.db.HRandField(args[1], count, ctx.now_ms);
   if (!r.ok()) {
     ReplyStatus(ctx.rb, r.status());

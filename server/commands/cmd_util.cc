@@ -88,6 +88,32 @@ bool ParseElementScan(CmdArgs args, ShardCtx& ctx, shard::ValueType type, Elemen
   return false;
 }
 
+bool ParseRandCount(CmdArgs args, std::string_view with, int64_t* count, bool* with_given,
+                    protocol::ReplyBuilder& rb) {
+  if (!StringToInt64(args[2], count)) {
+    rb.Error(errors::kNotInteger);
+    return false;
+  }
+  if (*count == INT64_MIN) {
+    rb.Error(errors::kZRandCountRange);
+    return false;
+  }
+  if (args.size() > 4 || (args.size() == 4 && !OptionIs(args[3], with))) {
+    rb.Error(errors::kSyntax);
+    return false;
+  }
+  *with_given = args.size() == 4;
+  if (*with_given && (*count < -INT64_MAX / 2 || *count > INT64_MAX / 2)) {
+    rb.Error(errors::kValueOutOfRange);
+    return false;
+  }
+  if (*count < -errors::kMaxRandPicks) {
+    rb.Error(errors::kRandPicksRange);
+    return false;
+  }
+  return true;
+}
+
 void ReplyScanCursor(protocol::ReplyBuilder& rb, uint64_t cursor) {
   char buf[24];
   auto end = std::to_chars(buf, buf + sizeof(buf), cursor).ptr;

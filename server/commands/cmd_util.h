@@ -83,6 +83,13 @@ inline bool StringToInt64(std::string_view s, int64_t* out) {
 // trailing garbage, no overflow. Like strtoul it accepts a leading '+' and wraps a leading '-'.
 bool ParseScanCursor(std::string_view s, uint64_t* out);
 
+// The count of SRANDMEMBER / ZRANDMEMBER / HRANDFIELD (args[2], present) and the option after
+// it (args[3]: `with`, "withscores" or "withvalues"; none for SRANDMEMBER, whose caller refuses
+// a fourth argument first), checked in Redis 7.0's order, with deadbolt's limit on repeated
+// picks (errors::kMaxRandPicks). False after replying the error.
+bool ParseRandCount(CmdArgs args, std::string_view with, int64_t* count, bool* with_given,
+                    protocol::ReplyBuilder& rb);
+
 // The arguments of HSCAN / ZSCAN / SSCAN: key cursor [MATCH pattern] [COUNT count].
 struct ElementScanArgs {
   uint64_t cursor = 0;
