@@ -391,14 +391,7 @@ void ZRandMember(CmdArgs args, ShardCtx& ctx) {
     ReplyMembers(ctx.rb, *r, withscores);
     return;
   }
-  auto r = ctx.db.ZRandMember(args[1], 1, ctx.now_ms);
-  if (!r.ok()) {
-    ReplyStatus(ctx.rb, r.status());
-  } else if (r->empty()) {
-    ctx.rb.Null();
-  } else {
-    ctx.rb.Bulk(r->front().first);
-  }
+  ReplyFirstPicked(ctx.rb, ctx.db.ZRandMember(args[1], 1, ctx.now_ms));
 }
 
 // ZSCAN key cursor [MATCH pattern] [COUNT count], in HSCAN's order of checks.

@@ -150,14 +150,7 @@ void HGetAll(CmdArgs args, ShardCtx& ctx) { ReplyPairs(args, ctx, PairsReply::kA
 // a count: one field, or nil. WITHVALUES: field-value pairs, flat in RESP2, as pairs in RESP3.
 void HRandField(CmdArgs args, ShardCtx& ctx) {
   if (args.size() == 2) {
-    auto r = ctx.db.HRandField(args[1], 1, ctx.now_ms);
-    if (!r.ok()) {
-      ReplyStatus(ctx.rb, r.status());
-    } else if (r->empty()) {
-      ctx.rb.Null();
-    } else {
-      ctx.rb.Bulk(r->front().first);
-    }
+    ReplyFirstPicked(ctx.rb, ctx.db.HRandField(args[1], 1, ctx.now_ms));
     return;
   }
   int64_t count;

@@ -139,6 +139,19 @@ bool AllKeysOn(CmdArgs args, size_t first, size_t step, const Server& server, in
 // Replies of a shard operation: Redis's error for a failed status (errors::ForStatus), or the
 // value: as an integer (a bool as 0/1), or as a bulk with a missing key as nil.
 void ReplyStatus(protocol::ReplyBuilder& rb, shard::OpStatus s);
+
+// SRANDMEMBER-like replies without a count (ZRANDMEMBER, HRANDFIELD): the one pair's first (a
+// member or field) picked, or nil.
+template <typename PairsResult>
+void ReplyFirstPicked(protocol::ReplyBuilder& rb, const PairsResult& r) {
+  if (!r.ok()) {
+    ReplyStatus(rb, r.status());
+  } else if (r->empty()) {
+    rb.Null();
+  } else {
+    rb.Bulk(r->front().first);
+  }
+}
 template <typename T>
 void ReplyInteger(protocol::ReplyBuilder& rb, const shard::OpResult<T>& r) {
   if (r.ok()) {
