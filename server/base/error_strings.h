@@ -309,8 +309,6 @@ inline constexpr std::string_view kGetKeysArity =
 inline constexpr std::string_view kGetKeysInvalidArgs =
     "ERR Invalid arguments specified for command";
 inline constexpr std::string_view kCountNotPositive = "ERR count should be greater than 0";
-inline constexpr std::string_view kNumKeysTooMany =
-    "ERR Number of keys can't be greater than number of args";
 inline constexpr std::string_view kLimitNegative = "ERR LIMIT can't be negative";
 inline constexpr std::string_view kTimeoutNotFloat = "ERR timeout is not a float or out of range";
 

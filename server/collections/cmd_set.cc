@@ -324,7 +324,7 @@ bool ParseInterCard(CmdArgs args, AlgebraCall* c, ReplyBuilder& rb) {
     return false;
   }
   if (numkeys > static_cast<int64_t>(args.size()) - 2) {
-    rb.Error(errors::kNumKeysTooMany);
+    rb.Error(errors::kNumKeysTooBig);
     return false;
   }
   c->first = 2;
