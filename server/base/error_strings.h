@@ -242,6 +242,13 @@ inline constexpr std::string_view kRewriteInProgress =
 // BGREWRITEAOF with --appendonly no (Redis would write a file nobody reads; deadbolt says so).
 inline constexpr std::string_view kJournalOff =
     "ERR the journal is off (start deadbolt with --appendonly yes): nothing to rewrite";
+// SAVE and BGSAVE with --appendonly no: deadbolt's snapshot is its journal, and there is none.
+inline constexpr std::string_view kJournalOffSave =
+    "ERR the journal is off (start deadbolt with --appendonly yes): nothing to save";
+// SAVE when a shard's journal rewrite failed (the log says why).
+inline constexpr std::string_view kSaveFailed =
+    "ERR the journal rewrite failed on at least one shard (see the server log)";
+inline constexpr std::string_view kBgSaveInProgress = "ERR Background save already in progress";
 // A write (or PING) while the journal cannot be written (server/cmdtable/journal_health.h), and a
 // reply whose journal write failed: "MISCONF Errors writing to the AOF file: No space left on
 // device".

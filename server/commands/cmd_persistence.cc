@@ -1,12 +1,15 @@
-// Persistence commands: WAITAOF and BGREWRITEAOF, over each shard's journal
-// (server/core/journal.h).
+// Persistence commands: WAITAOF, BGREWRITEAOF, SAVE, BGSAVE and LASTSAVE, over each shard's
+// journal (server/core/journal.h). deadbolt writes no RDB file: its snapshot is the journal's
+// rewrite (a fresh file holding each key's latest state), so SAVE and BGSAVE rewrite it.
 
 #include <memory>
 #include <string>
 
 #include "server/base/error_strings.h"
+#include "server/base/str_util.h"
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
+#include "server/core/journal.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 
@@ -125,12 +128,109 @@ void BgRewriteAof(CmdArgs, Connection& conn, ReplyBuilder& rb) {
       });
 }
 
+// SAVE: every shard rewrites its journal (or finishes the rewrite it is running), then syncs
+// it; OK once all have, an error if a rewrite failed. Only this client waits: the shards go on
+// serving, unlike Redis's SAVE.
+void Save(CmdArgs, Connection& conn, ReplyBuilder& rb) {
+  Reactor& here = conn.reactor();
+  if (!here.config().appendonly) {
+    rb.Error(errors::kJournalOffSave);
+    return;
+  }
+  auto done = std::make_shared<absl::AnyInvocable<void(std::string)>>(conn.ReplyLater());
+  const int resp = conn.resp();
+  const int origin = here.id();
+  const int n = here.server().num_shards();
+  auto left = std::make_shared<int>(n);
+  auto all_ok = std::make_shared<bool>(true);
+  // Runs on the origin, once per shard.
+  auto one_done = [done, resp, left, all_ok](bool ok) {
+    *all_ok = *all_ok && ok;
+    if (--*left > 0) return;
+    std::string out;
+    ReplyBuilder reply(&out, resp);
+    if (*all_ok) {
+      reply.SimpleString("OK");
+    } else {
+      reply.Error(errors::kSaveFailed);
+    }
+    (*done)(std::move(out));
+  };
+  for (int s = 0; s < n; s++) {
+    here.Send(s, [origin, one_done]() mutable {
+      Reactor* r = Reactor::Current();
+      Journal* j = r->journal();
+      std::string why;
+      if (!j->rewriting() && !j->StartRewrite(&why)) {
+        r->Send(origin, [one_done]() mutable { one_done(false); });
+        return;
+      }
+      j->WhenRewritten([r, origin, one_done](bool ok) mutable {
+        if (!ok) {
+          r->Send(origin, [one_done]() mutable { one_done(false); });
+          return;
+        }
+        r->journal()->WhenSynced([r, origin, one_done]() mutable {
+          r->Send(origin, [one_done]() mutable { one_done(true); });
+        });
+      });
+    });
+  }
+}
+
+// BGSAVE [SCHEDULE]: every shard starts rewriting its journal. When every shard is already
+// rewriting, SCHEDULE is satisfied by those rewrites (they write the same state); without it
+// the answer is Redis's "already in progress".
+void BgSave(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  bool schedule = false;
+  if (args.size() > 1) {
+    if (args.size() != 2 || !EqualsIgnoreCase(args[1], "schedule")) {
+      rb.Error(errors::kSyntax);
+      return;
+    }
+    schedule = true;
+  }
+  if (!conn.reactor().config().appendonly) {
+    rb.Error(errors::kJournalOffSave);
+    return;
+  }
+  auto refused = std::make_shared<std::vector<int>>(conn.reactor().server().num_shards(), 0);
+  conn.FanOut(
+      AllShards(conn.reactor().server()),
+      [refused](ShardCtx&) {
+        Reactor* r = Reactor::Current();
+        std::string why;
+        if (!r->journal()->StartRewrite(&why)) (*refused)[r->id()] = 1;
+      },
+      [refused, schedule](ReplyBuilder& rb) {
+        bool all_busy = true;
+        for (int x : *refused) all_busy = all_busy && x;
+        if (!all_busy) {
+          rb.SimpleString("Background saving started");
+        } else if (schedule) {
+          rb.SimpleString("Background saving scheduled");
+        } else {
+          rb.Error(errors::kBgSaveInProgress);
+        }
+      });
+}
+
+// LASTSAVE: the unix time of the last snapshot every shard has (Server::LastSave).
+void LastSave(CmdArgs, Connection& conn, ReplyBuilder& rb) {
+  rb.Integer(conn.reactor().server().LastSave());
+}
+
 }  // namespace
 
 void RegisterPersistenceCommands(CommandTable* t) {
   t->Add(ConnCommand("waitaof", 4, kNoScript, WaitAof, {"@slow", "@connection"}));
   t->Add(ConnCommand("bgrewriteaof", 1, kAdmin | kNoScript, BgRewriteAof,
                      {"@admin", "@slow", "@dangerous"}));
+  t->Add(ConnCommand("save", 1, kAdmin | kNoScript | kNoMulti, Save,
+                     {"@admin", "@slow", "@dangerous"}));
+  t->Add(ConnCommand("bgsave", -1, kAdmin | kNoScript, BgSave, {"@admin", "@slow", "@dangerous"}));
+  t->Add(ConnCommand("lastsave", 1, kFast | kLoading | kStale, LastSave,
+                     {"@admin", "@fast", "@dangerous"}));
 }
 
 }  // namespace deadbolt::server

@@ -138,7 +138,10 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
     }
     absl::StrAppend(
         &out, "loading:0\r\n", "async_loading:0\r\n", "rdb_changes_since_last_save:0\r\n",
-        "rdb_bgsave_in_progress:0\r\n", "rdb_last_bgsave_status:ok\r\n",
+        // deadbolt's snapshot is the journal's rewrite (SAVE, BGSAVE): the rdb_ fields tell of it.
+        "rdb_bgsave_in_progress:", rewriting ? 1 : 0, "\r\n",
+        "rdb_last_save_time:", server.LastSave(), "\r\n",
+        "rdb_last_bgsave_status:", rewrite_ok ? "ok" : "err", "\r\n",
         "aof_enabled:", config.appendonly ? 1 : 0, "\r\n",
         "aof_rewrite_in_progress:", rewriting ? 1 : 0, "\r\n", "aof_rewrite_scheduled:0\r\n",
         "aof_rewrites:", j.rewrites, "\r\n",

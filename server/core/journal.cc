@@ -708,7 +708,19 @@ void Journal::FinishRewrite() {
   LogNotice("shard %d: journal rewrite done (%llu bytes, %lld ms)", shard_index_,
             static_cast<unsigned long long>(stats_.base_size),
             static_cast<long long>(stats_.last_rewrite_ms));
+  reactor_->server().NoteSaved(shard_index_, reactor_->now_ms() / 1000);
   Durable();
+  RewriteEnded(true);
+}
+
+void Journal::WhenRewritten(absl::AnyInvocable<void(bool)> fn) {
+  rewrite_waiters_.push_back(std::move(fn));
+}
+
+void Journal::RewriteEnded(bool ok) {
+  std::vector<absl::AnyInvocable<void(bool)>> waiters;
+  waiters.swap(rewrite_waiters_);
+  for (auto& fn : waiters) fn(ok);
 }
 
 void Journal::RewriteFail(const std::string& why) {
@@ -729,6 +741,7 @@ void Journal::RewriteFail(const std::string& why) {
     rewrite_.reset();
   }
   Durable();
+  RewriteEnded(false);
 }
 
 JournalStats Journal::Stats() const {

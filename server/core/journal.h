@@ -146,8 +146,12 @@ class Journal {
                 bool writes);
   void SettleTx(uint64_t id);
 
-  // BGREWRITEAOF. False (with a reason in *why) when one is already running.
+  // BGREWRITEAOF, BGSAVE, SAVE. False (with a reason in *why) when one is already running.
   bool StartRewrite(std::string* why);
+  bool rewriting() const { return rw_state_ != RewriteState::kIdle; }
+  // SAVE: fn(true) once the running rewrite has replaced the journal, fn(false) if it fails.
+  // Only while rewriting(); dropped uncalled at shutdown.
+  void WhenRewritten(absl::AnyInvocable<void(bool)> fn);
   JournalStats Stats() const;
 
   // Loop exit: waits for operations in flight, writes and fsyncs what is left. Blocking.
@@ -222,6 +226,8 @@ class Journal {
   std::unique_ptr<File> rewrite_;
   std::vector<std::unique_ptr<File>> retired_;  // replaced files with operations still in flight
   std::vector<std::pair<uint64_t, absl::AnyInvocable<void()>>> sync_waiters_;
+  std::vector<absl::AnyInvocable<void(bool)>> rewrite_waiters_;
+  void RewriteEnded(bool ok);  // calls rewrite_waiters_
 
   RewriteState rw_state_ = RewriteState::kIdle;
   std::unique_ptr<Op> rw_op_;  // open / rename / dir fsync

@@ -38,6 +38,7 @@ Server::Server(const Config& config) : config_(config) {
   // Slots are split into contiguous ranges, one per shard, as a cluster splits them over nodes
   // (OwnerOfSlot).
   shards_ = config_.threads;
+  last_save_s_ = std::make_unique<std::atomic<int64_t>[]>(shards_);
   std::random_device rd;
   static const char kHex[] = "0123456789abcdef";
   for (int i = 0; i < 40; i++) run_id_ += kHex[rd() % 16];
@@ -47,10 +48,19 @@ Server::Server(const Config& config) : config_(config) {
 
 Server::~Server() = default;
 
+int64_t Server::LastSave() const {
+  int64_t oldest = INT64_MAX;
+  for (int i = 0; i < shards_; i++) {
+    oldest = std::min(oldest, last_save_s_[i].load(std::memory_order_relaxed));
+  }
+  return oldest;
+}
+
 std::optional<std::string> Server::Start() {
   start_time_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
+  for (int i = 0; i < shards_; i++) NoteSaved(i, start_time_ms_ / 1000);
   // Every client needs a descriptor: fit maxclients to RLIMIT_NOFILE before anyone connects,
   // so that a client over the limit is told so instead of the server failing to accept.
   FdFit fit = FitMaxClients(config_.maxclients, config_.threads, FdLimitOps::Real());

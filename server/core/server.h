@@ -68,6 +68,13 @@ class Server {
   std::atomic<int>& monitors() { return monitors_; }
   uint64_t NextSlowlogId() { return next_slowlog_id_.fetch_add(1, std::memory_order_relaxed); }
   int64_t start_time_ms() const { return start_time_ms_; }
+  // LASTSAVE: the unix time (s) of the oldest of the shards' last snapshots, a journal rewrite
+  // that replaced the journal (or the start, whose load writes each shard a fresh journal).
+  // Each entry is written by its shard's reactor only.
+  void NoteSaved(int shard, int64_t unix_s) {
+    last_save_s_[shard].store(unix_s, std::memory_order_relaxed);
+  }
+  int64_t LastSave() const;
   const std::string& run_id() const { return run_id_; }
   // --restart-delay, counted from when Start() began serving.
   const RestartDelay& restart_delay() const { return restart_delay_; }
@@ -92,6 +99,7 @@ class Server {
   std::atomic<uint64_t> next_slowlog_id_{0};
   std::atomic<int> monitors_{0};
   int64_t start_time_ms_ = 0;
+  std::unique_ptr<std::atomic<int64_t>[]> last_save_s_;  // per shard
   std::string run_id_;
   RestartDelay restart_delay_;
   acl::Users initial_users_;

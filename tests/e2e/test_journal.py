@@ -1291,7 +1291,8 @@ class JournalRewriteInProgressTest(JournalCase):
 # The fields of Redis 7's INFO persistence that deadbolt reports too (checked against
 # redis-server 7.0); the aof_current_size group only with appendonly yes, as in Redis.
 REDIS_FIELDS = ["loading", "async_loading", "rdb_changes_since_last_save",
-                "rdb_bgsave_in_progress", "rdb_last_bgsave_status", "aof_enabled",
+                "rdb_bgsave_in_progress", "rdb_last_save_time", "rdb_last_bgsave_status",
+                "aof_enabled",
                 "aof_rewrite_in_progress", "aof_rewrite_scheduled", "aof_last_rewrite_time_sec",
                 "aof_current_rewrite_time_sec", "aof_last_bgrewrite_status", "aof_rewrites",
                 "aof_last_write_status"]

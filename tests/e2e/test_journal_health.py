@@ -262,6 +262,27 @@ class NothingAcknowledgedLostTest(FullDiskCase):
             self.assertGreater(int(stats["pipeline_cmds_run_ahead"]), 0)
 
 
+class SaveOnFullDiskTest(FullDiskCase):
+    """SAVE is a journal rewrite on every shard: on a full disk it answers an error, not OK, and
+    LASTSAVE stays; once there is room it succeeds again."""
+
+    def test_save_fails_on_a_full_disk_then_succeeds(self):
+        c = self.start("everysec")
+        self.assertEqual(set(c.pipeline([("SET", "k%d" % i, VALUE) for i in range(200)])), {OK})
+        t0 = int(c.cmd("LASTSAVE")[1:-2])
+        self.fill()
+        time.sleep(max(0.0, t0 + 1.05 - time.time()))  # LASTSAVE counts seconds
+        self.assertEqual(c.cmd("SAVE"), b"-ERR the journal rewrite failed on at least one shard "
+                                        b"(see the server log)\r\n")
+        self.assertEqual(int(c.cmd("LASTSAVE")[1:-2]), t0)
+        self.assertEqual(self.info(c)["rdb_last_bgsave_status"], "err")
+        self.free()
+        self.assertEqual(c.cmd("SAVE"), OK)
+        self.assertGreater(int(c.cmd("LASTSAVE")[1:-2]), t0)
+        self.assertEqual(self.info(c)["rdb_last_bgsave_status"], "ok")
+        self.assertEqual(c.cmd("DBSIZE"), b":200\r\n")
+
+
 class AlwaysFullDiskTest(FullDiskCase):
     """appendfsync always on a full disk: errors, not a hang; a restart on the same disk."""
 
