@@ -220,13 +220,16 @@ inline std::string PubSubNotAllowed(std::string_view fullname) {
       "context");
   return s;
 }
-// PUBSUB CHANNELS / SHARDCHANNELS with more than one pattern: "ERR unknown subcommand or wrong
-// number of arguments for 'CHANNELS'. Try PUBSUB HELP." (the subcommand as typed, at most 128
-// bytes).
-inline std::string PubSubSubcommandSyntax(std::string_view sub) {
+// A known subcommand called with arguments its own code refuses (PUBSUB CHANNELS with two
+// patterns, CLIENT PAUSE or UNBLOCK with too many, an unknown DEBUG one): "ERR unknown
+// subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP." (the subcommand as
+// typed, at most 128 bytes).
+inline std::string SubcommandSyntax(std::string_view sub, std::string_view command_upper) {
   std::string s = "ERR unknown subcommand or wrong number of arguments for '";
   s.append(sub.substr(0, 128));
-  s.append("'. Try PUBSUB HELP.");
+  s.append("'. Try ");
+  s.append(command_upper);
+  s.append(" HELP.");
   return s;
 }
 
@@ -249,6 +252,10 @@ inline constexpr std::string_view kJournalOffSave =
 inline constexpr std::string_view kSaveFailed =
     "ERR the journal rewrite failed on at least one shard (see the server log)";
 inline constexpr std::string_view kBgSaveInProgress = "ERR Background save already in progress";
+// CLIENT UNBLOCK id ERROR: what the blocked client is answered; and a reason that is neither.
+inline constexpr std::string_view kUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+inline constexpr std::string_view kUnblockReason =
+    "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
 // A write (or PING) while the journal cannot be written (server/cmdtable/journal_health.h), and a
 // reply whose journal write failed: "MISCONF Errors writing to the AOF file: No space left on
 // device".

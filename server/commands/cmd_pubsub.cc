@@ -169,7 +169,7 @@ void Gather(Connection& conn, std::function<T(const PubSubRegistry&)> fn,
 // PUBSUB CHANNELS / SHARDCHANNELS [pattern]: the distinct names with a subscriber.
 void Channels(PubSubKind kind, CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   if (args.size() > 3) {
-    rb.Error(errors::PubSubSubcommandSyntax(args[1]));
+    rb.Error(errors::SubcommandSyntax(args[1], "PUBSUB"));
     return;
   }
   bool all = args.size() == 2;

@@ -353,6 +353,44 @@ void ClientList(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       });
 }
 
+// CLIENT UNBLOCK id [TIMEOUT|ERROR]: a client waiting in a blocking command (BLPOP and the other
+// blocking pops, LOCK.ACQUIRE ... WAIT) on any reactor gets its timeout's reply now, or the
+// UNBLOCKED error. 1 if it was blocked, else 0. Checked in Redis's order: the reason, then the id.
+void ClientUnblock(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  if (args.size() > 4) {
+    rb.Error(errors::SubcommandSyntax(args[1], "CLIENT"));
+    return;
+  }
+  bool error = false;
+  if (args.size() == 4) {
+    if (Eq(args[3], "error")) {
+      error = true;
+    } else if (!Eq(args[3], "timeout")) {
+      rb.Error(errors::kUnblockReason);
+      return;
+    }
+  }
+  int64_t id;
+  if (!StringToInt64(args[2], &id)) {
+    rb.Error(errors::kNotInteger);
+    return;
+  }
+  std::string reply;
+  if (error) reply = "-" + std::string(errors::kUnblocked) + "\r\n";
+  OnAllReactors<int>(
+      conn,
+      [id, reply](Reactor& r) {
+        auto it = r.connections().find(static_cast<uint64_t>(id));
+        if (it == r.connections().end() || it->second->closing()) return 0;
+        return it->second->Unblock(reply) ? 1 : 0;
+      },
+      [](std::vector<int>& parts, ReplyBuilder& rb) {
+        int n = 0;
+        for (int x : parts) n += x;
+        rb.Integer(n);
+      });
+}
+
 void ClientKill(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   // CLIENT KILL addr (old form) or CLIENT KILL <filter> <value> ... (new form).
   std::string addr, laddr, user;
@@ -502,8 +540,7 @@ void ClientPause(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       return;
     }
   } else if (args.size() > 4) {
-    rb.Error(absl::StrCat("ERR unknown subcommand or wrong number of arguments for '", AV(args[1]),
-                          "'. Try CLIENT HELP."));
+    rb.Error(errors::SubcommandSyntax(args[1], "CLIENT"));
     return;
   }
   const int64_t end = conn.reactor().now_ms() + ms;
@@ -548,6 +585,8 @@ void ClientHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
                  "    Suspend all, or just write, clients for <timeout> milliseconds.",
                  "UNPAUSE",
                  "    Stop the current client pause, resuming traffic.",
+                 "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+                 "    Unblock the specified blocked client.",
                  "REPLY (ON|OFF|SKIP)",
                  "    Control the replies sent to the current connection.",
                  "NO-EVICT (ON|OFF)",
@@ -560,11 +599,11 @@ void ClientHelp(CmdArgs, Connection&, ReplyBuilder& rb) {
 
 void Client(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   static const Sub kSubs[] = {
-      {"id", 2, ClientId},           {"setname", 3, ClientSetName}, {"getname", 2, ClientGetName},
-      {"setinfo", 4, ClientSetInfo}, {"list", -2, ClientList},      {"kill", -3, ClientKill},
-      {"info", 2, ClientInfo},       {"help", 2, ClientHelp},       {"no-evict", 3, ClientOnOff},
-      {"no-touch", 3, ClientOnOff},  {"reply", 3, ClientReply},     {"pause", -3, ClientPause},
-      {"unpause", 2, ClientUnpause},
+      {"id", 2, ClientId},           {"setname", 3, ClientSetName},  {"getname", 2, ClientGetName},
+      {"setinfo", 4, ClientSetInfo}, {"list", -2, ClientList},       {"kill", -3, ClientKill},
+      {"info", 2, ClientInfo},       {"help", 2, ClientHelp},        {"no-evict", 3, ClientOnOff},
+      {"no-touch", 3, ClientOnOff},  {"reply", 3, ClientReply},      {"pause", -3, ClientPause},
+      {"unpause", 2, ClientUnpause}, {"unblock", -3, ClientUnblock},
   };
   RunSub("client", kSubs, std::size(kSubs), args, conn, rb);
 }
@@ -788,8 +827,9 @@ void RegisterServerCommands(CommandTable* t) {
             {"no-touch", 3},
             {"reply", 3},
             {"pause", -3},
-            {"unpause", 2}},
-           {"kill", "list", "no-evict", "pause", "unpause"})));
+            {"unpause", 2},
+            {"unblock", -3}},
+           {"kill", "list", "no-evict", "pause", "unpause", "unblock"})));
   t->Add(Conn("info", -1, kLoading | kStale, Info, {"@slow", "@dangerous"}));
   t->Add(OnlySlow(Subs(Conn("config", -2, kAdmin | kNoScript | kLoading | kStale, ConfigCmd,
                             {"@admin", "@slow", "@dangerous"}),

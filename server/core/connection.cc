@@ -975,6 +975,16 @@ void Connection::EndBlock(uint64_t seq, std::string reply, int shard,
   Unref();
 }
 
+bool Connection::Unblock(std::string_view error) {
+  if (!blocked()) return false;
+  const uint64_t id = id_;
+  for (int s : block_shards_) {
+    reactor_->Send(
+        s, [id, e = std::string(error)] { Reactor::Current()->lock_waiters().Unblock(id, e); });
+  }
+  return true;
+}
+
 void Connection::CancelBlock() {
   if (!block_state_) return;
   block_state_->cancelled.store(true, std::memory_order_relaxed);

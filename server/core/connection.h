@@ -262,6 +262,9 @@ class Connection {
   bool blocked() const {
     return block_state_ && block_state_->waiting.load(std::memory_order_relaxed);
   }
+  // CLIENT UNBLOCK: if blocked(), its waiters end now (with their timeout's reply, or with
+  // `error`, a RESP error line, when not empty) and true is returned.
+  bool Unblock(std::string_view error);
   // A relay of this connection's pipeline is back (server/core/relay.cc): first its replies,
   // copied out of the relay, then, once the relay is recycled, what waited for it runs.
   void OnRelayReplies(uint64_t seq, std::string_view replies);

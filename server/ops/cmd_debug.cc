@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "server/base/error_strings.h"
 #include "server/base/str_util.h"
 #include "server/cmdtable/command.h"
 #include "server/commands/cmd_util.h"
@@ -197,8 +198,7 @@ void Debug(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
          "    default.", "SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed.",
          "HELP", "    Prints this help."});
   } else {
-    rb.Error(absl::StrCat("ERR unknown subcommand or wrong number of arguments for '", AV(sub),
-                          "'. Try DEBUG HELP."));
+    rb.Error(errors::SubcommandSyntax(sub, "DEBUG"));
   }
 }
 

@@ -245,6 +245,15 @@ void LockWaiters::Cancel(uint64_t client_id) {
   for (uint64_t seq : seqs) End(seq, {}, false);
 }
 
+void LockWaiters::Unblock(uint64_t client_id, std::string_view error) {
+  auto c = by_client_.find(client_id);
+  if (c == by_client_.end()) return;             // served or timed out meanwhile
+  const std::vector<uint64_t> seqs = c->second;  // End() changes it
+  // A client waiting on several keys has a waiter on each, sharing one reply: the first End()
+  // finishes it, the others' Finish() does nothing.
+  for (uint64_t seq : seqs) End(seq, std::string(error), error.empty());
+}
+
 void LockWaiters::Withdraw(uint64_t client_id, const void* group) {
   auto c = by_client_.find(client_id);
   if (c == by_client_.end()) return;

@@ -98,6 +98,9 @@ class LockWaiters {
   void HandOver(int db, std::string_view key);
   // The connection `client_id` closed: its waiters leave their queues.
   void Cancel(uint64_t client_id);
+  // CLIENT UNBLOCK: the waiters of `client_id` end now, each with its timeout's reply, or with
+  // `error` (a whole RESP error line) when it is not empty.
+  void Unblock(uint64_t client_id, std::string_view error);
   // The waiters of `client_id` that belong to `group` leave their queues (their wait was ended
   // through another of the group's waiters: their reply is not finished again).
   void Withdraw(uint64_t client_id, const void* group);

@@ -265,6 +265,28 @@ TEST_F(LockWaitersTest, ACancelledWaiterLeavesAtOnceAndTheNextGetsTheLock) {
   EXPECT_EQ(Owner("k"), "c2");
 }
 
+TEST_F(LockWaitersTest, UnblockEndsAWaitWithItsTimeoutReplyOrTheErrorAndTheNextGetsTheLock) {
+  Take("k", "holder", 10'000);
+  auto a = Wait("k", 1), b = Wait("k", 2, 5'000), c = Wait("k", 3);
+  waiters.Unblock(2, "");  // TIMEOUT: the reply its timer would have given
+  ASSERT_TRUE(b->finished);
+  EXPECT_EQ(b->reply, "$-1\r\n");
+  waiters.Unblock(1, "-UNBLOCKED x\r\n");
+  ASSERT_TRUE(a->finished);
+  EXPECT_EQ(a->reply, "-UNBLOCKED x\r\n");
+  EXPECT_FALSE(a->undo);
+  EXPECT_EQ(waiters.Waiters(0, "k"), 1u);
+  waiters.Unblock(1, "");  // a late duplicate is a no-op
+  EXPECT_EQ(a->finishes, 1);
+  AdvanceTo(now + 5'000);  // b's timer is stale
+  EXPECT_EQ(b->finishes, 1);
+  EXPECT_FALSE(c->finished);
+  ASSERT_EQ(*db().LockRelease("k", "holder", now), 0);
+  Settle();
+  EXPECT_TRUE(c->finished);
+  EXPECT_EQ(Owner("k"), "c3");
+}
+
 TEST_F(LockWaitersTest, CancellingTheHeadOfAFreeLockServesTheNext) {
   Take("k", "holder", 10'000);
   auto a = Wait("k", 1), b = Wait("k", 2);
@@ -597,6 +619,20 @@ TEST_F(SeveralKeysTest, CancelAndTimeoutEndEveryKeysWait) {
   EXPECT_EQ(h.out->finishes, 1);
   EXPECT_EQ(h.out->reply, "*-1\r\n");
   EXPECT_FALSE(waiters.HasWaiters(0, "a") || waiters.HasWaiters(0, "b"));
+}
+
+TEST_F(SeveralKeysTest, UnblockEndsEveryKeysWaitOnce) {
+  Group g;
+  WaitIn(&g, "a", 1, true);
+  WaitIn(&g, "b", 1, false);
+  waiters.Unblock(1, "");
+  EXPECT_EQ(g.out->finishes, 1);
+  EXPECT_EQ(g.out->reply, "*-1\r\n");
+  EXPECT_EQ(waiters.size(), 0u);
+  EXPECT_FALSE(waiters.HasWaiters(0, "a") || waiters.HasWaiters(0, "b"));
+  Push("a", {"x"});  // nobody takes it
+  Settle();
+  EXPECT_EQ(*db().ListLen("a", now), 1);
 }
 
 TEST_F(SeveralKeysTest, AKeyOfAnotherTypeKeepsItsWaiter) {
