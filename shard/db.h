@@ -276,6 +276,27 @@ class Db {
                                                          const std::vector<BitFieldOp>& ops,
                                                          int64_t now_ms);
 
+  // --- HyperLogLog (PFADD PFCOUNT PFMERGE PFDEBUG; db_hll.cc) ---
+  // String values in Redis's HLL format (shard/types/hyperloglog.h). Every call: kWrongType for
+  // another type, kNotHll for a string that is not an HLL, kCorruptHll for a sparse one whose
+  // runs are damaged (nothing is changed then).
+  // PFADD: creates the key if missing; 1 if it was created or a register grew (the cached count
+  // goes stale), else 0.
+  OpResult<int> PfAdd(std::string_view key, const std::string_view* elements, size_t n,
+                      int64_t now_ms);
+  // PFCOUNT of one key: 0 if missing; the cached count, else the estimate, which is then cached
+  // (a change of the value, as in Redis).
+  OpResult<int64_t> PfCount(std::string_view key, int64_t now_ms);
+  // Raises regs[i] (hll::kRegisters) to the key's registers; nothing for a missing key. Sets
+  // *dense when the value is dense.
+  OpStatus PfMaxInto(std::string_view key, int64_t now_ms, uint8_t* regs, bool* dense);
+  // PFMERGE's write: the key (created if missing, dense first if `dense`) gets every register
+  // raised to regs[i], and its cached count goes stale. Checked with PfMaxInto before.
+  OpStatus PfStore(std::string_view key, const uint8_t* regs, bool dense, int64_t now_ms);
+  // PFDEBUG: the value (made dense when `to_dense`; *converted says whether it was sparse).
+  OpResult<std::string> PfDebugValue(std::string_view key, bool to_dense, bool* converted,
+                                     int64_t now_ms);
+
   // --- compare-and-set (DELEX, DELIFEQ, DIGEST; SET's IF* conditions are in SetOptions) ---
   // DELEX / DELIFEQ: true if the key was deleted. kNone deletes a key of any type (DEL of one
   // key). kIfEq..kIfDne delete only a string whose value meets the condition (kWrongType for a

@@ -102,6 +102,10 @@ std::string_view ForStatus(shard::OpStatus s) {
       return kHashNotFloat;
     case OpStatus::kScoreNaN:
       return kZScoreNaN;
+    case OpStatus::kNotHll:
+      return kNotHll;
+    case OpStatus::kCorruptHll:
+      return kCorruptHll;
   }
   return "ERR internal error";
 }

@@ -256,6 +256,20 @@ inline constexpr std::string_view kBgSaveInProgress = "ERR Background save alrea
 inline constexpr std::string_view kUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 inline constexpr std::string_view kUnblockReason =
     "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
+// --- HyperLogLog ---
+// A string that is not an HLL (Redis's isHLLObjectOrReply), and one whose sparse runs are damaged.
+inline constexpr std::string_view kNotHll =
+    "WRONGTYPE Key is not a valid HyperLogLog string value.";
+inline constexpr std::string_view kCorruptHll = "INVALIDOBJ Corrupted HLL object detected";
+// PFDEBUG and PFSELFTEST (Redis's texts).
+inline constexpr std::string_view kPfDebugNoKey = "ERR The specified key does not exist";
+inline constexpr std::string_view kPfDebugNotSparse = "ERR HLL encoding is not sparse";
+inline std::string PfDebugUnknown(std::string_view sub) {
+  return "ERR Unknown PFDEBUG subcommand '" + std::string(sub) + "'";
+}
+inline std::string PfSelfTestFailed(std::string_view what) {
+  return "TESTFAILED " + std::string(what);
+}
 // A write (or PING) while the journal cannot be written (server/cmdtable/journal_health.h), and a
 // reply whose journal write failed: "MISCONF Errors writing to the AOF file: No space left on
 // device".

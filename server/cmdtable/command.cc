@@ -40,6 +40,7 @@ CommandTable::CommandTable() {
   RegisterListCommands(this);
   RegisterSetCommands(this);
   RegisterBitmapCommands(this);
+  RegisterHllCommands(this);
   RegisterMPopCommands(this);
   RegisterLockCommands(this);
   RegisterNativeLockCommands(this);

@@ -249,7 +249,9 @@ void RegisterZSetCommands(CommandTable* t);
 void RegisterZSetAlgebraCommands(CommandTable* t);  // ZUNION ZINTER ZDIFF (and *STORE), ZINTERCARD
 void RegisterListCommands(CommandTable* t);
 void RegisterSetCommands(CommandTable* t);
-void RegisterBitmapCommands(CommandTable* t);  // server/collections/cmd_bitmap.cc
+void RegisterBitmapCommands(CommandTable* t);
+void RegisterHllCommands(
+    CommandTable* t);  // server/collections/cmd_hll.cc  // server/collections/cmd_bitmap.cc
 void RegisterMPopCommands(CommandTable* t);    // LMPOP ZMPOP BLMPOP BZMPOP, collections/cmd_mpop.cc
 void RegisterLockCommands(CommandTable* t);
 void RegisterNativeLockCommands(CommandTable* t);
