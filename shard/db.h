@@ -223,6 +223,23 @@ class Db {
   OpResult<int64_t> StrLen(std::string_view key, int64_t now_ms);  // 0 when missing
   // Redis GETRANGE semantics (negative indexes from the end); "" when missing.
   OpResult<std::string> GetRange(std::string_view key, int64_t start, int64_t end, int64_t now_ms);
+  // LCS: the longest common subsequence of two values, by the plain dynamic program over a table
+  // of (a.size() + 1) * (b.size() + 1) 32-bit lengths (the caller bounds it: LcsTableBytes).
+  // With `walk`, the subsequence itself and its matching ranges (byte offsets in a and b, both
+  // ends included) are found walking the table back from the end, as Redis does, so the ranges
+  // come last first; those shorter than min_match_len are left out.
+  struct LcsMatch {
+    uint32_t a_start, a_end, b_start, b_end;
+  };
+  struct LcsResult {
+    uint32_t len = 0;
+    std::string lcs;
+    std::vector<LcsMatch> matches;
+  };
+  static LcsResult Lcs(std::string_view a, std::string_view b, bool walk, int64_t min_match_len);
+  static uint64_t LcsTableBytes(std::string_view a, std::string_view b) {
+    return (uint64_t{a.size()} + 1) * (uint64_t{b.size()} + 1) * sizeof(uint32_t);
+  }
   // New length. offset < 0 is rejected by the caller; kStringTooLong when offset+len is too big.
   OpResult<int64_t> SetRange(std::string_view key, int64_t offset, std::string_view value,
                              int64_t now_ms, int64_t max_string_len);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "shard/base/numeric.h"
 #include "shard/db.h"
@@ -281,6 +282,55 @@ OpResult<std::string> Db::GetRange(std::string_view key, int64_t start, int64_t 
   if (end >= len) end = len - 1;
   if (len == 0 || start > end) return std::string();
   return std::string(s.substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
+}
+
+Db::LcsResult Db::Lcs(std::string_view a, std::string_view b, bool walk, int64_t min_match_len) {
+  const size_t alen = a.size(), blen = b.size();
+  const size_t w = blen + 1;
+  std::vector<uint32_t> t((alen + 1) * w, 0);  // t[i * w + j]: LCS of a[0, i) and b[0, j)
+  for (size_t i = 1; i <= alen; i++) {
+    for (size_t j = 1; j <= blen; j++) {
+      t[i * w + j] = a[i - 1] == b[j - 1] ? t[(i - 1) * w + j - 1] + 1
+                                          : std::max(t[(i - 1) * w + j], t[i * w + j - 1]);
+    }
+  }
+  LcsResult r;
+  r.len = t[alen * w + blen];
+  if (!walk) return r;
+  r.lcs.assign(r.len, '\0');
+  size_t k = r.len;
+  size_t i = alen, j = blen;
+  bool in_range = false;
+  LcsMatch cur{};
+  auto emit = [&] {
+    const uint64_t n = uint64_t{cur.a_end} - cur.a_start + 1;
+    if (min_match_len == 0 || n >= static_cast<uint64_t>(min_match_len)) r.matches.push_back(cur);
+    in_range = false;
+  };
+  while (i > 0 && j > 0) {
+    if (a[i - 1] == b[j - 1]) {
+      r.lcs[--k] = a[i - 1];
+      if (!in_range) {
+        cur = {static_cast<uint32_t>(i - 1), static_cast<uint32_t>(i - 1),
+               static_cast<uint32_t>(j - 1), static_cast<uint32_t>(j - 1)};
+        in_range = true;
+      } else {
+        cur.a_start--;  // consecutive matches extend the range backwards
+        cur.b_start--;
+      }
+      i--;
+      j--;
+      if (cur.a_start == 0 || cur.b_start == 0) emit();
+    } else {
+      if (t[(i - 1) * w + j] > t[i * w + j - 1]) {
+        i--;
+      } else {
+        j--;
+      }
+      if (in_range) emit();
+    }
+  }
+  return r;
 }
 
 OpResult<int64_t> Db::SetRange(std::string_view key, int64_t offset, std::string_view value,

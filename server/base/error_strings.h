@@ -138,6 +138,17 @@ inline constexpr std::string_view kZRandCountRange =
 inline constexpr int64_t kMaxRandPicks = 16777216;
 // ZRANDMEMBER / HRANDFIELD with a count past LONG_MAX / 2 and WITHSCORES / WITHVALUES.
 inline constexpr std::string_view kValueOutOfRange = "ERR value is out of range";
+// LCS.
+inline constexpr std::string_view kLcsNotStrings =
+    "ERR The specified keys must contain string values";
+inline constexpr std::string_view kLcsIdxAndLen =
+    "ERR If you want both the length and indexes, please just use IDX.";
+// deadbolt's bound on LCS's table of lengths, which Redis allocates whatever its size.
+inline constexpr std::string_view kLcsTooBig =
+    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+// getIntFromObjectOrReply past an int (MOVE's db).
+inline constexpr std::string_view kIntRange =
+    "ERR value is out of range, value must between -2147483648 and 2147483647";
 inline constexpr std::string_view kRandPicksRange =
     "ERR value is out of range, value must between -16777216 and 9223372036854775807";
 // "ERR at least 1 input key is needed for 'zunionstore' command"

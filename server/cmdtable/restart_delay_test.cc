@@ -231,7 +231,9 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       "smove", "sinterstore", "sunionstore", "sdiffstore", "blmove", "brpoplpush", "setbit",
       "bitop", "bitfield", "zdiffstore",
       // HyperLogLogs (PFDEBUG is denyoom in Redis; it never creates).
-      "pfadd", "pfmerge", "pfdebug"};
+      "pfadd", "pfmerge", "pfdebug",
+      // MOVE creates the key in the other database.
+      "move"};
   // Writes that only change or remove keys that exist (or send messages).
   const std::set<std::string> writes_that_never_create = {"del",
                                                           "unlink",

@@ -1,5 +1,6 @@
 // Keyspace commands: DEL UNLINK EXISTS TOUCH TYPE EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL
-// EXPIRETIME PEXPIRETIME PERSIST KEYS SCAN RANDOMKEY DBSIZE FLUSHDB FLUSHALL.
+// EXPIRETIME PEXPIRETIME PERSIST KEYS SCAN RANDOMKEY DBSIZE FLUSHDB FLUSHALL RENAME RENAMENX COPY
+// MOVE.
 
 #include <bit>
 #include <charconv>
@@ -485,6 +486,10 @@ bool ParseCopyArgs(CmdArgs args, int databases, ReplyBuilder& rb, MoveArgs* out)
         rb.Error(errors::kNotInteger);
         return false;
       }
+      if (db < INT32_MIN || db > INT32_MAX) {
+        rb.Error(errors::kIntRange);
+        return false;
+      }
       if (db < 0 || db >= databases) {
         rb.Error(errors::kDbIndexOutOfRange);
         return false;
@@ -588,6 +593,35 @@ void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       [st](ReplyBuilder& rb) { ReplyMove(kind, st->snap.has_value(), st->done, rb); });
 }
 
+// MOVE key db: the key and its TTL to another database. A key's shard does not depend on its
+// database, so both sides are here: one step. 0 when the key is missing or db already has it.
+void MoveToDb(CmdArgs args, ShardCtx& ctx) {
+  int64_t db;
+  if (!StringToInt64(args[2], &db)) {
+    ctx.rb.Error(errors::kNotInteger);
+    return;
+  }
+  if (db < INT32_MIN || db > INT32_MAX) {
+    ctx.rb.Error(errors::kIntRange);
+    return;
+  }
+  if (db < 0 || db >= ctx.config.databases) {
+    ctx.rb.Error(errors::kDbIndexOutOfRange);
+    return;
+  }
+  if (db == ctx.db_index) {
+    ctx.rb.Error(errors::kCopySameObject);
+    return;
+  }
+  std::optional<shard::KeySnapshot> snap = ctx.db.Snapshot(args[1], ctx.now_ms);
+  if (!snap || !ctx.shard.db(static_cast<int>(db)).Restore(args[1], *snap, false, ctx.now_ms)) {
+    ctx.rb.Integer(0);
+    return;
+  }
+  ctx.db.Del(args[1], ctx.now_ms);
+  ctx.rb.Integer(1);
+}
+
 CommandSpec TwoKeys(std::string name, int arity, uint32_t flags, ConnHandler h,
                     ShardHandler one_shard, std::vector<std::string> acl) {
   return MultiKeyCommand(std::move(name), arity, flags, h, one_shard, std::move(acl), 1, 2, 1);
@@ -601,6 +635,7 @@ void RegisterKeyCommands(CommandTable* t) {
                  MoveOnShard<MoveKind::kRename>, {"@keyspace", "@write", "@slow"}));
   t->Add(TwoKeys("renamenx", 3, kWrite | kFast | kMayCreate, Move<MoveKind::kRenameNx>,
                  MoveOnShard<MoveKind::kRenameNx>, {"@keyspace", "@write", "@fast"}));
+  t->Add(Key1("move", 3, kWrite | kFast | kMayCreate, MoveToDb, {"@keyspace", "@write", "@fast"}));
   t->Add(TwoKeys("copy", -3, kWrite | kDenyOom, Move<MoveKind::kCopy>, MoveOnShard<MoveKind::kCopy>,
                  {"@keyspace", "@write", "@slow"}));
   const std::vector<std::string> kReadFast = {"@keyspace", "@read", "@fast"};

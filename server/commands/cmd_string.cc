@@ -1,5 +1,5 @@
 // String commands: GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET MSETNX APPEND STRLEN
-// GETRANGE (and its old name SUBSTR) SETRANGE INCR INCRBY DECR DECRBY INCRBYFLOAT.
+// GETRANGE (and its old name SUBSTR) SETRANGE INCR INCRBY DECR DECRBY INCRBYFLOAT LCS.
 
 #include <cstdint>
 #include <memory>
@@ -533,6 +533,123 @@ void MSetNx(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
                      [st](ReplyBuilder& rb) { rb.Integer(st->AnyExists() ? 0 : 1); });
 }
 
+// --- LCS ---
+
+struct LcsOptions {
+  bool idx = false, len = false, with_match_len = false;
+  int64_t min_match_len = 0;
+  std::string error;  // an option's error, answered after the keys' types as Redis checks them
+};
+
+LcsOptions ParseLcsOptions(CmdArgs args) {
+  LcsOptions o;
+  for (size_t j = 3; j < args.size(); j++) {
+    if (OptionIs(args[j], "idx")) {
+      o.idx = true;
+    } else if (OptionIs(args[j], "len")) {
+      o.len = true;
+    } else if (OptionIs(args[j], "withmatchlen")) {
+      o.with_match_len = true;
+    } else if (OptionIs(args[j], "minmatchlen") && j + 1 < args.size()) {
+      if (!StringToInt64(args[++j], &o.min_match_len)) {
+        o.error = errors::kNotInteger;
+        return o;
+      }
+      o.min_match_len = std::max<int64_t>(o.min_match_len, 0);
+    } else {
+      o.error = errors::kSyntax;
+      return o;
+    }
+  }
+  if (o.idx && o.len) o.error = errors::kLcsIdxAndLen;
+  return o;
+}
+
+// The reply once both values are known (a missing key reads as ""). The table is bounded by
+// proto-max-bulk-len: deadbolt's limit, where Redis allocates whatever it is asked for.
+void ReplyLcs(std::string_view a, std::string_view b, const LcsOptions& o, int64_t max_table_bytes,
+              ReplyBuilder& rb) {
+  if (!o.error.empty()) {
+    rb.Error(o.error);
+    return;
+  }
+  if (shard::Db::LcsTableBytes(a, b) > static_cast<uint64_t>(max_table_bytes)) {
+    rb.Error(errors::kLcsTooBig);
+    return;
+  }
+  const shard::Db::LcsResult r = shard::Db::Lcs(a, b, o.idx || !o.len, o.min_match_len);
+  if (o.len) {
+    rb.Integer(r.len);
+  } else if (!o.idx) {
+    rb.Bulk(r.lcs);
+  } else {
+    rb.MapHeader(2);
+    rb.Bulk("matches");
+    rb.ArrayHeader(r.matches.size());
+    for (const shard::Db::LcsMatch& m : r.matches) {
+      rb.ArrayHeader(o.with_match_len ? 3 : 2);
+      rb.ArrayHeader(2);
+      rb.Integer(m.a_start);
+      rb.Integer(m.a_end);
+      rb.ArrayHeader(2);
+      rb.Integer(m.b_start);
+      rb.Integer(m.b_end);
+      if (o.with_match_len) rb.Integer(int64_t{m.a_end} - m.a_start + 1);
+    }
+    rb.Bulk("len");
+    rb.Integer(r.len);
+  }
+}
+
+void LcsOnShard(CmdArgs args, ShardCtx& ctx) {
+  auto a = ctx.db.Get(args[1], ctx.now_ms);
+  auto b = ctx.db.Get(args[2], ctx.now_ms);
+  if (a.status() == shard::OpStatus::kWrongType || b.status() == shard::OpStatus::kWrongType) {
+    ctx.rb.Error(errors::kLcsNotStrings);
+    return;
+  }
+  // Views into the table: LCS changes nothing while it runs.
+  ReplyLcs(a.ok() ? *a : std::string_view(), b.ok() ? *b : std::string_view(),
+           ParseLcsOptions(args), ctx.config.proto_max_bulk_len, ctx.rb);
+}
+
+// The two keys on two shards: each copies its value out under the locks; the LCS is computed here.
+void Lcs(CmdArgs args, Connection& conn, ReplyBuilder&) {
+  const Server& server = conn.reactor().server();
+  struct State {
+    std::string keys[2];
+    int shard[2];
+    std::string value[2];  // value[i] written only by shard[i]
+    bool wrong[2] = {false, false};
+    LcsOptions options;
+    int64_t max_table_bytes;
+  };
+  auto st = std::make_shared<State>();
+  for (int i = 0; i < 2; i++) {
+    st->keys[i] = std::string(args[1 + i]);
+    st->shard[i] = server.ShardOf(args[1 + i]);
+  }
+  st->options = ParseLcsOptions(args);
+  st->max_table_bytes = conn.reactor().config().proto_max_bulk_len;
+  conn.FanOut(
+      {std::min(st->shard[0], st->shard[1]), std::max(st->shard[0], st->shard[1])},
+      [st](ShardCtx& ctx) {
+        for (int i = 0; i < 2; i++) {
+          if (st->shard[i] != ctx.shard.index()) continue;
+          auto v = ctx.db.Get(st->keys[i], ctx.now_ms);
+          st->wrong[i] = v.status() == shard::OpStatus::kWrongType;
+          if (v.ok()) st->value[i] = std::string(*v);
+        }
+      },
+      [st](ReplyBuilder& rb) {
+        if (st->wrong[0] || st->wrong[1]) {
+          rb.Error(errors::kLcsNotStrings);
+          return;
+        }
+        ReplyLcs(st->value[0], st->value[1], st->options, st->max_table_bytes, rb);
+      });
+}
+
 CommandSpec MultiKey(std::string name, int arity, uint32_t flags, int step, ConnHandler h,
                      ShardHandler one_shard, std::vector<std::string> acl) {
   return MultiKeyCommand(std::move(name), arity, flags, h, one_shard, std::move(acl), 1, -1, step);
@@ -560,6 +677,7 @@ void RegisterStringCommands(CommandTable* t) {
   t->Add(Key1("strlen", 2, kReadOnly | kFast, StrLen, kReadFast));
   t->Add(Key1("getrange", 4, kReadOnly, GetRange, kReadSlow));
   t->Add(Key1("substr", 4, kReadOnly, GetRange, kReadSlow));  // GETRANGE's old name
+  t->Add(MultiKeyCommand("lcs", -3, kReadOnly, Lcs, LcsOnShard, kReadSlow, 1, 2, 1));
   t->Add(Key1("setrange", 4, kWrite | kDenyOom, SetRange, kWriteSlow));
   t->Add(Key1("incr", 2, kWrite | kDenyOom | kFast, Incr, kWriteFast));
   t->Add(Key1("decr", 2, kWrite | kDenyOom | kFast, Decr, kWriteFast));

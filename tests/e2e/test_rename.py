@@ -1,4 +1,4 @@
-"""RENAME, RENAMENX and COPY, with source and destination on the same shard and on different
+"""RENAME, RENAMENX, COPY and MOVE, with source and destination on the same shard and on different
 shards (the server runs with --threads 2; slots 0-8191 are shard 0, the rest shard 1).
 
 Checked against redis-server first: DEADBOLT_AGAINST_REDIS=1 /usr/bin/python3 tests/e2e/test_rename.py
@@ -14,6 +14,7 @@ from slots import on_shard, shard_of  # noqa: E402
 
 NO_SUCH_KEY = b"-ERR no such key\r\n"
 SAME_OBJECT = b"-ERR source and destination objects are the same\r\n"
+INT_RANGE = b"-ERR value is out of range, value must between -2147483648 and 2147483647\r\n"
 
 
 def setUpModule():
@@ -111,6 +112,7 @@ class RenameTest(harness.ServerTestCase):
         self.assertReply(SAME_OBJECT, "COPY", k, k)
         self.assertReply(b"-ERR syntax error\r\n", "COPY", k, "x", "BOGUS")
         self.assertReply(b"-ERR DB index is out of range\r\n", "COPY", k, "x", "DB", "99999")
+        self.assertReply(INT_RANGE, "COPY", k, "x", "DB", "99999999999")
         self.assertReply(integer(1), "COPY", k, k, "DB", "1")
         c = self.conn()
         self.assertReply(OK, "SELECT", "1", c=c)
@@ -121,6 +123,58 @@ class RenameTest(harness.ServerTestCase):
         self.assertReply(bulk("v"), "GET", other, c=c)
         self.assertReply(OK, "SELECT", "0", c=c)
         self.assertReply(NIL, "GET", other, c=c)
+
+
+class MoveTest(harness.ServerTestCase):
+    """MOVE key db: the value and its TTL to another database, on either shard."""
+
+    def setUp(self):
+        super().setUp()
+        self.assertReply(OK, "FLUSHALL")
+
+    def test_moves_value_and_ttl_and_never_overwrites(self):
+        other = self.conn()
+        self.assertReply(OK, "SELECT", "3", c=other)
+        for k in (on_shard(0, "mv"), on_shard(1, "mv")):
+            self.assertReply(OK, "SET", k, "v", "PX", "100000")
+            self.assertReply(integer(1), "MOVE", k, "3")
+            self.assertReply(integer(0), "EXISTS", k)
+            self.assertReply(bulk("v"), "GET", k, c=other)
+            self.assertTTL(k, 98000, 100000, c=other, cmd="PTTL")
+            self.assertReply(integer(0), "MOVE", k, "3")  # missing here
+            self.assertReply(OK, "SET", k, "mine")
+            self.assertReply(integer(0), "MOVE", k, "3")  # there already: nothing moves
+            self.assertReply(bulk("mine"), "GET", k)
+            self.assertReply(bulk("v"), "GET", k, c=other)
+            self.assertReply(integer(2), "RPUSH", "l" + k, "a", "b")
+            self.assertReply(integer(1), "MOVE", "l" + k, "3")
+            self.assertReply(array(bulk("a"), bulk("b")), "LRANGE", "l" + k, "0", "-1", c=other)
+
+    def test_a_moved_lock_keeps_its_owner_and_fencing_token(self):
+        k = on_shard(1, "mvlock")
+        token = self.c.cmd("LOCK.ACQUIRE", k, "owner", "60000")
+        if token.startswith(b"-ERR unknown command"):
+            self.skipTest("LOCK.ACQUIRE is deadbolt's")
+        self.assertReply(integer(1), "MOVE", k, "5")
+        other = self.conn()
+        self.assertReply(OK, "SELECT", "5", c=other)
+        self.assertReply(bulk("owner"), "GET", k, c=other)
+        info = other.cmd("LOCK.INFO", k)
+        self.assertIn(token[1:-2], info)
+
+    def test_errors(self):
+        k = on_shard(0, "mv")
+        self.assertReply(OK, "SET", k, "v")
+        self.assertReplies([
+            (("MOVE", k, "0"), SAME_OBJECT),
+            (("MOVE", k, "16"), b"-ERR DB index is out of range\r\n"),
+            (("MOVE", k, "-1"), b"-ERR DB index is out of range\r\n"),
+            (("MOVE", k, "x"), b"-ERR value is not an integer or out of range\r\n"),
+            (("MOVE", k, "2147483648"), INT_RANGE),
+            (("MOVE", k), b"-ERR wrong number of arguments for 'move' command\r\n"),
+            (("MOVE", "missing", "0"), SAME_OBJECT),  # the db is checked first
+            (("GET", k), bulk("v")),
+        ])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """String commands: GET, SET and every option, SETNX/SETEX/PSETEX, GETSET/GETDEL/GETEX,
-MGET/MSET/MSETNX, APPEND/STRLEN/GETRANGE/SETRANGE, INCR family and INCRBYFLOAT.
+MGET/MSET/MSETNX, APPEND/STRLEN/GETRANGE/SETRANGE, INCR family and INCRBYFLOAT, LCS.
 
 Every expected reply is the exact byte string Redis 7.0 sends."""
 
@@ -9,8 +9,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import (NIL, NOT_FLOAT, NOT_INTEGER, OK, SYNTAX, WRONGTYPE, bulk,  # noqa: E402
-                     integer, wrong_args)
+from harness import (NIL, NOT_FLOAT, NOT_INTEGER, OK, SYNTAX, WRONGTYPE, array,  # noqa: E402
+                     bulk, integer, wrong_args)
+from slots import on_shard  # noqa: E402
 
 
 def setUpModule():
@@ -456,6 +457,61 @@ class StringOpsTest(StringTestCase):
         self.assertReply(integer(3), "SETRANGE", "t", "0", "x")
         self.assertTTL("t", 99, 100)
         self.assertReply(bulk("xbc"), "GET", "t")
+
+
+class LcsTest(StringTestCase):
+    """LCS: the subsequence, its length, and the matching ranges as Redis 7.0 gives them, with the
+    two keys on one shard and on two."""
+
+    def test_replies(self):
+        for a, b in (("{k}a", "{k}b"), (on_shard(0, "lcs"), on_shard(1, "lcs"))):
+            self.assertReply(OK, "SET", a, "ohmytext")
+            self.assertReply(OK, "SET", b, "mynewtext")
+
+            def m(a0, a1, b0, b1, *n):
+                return array(array(integer(a0), integer(a1)), array(integer(b0), integer(b1)),
+                             *[integer(x) for x in n])
+            self.assertReplies([
+                (("LCS", a, b), bulk("mytext")),
+                (("LCS", a, b, "LEN"), integer(6)),
+                (("LCS", a, b, "IDX"), array(bulk("matches"), array(m(4, 7, 5, 8), m(2, 3, 0, 1)),
+                                             bulk("len"), integer(6))),
+                (("LCS", a, b, "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN"),
+                 array(bulk("matches"), array(m(4, 7, 5, 8, 4)), bulk("len"), integer(6))),
+                (("LCS", a, "missing"), bulk("")),
+                (("LCS", a, "missing", "IDX"),
+                 array(bulk("matches"), array(), bulk("len"), integer(0))),
+            ])
+
+    def test_errors_keys_first(self):
+        self.c.cmd("SET", "{k}a", "x")
+        self.c.cmd("RPUSH", "{k}l", "x")
+        self.c.cmd("RPUSH", on_shard(1, "lcsl"), "x")
+        not_strings = b"-ERR The specified keys must contain string values\r\n"
+        self.assertReplies([
+            (("LCS", "{k}a", "{k}l"), not_strings),
+            (("LCS", "{k}l", "{k}a", "BOGUS"), not_strings),  # the types before the options
+            (("LCS", on_shard(0, "lcs"), on_shard(1, "lcsl")), not_strings),
+            (("LCS", "{k}a", "{k}a", "BOGUS"), SYNTAX),
+            (("LCS", "{k}a", "{k}a", "MINMATCHLEN"), SYNTAX),
+            (("LCS", "{k}a", "{k}a", "MINMATCHLEN", "x"), NOT_INTEGER),
+            (("LCS", "{k}a", "{k}a", "LEN", "IDX"),
+             b"-ERR If you want both the length and indexes, please just use IDX.\r\n"),
+            (("LCS", "{k}a"), wrong_args("lcs")),
+        ])
+
+    def test_the_table_is_bounded_by_proto_max_bulk_len(self):
+        if harness.AGAINST_REDIS:
+            self.skipTest("deadbolt's own bound")
+        self.c.cmd("SET", "{k}a", "a" * 2000)
+        self.c.cmd("SET", "{k}b", "b" * 2000)
+        self.assertReply(OK, "CONFIG", "SET", "proto-max-bulk-len", "1mb")
+        try:
+            self.assertReply(b"-ERR Insufficient memory, transient memory for LCS exceeds "
+                             b"proto-max-bulk-len\r\n", "LCS", "{k}a", "{k}b")
+        finally:
+            self.assertReply(OK, "CONFIG", "SET", "proto-max-bulk-len", "512mb")
+        self.assertReply(integer(0), "LCS", "{k}a", "{k}b", "LEN")
 
 
 class CounterTest(StringTestCase):
