@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "shard/base/test_util.h"
 #include "shard/db.h"
@@ -481,4 +482,23 @@ TEST_F(DbStringTest, IncrByFloatKeepsTtl) {
 }
 
 }  // namespace
+TEST(DbLcsTest, SubsequenceLengthAndRangesLastFirst) {
+  Db::LcsResult r = Db::Lcs("ohmytext", "mynewtext", true, 0);
+  EXPECT_EQ(r.lcs, "mytext");
+  EXPECT_EQ(r.len, 6u);
+  ASSERT_EQ(r.matches.size(), 2u);
+  EXPECT_EQ((std::vector<uint32_t>{r.matches[0].a_start, r.matches[0].a_end, r.matches[0].b_start,
+                                   r.matches[0].b_end}),
+            (std::vector<uint32_t>{4, 7, 5, 8}));
+  EXPECT_EQ((std::vector<uint32_t>{r.matches[1].a_start, r.matches[1].a_end, r.matches[1].b_start,
+                                   r.matches[1].b_end}),
+            (std::vector<uint32_t>{2, 3, 0, 1}));
+  EXPECT_EQ(Db::Lcs("ohmytext", "mynewtext", true, 3).matches.size(), 1u);  // "text" only
+  Db::LcsResult len_only = Db::Lcs("ohmytext", "mynewtext", false, 0);
+  EXPECT_EQ(len_only.len, 6u);
+  EXPECT_TRUE(len_only.lcs.empty());
+  EXPECT_EQ(Db::Lcs("", "abc", true, 0).len, 0u);
+  EXPECT_EQ(Db::LcsTableBytes("ab", "abc"), 3u * 4u * 4u);
+}
+
 }  // namespace deadbolt::shard
