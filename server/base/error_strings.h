@@ -146,6 +146,9 @@ inline constexpr std::string_view kLcsIdxAndLen =
 // deadbolt's bound on LCS's table of lengths, which Redis allocates whatever its size.
 inline constexpr std::string_view kLcsTooBig =
     "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+// GEODIST and the geo searches' unit.
+inline constexpr std::string_view kGeoUnit =
+    "ERR unsupported unit provided. please use M, KM, FT, MI";
 // getIntFromObjectOrReply past an int (MOVE's db).
 inline constexpr std::string_view kIntRange =
     "ERR value is out of range, value must between -2147483648 and 2147483647";

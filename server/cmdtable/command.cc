@@ -41,6 +41,7 @@ CommandTable::CommandTable() {
   RegisterSetCommands(this);
   RegisterBitmapCommands(this);
   RegisterHllCommands(this);
+  RegisterGeoCommands(this);
   RegisterMPopCommands(this);
   RegisterLockCommands(this);
   RegisterNativeLockCommands(this);

@@ -98,6 +98,9 @@ enum CommandFlag : uint32_t {
 // arguments are malformed (the handler then replies the error).
 using KeyRangeFn = bool (*)(CmdArgs args, int* first, int* last);
 
+// For a command with one key an option names (GEORADIUS ... STORE key): its index, or 0.
+using ExtraKeyFn = int (*)(CmdArgs args);
+
 // For a blocking command: whether this call may wait in the server (LOCK.ACQUIRE with WAIT).
 using BlocksFn = bool (*)(CmdArgs args);
 
@@ -120,6 +123,8 @@ struct CommandSpec {
   KeyRangeFn key_range = nullptr;
   // An argument inside key_range's range that is not a key (ZUNIONSTORE's numkeys), or 0.
   int key_range_gap = 0;
+  // A key beyond first_key..last_key that an option names (GEORADIUS's STORE), found per call.
+  ExtraKeyFn extra_key = nullptr;
   // A blocking command (flag kBlocking) has a shard_handler and this. A call for which it says
   // true gets a ShardCtx::block, and if it waits (or runs on another shard) the connection runs
   // none of its later commands until it has replied.
@@ -138,6 +143,8 @@ struct CommandSpec {
   uint32_t stats_slot = 0;
 
   bool has_keys() const { return first_key > 0 || key_range != nullptr; }
+  // Redis's movablekeys: where the keys are depends on the call.
+  bool movable_keys() const { return key_range != nullptr || extra_key != nullptr; }
   bool ArityOk(size_t argc) const {
     return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
   }
@@ -155,6 +162,9 @@ struct CommandSpec {
     }
     for (int i = first; i <= last && i < static_cast<int>(args.size()); i += step) {
       if (i != key_range_gap || key_range == nullptr) f(i);
+    }
+    if (extra_key != nullptr) {
+      if (int k = extra_key(args); k > 0) f(k);
     }
   }
 };
@@ -249,9 +259,9 @@ void RegisterZSetCommands(CommandTable* t);
 void RegisterZSetAlgebraCommands(CommandTable* t);  // ZUNION ZINTER ZDIFF (and *STORE), ZINTERCARD
 void RegisterListCommands(CommandTable* t);
 void RegisterSetCommands(CommandTable* t);
-void RegisterBitmapCommands(CommandTable* t);
-void RegisterHllCommands(
-    CommandTable* t);  // server/collections/cmd_hll.cc  // server/collections/cmd_bitmap.cc
+void RegisterBitmapCommands(CommandTable* t);  // server/collections/cmd_bitmap.cc
+void RegisterHllCommands(CommandTable* t);     // server/collections/cmd_hll.cc
+void RegisterGeoCommands(CommandTable* t);     // server/collections/cmd_geo.cc
 void RegisterMPopCommands(CommandTable* t);    // LMPOP ZMPOP BLMPOP BZMPOP, collections/cmd_mpop.cc
 void RegisterLockCommands(CommandTable* t);
 void RegisterNativeLockCommands(CommandTable* t);

@@ -233,7 +233,9 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       // HyperLogLogs (PFDEBUG is denyoom in Redis; it never creates).
       "pfadd", "pfmerge", "pfdebug",
       // MOVE creates the key in the other database.
-      "move"};
+      "move",
+      // Geo: GEOADD, and the searches that may store.
+      "geoadd", "georadius", "georadiusbymember", "geosearchstore"};
   // Writes that only change or remove keys that exist (or send messages).
   const std::set<std::string> writes_that_never_create = {"del",
                                                           "unlink",

@@ -254,7 +254,7 @@ absl::AnyInvocable<void()> Carry(std::unique_ptr<Relay> r) {
 // script (it may publish), a command without keys or with computed key positions, a pub/sub or
 // admin command. (A call that blocks never joins a relay.)
 bool CanRunAhead(const CommandSpec* spec) {
-  return spec->first_key > 0 && !spec->key_range && !(spec->flags & (kPubSub | kAdmin));
+  return spec->first_key > 0 && !spec->movable_keys() && !(spec->flags & (kPubSub | kAdmin));
 }
 
 // Relays that came home, kept for the next ones of this reactor with their buffers' capacity

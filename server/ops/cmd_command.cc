@@ -39,13 +39,13 @@ void WriteFlags(const CommandSpec& s, ReplyBuilder& rb) {
       {kBlocking, "blocking"}, {kAllowBusy, "allow_busy"},
       {kNoMulti, "no_multi"},  {kNoMandatoryKeys, "no_mandatory_keys"},
   };
-  size_t n = s.key_range != nullptr ? 1 : 0;
+  size_t n = s.movable_keys() ? 1 : 0;
   for (auto& [f, name] : kNames) n += (s.flags & f) ? 1 : 0;
   rb.SetHeader(n);
   for (auto& [f, name] : kNames) {
     if (s.flags & f) rb.SimpleString(name);
   }
-  if (s.key_range != nullptr) rb.SimpleString("movablekeys");
+  if (s.movable_keys()) rb.SimpleString("movablekeys");
 }
 
 void WriteCommandInfo(const CommandSpec& s, ReplyBuilder& rb) {
