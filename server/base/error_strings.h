@@ -146,6 +146,11 @@ inline constexpr std::string_view kLcsIdxAndLen =
 // deadbolt's bound on LCS's table of lengths, which Redis allocates whatever its size.
 inline constexpr std::string_view kLcsTooBig =
     "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+// SORT's BY or GET pattern naming a key of another shard (deadbolt's own: those keys are found
+// while the command runs, so they must share the sorted key's shard).
+inline constexpr std::string_view kSortPatternElsewhere =
+    "ERR a SORT BY or GET pattern names a key on another shard: give the pattern the sorted key's "
+    "hash tag (SORT {t}list BY {t}weight_*)";
 // GEODIST and the geo searches' unit.
 inline constexpr std::string_view kGeoUnit =
     "ERR unsupported unit provided. please use M, KM, FT, MI";

@@ -235,7 +235,9 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       // MOVE creates the key in the other database.
       "move",
       // Geo: GEOADD, and the searches that may store.
-      "geoadd", "georadius", "georadiusbymember", "geosearchstore"};
+      "geoadd", "georadius", "georadiusbymember", "geosearchstore",
+      // SORT ... STORE.
+      "sort"};
   // Writes that only change or remove keys that exist (or send messages).
   const std::set<std::string> writes_that_never_create = {"del",
                                                           "unlink",
