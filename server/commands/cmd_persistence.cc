@@ -103,12 +103,9 @@ void WaitAof(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   }
 }
 
-// BGREWRITEAOF: every shard starts rewriting its journal in the background.
-void BgRewriteAof(CmdArgs, Connection& conn, ReplyBuilder& rb) {
-  if (!conn.reactor().config().appendonly) {
-    rb.Error(errors::kJournalOff);
-    return;
-  }
+// BGREWRITEAOF and BGSAVE: every shard starts rewriting its journal in the background; `reply`
+// is told whether every shard was already rewriting.
+void StartRewrites(Connection& conn, absl::AnyInvocable<void(ReplyBuilder&, bool all_busy)> reply) {
   auto refused = std::make_shared<std::vector<int>>(conn.reactor().server().num_shards(), 0);
   conn.FanOut(
       AllShards(conn.reactor().server()),
@@ -117,15 +114,25 @@ void BgRewriteAof(CmdArgs, Connection& conn, ReplyBuilder& rb) {
         std::string why;
         if (!r->journal()->StartRewrite(&why)) (*refused)[r->id()] = 1;
       },
-      [refused](ReplyBuilder& rb) {
+      [refused, reply = std::move(reply)](ReplyBuilder& rb) mutable {
         bool all_busy = true;
         for (int x : *refused) all_busy = all_busy && x;
-        if (all_busy) {
-          rb.Error(errors::kRewriteInProgress);
-        } else {
-          rb.SimpleString("Background append only file rewriting started");
-        }
+        reply(rb, all_busy);
       });
+}
+
+void BgRewriteAof(CmdArgs, Connection& conn, ReplyBuilder& rb) {
+  if (!conn.reactor().config().appendonly) {
+    rb.Error(errors::kJournalOff);
+    return;
+  }
+  StartRewrites(conn, [](ReplyBuilder& rb, bool all_busy) {
+    if (all_busy) {
+      rb.Error(errors::kRewriteInProgress);
+    } else {
+      rb.SimpleString("Background append only file rewriting started");
+    }
+  });
 }
 
 // SAVE: every shard rewrites its journal (or finishes the rewrite it is running), then syncs
@@ -194,25 +201,15 @@ void BgSave(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     rb.Error(errors::kJournalOffSave);
     return;
   }
-  auto refused = std::make_shared<std::vector<int>>(conn.reactor().server().num_shards(), 0);
-  conn.FanOut(
-      AllShards(conn.reactor().server()),
-      [refused](ShardCtx&) {
-        Reactor* r = Reactor::Current();
-        std::string why;
-        if (!r->journal()->StartRewrite(&why)) (*refused)[r->id()] = 1;
-      },
-      [refused, schedule](ReplyBuilder& rb) {
-        bool all_busy = true;
-        for (int x : *refused) all_busy = all_busy && x;
-        if (!all_busy) {
-          rb.SimpleString("Background saving started");
-        } else if (schedule) {
-          rb.SimpleString("Background saving scheduled");
-        } else {
-          rb.Error(errors::kBgSaveInProgress);
-        }
-      });
+  StartRewrites(conn, [schedule](ReplyBuilder& rb, bool all_busy) {
+    if (!all_busy) {
+      rb.SimpleString("Background saving started");
+    } else if (schedule) {
+      rb.SimpleString("Background saving scheduled");
+    } else {
+      rb.Error(errors::kBgSaveInProgress);
+    }
+  });
 }
 
 // LASTSAVE: the unix time of the last snapshot every shard has (Server::LastSave).
