@@ -147,23 +147,29 @@ void ReplyDistance(protocol::ReplyBuilder& rb, double meters) {
   rb.Bulk(std::string_view(buf, static_cast<size_t>(n)));
 }
 
-void GeoPos(CmdArgs args, ShardCtx& ctx) {
+// GEOPOS and GEOHASH: an array with fn's reply for each member's score (nullopt: missing).
+template <typename Fn>
+void ReplyPerMember(CmdArgs args, ShardCtx& ctx, Fn&& fn) {
   auto scores = ctx.db.ZMScore(args[1], args.subspan(2), ctx.now_ms);
   if (!scores.ok()) {
     ReplyStatus(ctx.rb, scores.status());
     return;
   }
   ctx.rb.ArrayHeader(args.size() - 2);
-  for (const std::optional<double>& s : *scores) {
+  for (const std::optional<double>& s : *scores) fn(s);
+}
+
+void GeoPos(CmdArgs args, ShardCtx& ctx) {
+  ReplyPerMember(args, ctx, [&](const std::optional<double>& s) {
     double lon, lat;
     if (!s || !geo::Decode(*s, &lon, &lat)) {
       ctx.rb.NullArray();
-      continue;
+      return;
     }
     ctx.rb.ArrayHeader(2);
     ReplyCoordinate(ctx.rb, lon);
     ReplyCoordinate(ctx.rb, lat);
-  }
+  });
 }
 
 void GeoDist(CmdArgs args, ShardCtx& ctx) {
@@ -193,20 +199,14 @@ void GeoDist(CmdArgs args, ShardCtx& ctx) {
 }
 
 void GeoHash(CmdArgs args, ShardCtx& ctx) {
-  auto scores = ctx.db.ZMScore(args[1], args.subspan(2), ctx.now_ms);
-  if (!scores.ok()) {
-    ReplyStatus(ctx.rb, scores.status());
-    return;
-  }
-  ctx.rb.ArrayHeader(args.size() - 2);
-  for (const std::optional<double>& s : *scores) {
+  ReplyPerMember(args, ctx, [&](const std::optional<double>& s) {
     std::string hash;
     if (!s || !geo::StandardHash(*s, &hash)) {
       ctx.rb.Null();
     } else {
       ctx.rb.Bulk(hash);
     }
-  }
+  });
 }
 
 // --- the searches ---
