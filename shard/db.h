@@ -392,6 +392,9 @@ class Db {
     int64_t idle_seconds;  // since the last access (modulo the clock's wrap, 18.2 hours)
   };
   std::optional<ObjectInfo> Object(std::string_view key, int64_t now_ms);
+  // RESTORE ... IDLETIME: the key's access clock set as if last accessed idle_seconds ago (at
+  // most the clock's wrap, 18.6 hours). Nothing for a missing key.
+  void SetIdle(std::string_view key, int64_t idle_seconds, int64_t now_ms);
   size_t Size() const;         // keys, including expired ones not yet removed
   size_t ExpiresSize() const;  // keys with a TTL
   void Flush();

@@ -13,6 +13,16 @@
 
 namespace deadbolt::shard {
 
+void Db::SetIdle(std::string_view key, int64_t idle_seconds, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->LookupNoTouch(key, now_ms, &hash);
+  if (!pos) return;
+  // The clock wraps after 2^16 units: longer idle times are the longest it can say.
+  constexpr int64_t kMaxIdleMs = (Entry::kClockPeriod - 1) * Entry::kClockUnitMs;
+  const int64_t idle_ms = idle_seconds >= kMaxIdleMs / 1000 ? kMaxIdleMs : idle_seconds * 1000;
+  pos.entry()->Touch(Entry::ClockAt(now_ms - idle_ms));
+}
+
 std::optional<Db::ObjectInfo> Db::Object(std::string_view key, int64_t now_ms) {
   uint64_t hash;
   Dict::Pos pos = impl_->LookupNoTouch(key, now_ms, &hash);  // as Redis: not an access

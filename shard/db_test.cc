@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shard/base/test_util.h"
+#include "shard/table/entry.h"
 
 namespace deadbolt::shard {
 namespace {
@@ -258,6 +259,24 @@ TEST(DbTest, Hashes) {
   EXPECT_EQ(db.HSet("s", "f", "v", kNow).status(), OpStatus::kWrongType);
   EXPECT_EQ(db.HGet("s", "f", kNow).status(), OpStatus::kWrongType);
   EXPECT_EQ(*db.Get("s", kNow), "v");
+}
+
+// RESTORE ... IDLETIME: the access clock as if the key was last touched that long ago, up to
+// the clock's wrap; a missing key is left alone.
+TEST(DbTest, SetIdleMovesTheAccessClockBack) {
+  Db db;
+  db.Set("k", "v", SetOptions{}, kNow);
+  db.SetIdle("k", 100, kNow);
+  int64_t idle = db.Object("k", kNow)->idle_seconds;
+  EXPECT_GE(idle, 98);
+  EXPECT_LE(idle, 101);
+  db.SetIdle("k", INT64_MAX, kNow);
+  EXPECT_EQ(db.Object("k", kNow)->idle_seconds,
+            (Entry::kClockPeriod - 1) * Entry::kClockUnitMs / 1000);
+  db.SetIdle("k", 0, kNow);
+  EXPECT_LE(db.Object("k", kNow)->idle_seconds, 1);
+  db.SetIdle("missing", 5, kNow);
+  EXPECT_FALSE(db.Object("missing", kNow).has_value());
 }
 
 }  // namespace

@@ -106,6 +106,10 @@ std::string_view ForStatus(shard::OpStatus s) {
       return kNotHll;
     case OpStatus::kCorruptHll:
       return kCorruptHll;
+    case OpStatus::kBadDumpFooter:
+      return kDumpFooter;
+    case OpStatus::kBadDumpData:
+      return kDumpBadData;
   }
   return "ERR internal error";
 }

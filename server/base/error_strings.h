@@ -280,6 +280,14 @@ inline constexpr std::string_view kUnblockReason =
 inline constexpr std::string_view kNotHll =
     "WRONGTYPE Key is not a valid HyperLogLog string value.";
 inline constexpr std::string_view kCorruptHll = "INVALIDOBJ Corrupted HLL object detected";
+
+// DUMP / RESTORE (cluster.c restoreCommand)
+inline constexpr std::string_view kDumpFooter = "ERR DUMP payload version or checksum are wrong";
+inline constexpr std::string_view kDumpBadData = "ERR Bad data format";
+inline constexpr std::string_view kBusyKey = "BUSYKEY Target key name already exists.";
+inline constexpr std::string_view kRestoreTtl = "ERR Invalid TTL value, must be >= 0";
+inline constexpr std::string_view kRestoreIdle = "ERR Invalid IDLETIME value, must be >= 0";
+inline constexpr std::string_view kRestoreFreq = "ERR Invalid FREQ value, must be >= 0 and <= 255";
 // PFDEBUG and PFSELFTEST (Redis's texts).
 inline constexpr std::string_view kPfDebugNoKey = "ERR The specified key does not exist";
 inline constexpr std::string_view kPfDebugNotSparse = "ERR HLL encoding is not sparse";

@@ -91,6 +91,9 @@ enum CommandFlag : uint32_t {
   // A call may name no key at all (EVAL with numkeys 0), as Redis's no_mandatory_keys: COMMAND
   // GETKEYS answers such a call, malformed or not, with the keys it found.
   kNoMandatoryKeys = 1 << 19,
+  // Allowed on a slot being imported after ASKING, as Redis's asking (RESTORE-ASKING). Only what
+  // COMMAND shows until cluster mode.
+  kAsking = 1 << 20,
 };
 
 // For commands whose key positions depend on an argument (EVAL's numkeys): sets the first and

@@ -237,7 +237,9 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       // Geo: GEOADD, and the searches that may store.
       "geoadd", "georadius", "georadiusbymember", "geosearchstore",
       // SORT ... STORE.
-      "sort"};
+      "sort",
+      // RESTORE (and RESTORE-ASKING, its cluster twin) creates its key.
+      "restore", "restore-asking"};
   // Writes that only change or remove keys that exist (or send messages).
   const std::set<std::string> writes_that_never_create = {"del",
                                                           "unlink",

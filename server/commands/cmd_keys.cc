@@ -1,6 +1,6 @@
 // Keyspace commands: DEL UNLINK EXISTS TOUCH TYPE EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL
 // EXPIRETIME PEXPIRETIME PERSIST KEYS SCAN RANDOMKEY DBSIZE FLUSHDB FLUSHALL RENAME RENAMENX COPY
-// MOVE.
+// MOVE DUMP RESTORE.
 
 #include <bit>
 #include <charconv>
@@ -19,6 +19,7 @@
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 #include "shard/db.h"
+#include "shard/dump_format/dump_payload.h"
 #include "shard/shard.h"
 
 namespace deadbolt::server {
@@ -622,6 +623,84 @@ void MoveToDb(CmdArgs args, ShardCtx& ctx) {
   ctx.rb.Integer(1);
 }
 
+// --- DUMP RESTORE: a key's value as the bytes of Redis's RDB format (shard/dump_format/) ---
+
+void Dump(CmdArgs args, ShardCtx& ctx) {
+  std::optional<shard::KeySnapshot> snap = ctx.db.Snapshot(args[1], ctx.now_ms);
+  if (!snap) {
+    ctx.rb.Null();
+    return;
+  }
+  ctx.rb.Bulk(shard::dump::EncodePayload(*snap));
+}
+
+// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], checked in Redis's order:
+// the options, an existing key, the TTL, the payload's footer, then its value.
+void Restore(CmdArgs args, ShardCtx& ctx) {
+  bool replace = false, absttl = false;
+  int64_t idle = -1, freq = -1;
+  for (size_t j = 4; j < args.size(); j++) {
+    const bool more = j + 1 < args.size();
+    if (OptionIs(args[j], "replace")) {
+      replace = true;
+    } else if (OptionIs(args[j], "absttl")) {
+      absttl = true;
+    } else if (OptionIs(args[j], "idletime") && more && freq == -1) {
+      if (!StringToInt64(args[++j], &idle)) {
+        ctx.rb.Error(errors::kNotInteger);
+        return;
+      }
+      if (idle < 0) {
+        ctx.rb.Error(errors::kRestoreIdle);
+        return;
+      }
+    } else if (OptionIs(args[j], "freq") && more && idle == -1) {
+      // Counted only under an LFU policy, which deadbolt does not have: checked, then unused.
+      if (!StringToInt64(args[++j], &freq)) {
+        ctx.rb.Error(errors::kNotInteger);
+        return;
+      }
+      if (freq < 0 || freq > 255) {
+        ctx.rb.Error(errors::kRestoreFreq);
+        return;
+      }
+    } else {
+      ctx.rb.Error(errors::kSyntax);
+      return;
+    }
+  }
+  if (!replace && ctx.db.Exists(args[1], ctx.now_ms)) {
+    ctx.rb.Error(errors::kBusyKey);
+    return;
+  }
+  int64_t ttl;
+  if (!StringToInt64(args[2], &ttl)) {
+    ctx.rb.Error(errors::kNotInteger);
+    return;
+  }
+  if (ttl < 0) {
+    ctx.rb.Error(errors::kRestoreTtl);
+    return;
+  }
+  if (shard::OpStatus st = shard::dump::CheckFooter(args[3]); st != shard::OpStatus::kOk) {
+    ctx.rb.Error(errors::ForStatus(st));
+    return;
+  }
+  shard::OpResult<shard::KeySnapshot> snap =
+      shard::dump::DecodePayload(args[3], static_cast<size_t>(ctx.config.proto_max_bulk_len));
+  if (!snap.ok()) {
+    ctx.rb.Error(errors::ForStatus(snap.status()));
+    return;
+  }
+  // A relative TTL counts from now; one past the end of time never comes (Redis would wrap).
+  if (ttl > 0 && !absttl) ttl = ttl > INT64_MAX - ctx.now_ms ? INT64_MAX : ttl + ctx.now_ms;
+  snap->expire_at_ms = ttl > 0 ? ttl : -1;
+  // With REPLACE the old key goes even when the new one has expired already (it is not made).
+  ctx.db.Restore(args[1], *snap, true, ctx.now_ms);
+  if (idle >= 0) ctx.db.SetIdle(args[1], idle, ctx.now_ms);
+  ctx.rb.Ok();
+}
+
 CommandSpec TwoKeys(std::string name, int arity, uint32_t flags, ConnHandler h,
                     ShardHandler one_shard, std::vector<std::string> acl) {
   return MultiKeyCommand(std::move(name), arity, flags, h, one_shard, std::move(acl), 1, 2, 1);
@@ -636,6 +715,14 @@ void RegisterKeyCommands(CommandTable* t) {
   t->Add(TwoKeys("renamenx", 3, kWrite | kFast | kMayCreate, Move<MoveKind::kRenameNx>,
                  MoveOnShard<MoveKind::kRenameNx>, {"@keyspace", "@write", "@fast"}));
   t->Add(Key1("move", 3, kWrite | kFast | kMayCreate, MoveToDb, {"@keyspace", "@write", "@fast"}));
+  t->Add(Key1("dump", 2, kReadOnly, Dump, {"@keyspace", "@read", "@slow"}));
+  // RESTORE-ASKING is RESTORE marked for a slot being imported (Redis Cluster's MIGRATE); with no
+  // cluster it is RESTORE, as in standalone Redis.
+  for (const char* name : {"restore", "restore-asking"}) {
+    const uint32_t asking = std::string_view(name) == "restore" ? 0u : uint32_t{kAsking};
+    t->Add(Key1(name, -4, kWrite | kDenyOom | asking, Restore,
+                {"@keyspace", "@write", "@slow", "@dangerous"}));
+  }
   t->Add(TwoKeys("copy", -3, kWrite | kDenyOom, Move<MoveKind::kCopy>, MoveOnShard<MoveKind::kCopy>,
                  {"@keyspace", "@write", "@slow"}));
   const std::vector<std::string> kReadFast = {"@keyspace", "@read", "@fast"};

@@ -38,6 +38,7 @@ void WriteFlags(const CommandSpec& s, ReplyBuilder& rb) {
       {kNoAuth, "no_auth"},    {kFast, "fast"},
       {kBlocking, "blocking"}, {kAllowBusy, "allow_busy"},
       {kNoMulti, "no_multi"},  {kNoMandatoryKeys, "no_mandatory_keys"},
+      {kAsking, "asking"},
   };
   size_t n = s.movable_keys() ? 1 : 0;
   for (auto& [f, name] : kNames) n += (s.flags & f) ? 1 : 0;

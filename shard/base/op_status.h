@@ -27,6 +27,8 @@ enum class OpStatus : uint8_t {
   kScoreNaN,             // a sorted set score would become NaN (ZINCRBY inf then -inf)
   kNotHll,               // a string that is not a HyperLogLog
   kCorruptHll,           // a HyperLogLog whose sparse runs are damaged
+  kBadDumpFooter,        // a DUMP payload too short, from a newer RDB version or mis-summed
+  kBadDumpData,          // a DUMP payload whose value cannot be read
 };
 
 // A value or a non-kOk status.
