@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shard/base/op_status.h"
+#include "shard/types/stream_value.h"
 #include "shard/types/value_type.h"
 
 namespace deadbolt::shard {
@@ -125,6 +126,30 @@ struct SScanResult {
   std::vector<std::string> members;
 };
 
+// --- streams (db_stream.cc) ---
+// One entry read out of a stream: its ID and its fields and values (field, value, ...).
+struct StreamEntryOut {
+  StreamId id;
+  std::vector<std::string> fields;
+};
+// XADD's and XTRIM's trimming: by length or by the lowest ID kept, at most `limit` entries
+// removed (0: no limit). "~" trims as "=" does here (exactly; Redis keeps whole nodes of about
+// 100 entries), with Redis's default limit.
+struct StreamTrim {
+  enum class By : uint8_t { kNone, kMaxLen, kMinId };
+  By by = By::kNone;
+  uint64_t maxlen = 0;
+  StreamId minid;
+  size_t limit = 0;
+};
+struct XAddSpec {
+  enum class IdMode : uint8_t { kAuto, kExplicit, kAutoSeq };  // *, ms-seq, ms or ms-*
+  IdMode id_mode = IdMode::kAuto;
+  StreamId id;
+  bool nomkstream = false;
+  StreamTrim trim;
+};
+
 // Where LMOVE / BLMOVE take from and put to.
 enum class ListEnd : uint8_t { kLeft, kRight };
 
@@ -146,6 +171,7 @@ struct KeySnapshot {
   // double, little endian (ZScoreBytes / ZScoreFromBytes).
   std::vector<std::pair<std::string, std::string>> fields;
   std::vector<std::string> members;  // kList (head to tail), kSet
+  std::string stream;                // kStream: StreamValue::Serialize()
   int64_t expire_at_ms = -1;                                // -1: no TTL
   // The LockAcquire record of a string key (fencing token, hold count); 0 when there is none.
   // Snapshot fills them; Restore applies them only when asked (a journal replay does, RENAME
@@ -161,6 +187,7 @@ struct KeyView {
   HashPairs fields;      // kHash, as (field, value) views; kZSet as KeySnapshot::fields says
   std::vector<double> zscores;  // kZSet: backs the score bytes in `fields`
   std::vector<std::string_view> members;  // kList (head to tail), kSet
+  std::string_view stream;                // kStream, as KeySnapshot::stream
   int64_t expire_at_ms = -1;  // -1: no TTL
   uint64_t lock_token = 0;    // the LockAcquire record, as in KeySnapshot
   int64_t lock_holds = 0;
@@ -294,7 +321,7 @@ class Db {
                                                          int64_t now_ms);
 
   // --- HyperLogLog (PFADD PFCOUNT PFMERGE PFDEBUG; db_hll.cc) ---
-  // String values in Redis's HLL format (shard/types/hyperloglog.h). Every call: kWrongType for
+  // String values in Redis's HLL format (shard/base/hyperloglog.h). Every call: kWrongType for
   // another type, kNotHll for a string that is not an HLL, kCorruptHll for a sparse one whose
   // runs are damaged (nothing is changed then).
   // PFADD: creates the key if missing; 1 if it was created or a register grew (the cached count
@@ -381,7 +408,7 @@ class Db {
   ScanResult Scan(uint64_t cursor, std::string_view pattern, size_t count, ValueType type_filter,
                   int64_t now_ms);
   std::optional<std::string> RandomKey(int64_t now_ms);
-  // OBJECT / MEMORY USAGE (db_object.cc): what a live key's value looks like, named as Redis
+  // OBJECT / MEMORY USAGE (db_snapshot.cc): what a live key's value looks like, named as Redis
   // 7.0 names its equivalent encodings. nullopt for a missing key.
   struct ObjectInfo {
     const char* encoding;  // "int" "embstr" "raw" "listpack" "hashtable" "quicklist" "intset"
@@ -600,6 +627,32 @@ class Db {
   // S*STORE's write: `key` becomes a set of `members` (a key of any type is replaced; no
   // members deletes it). Returns the set's size.
   int64_t SetStore(std::string_view key, std::span<const std::string> members, int64_t now_ms);
+
+  // --- streams (db_stream.cc; Redis 7.0's t_stream.c semantics) ---
+  // Every stream operation is kWrongType on a key of another type. A stream stays when its
+  // last entry goes (XDEL, XTRIM), as in Redis.
+  // XADD: the new entry's ID. kKeyNotFound (NOMKSTREAM, no key), kStreamIdTooSmall (an ID not
+  // above the stream's last), kStreamExhausted (the last ID is the largest there is). `fields`
+  // alternate field and value. Trims after adding.
+  OpResult<StreamId> XAdd(std::string_view key, const XAddSpec& spec,
+                          std::span<const std::string_view> fields, int64_t now_ms);
+  // XTRIM: how many entries went (0 for a missing key).
+  OpResult<int64_t> XTrim(std::string_view key, const StreamTrim& trim, int64_t now_ms);
+  OpResult<int64_t> XLen(std::string_view key, int64_t now_ms);
+  // XRANGE / XREVRANGE: entries with start <= id <= end, ascending (descending with `rev`), at
+  // most `count` (0: all). nullopt for a missing key.
+  OpResult<std::optional<std::vector<StreamEntryOut>>> XRange(std::string_view key, StreamId start,
+                                                              StreamId end, size_t count, bool rev,
+                                                              int64_t now_ms);
+  // XDEL: how many of `ids` were there (0 for a missing key).
+  OpResult<int64_t> XDel(std::string_view key, std::span<const StreamId> ids, int64_t now_ms);
+  // XSETID (checked as Redis 7.0 checks it): kNoSuchKey, kStreamSetIdBelowTop,
+  // kStreamEntriesAddedTooSmall. entries_added < 0 and a zero
+  // max_deleted leave those counters.
+  OpStatus XSetId(std::string_view key, StreamId id, int64_t entries_added, StreamId max_deleted,
+                  int64_t now_ms);
+  // The stream's last generated ID ("$" in XREAD); nullopt for a missing key.
+  OpResult<std::optional<StreamId>> XLastId(std::string_view key, int64_t now_ms);
 
  private:
   struct Impl;

@@ -1,12 +1,12 @@
 // Db: the HyperLogLog commands' logic (PFADD, PFCOUNT, PFMERGE's reads and write, PFDEBUG) on
-// string values in Redis's HLL format; the format itself is shard/types/hyperloglog.h.
+// string values in Redis's HLL format; the format itself is shard/base/hyperloglog.h.
 
 #include <string>
 #include <string_view>
 
+#include "shard/base/hyperloglog.h"
 #include "shard/db.h"
 #include "shard/db_impl.h"
-#include "shard/types/hyperloglog.h"
 
 namespace deadbolt::shard {
 

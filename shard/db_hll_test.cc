@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shard/base/hyperloglog.h"
 #include "shard/db.h"
-#include "shard/types/hyperloglog.h"
 
 namespace deadbolt::shard {
 namespace {

@@ -1,14 +1,21 @@
-// Db::Snapshot and Db::Restore: copying a key out of one Db and into another, with its TTL.
+// A key's value seen whole: Db::Snapshot, View and Restore (copying a key out of one Db and into
+// another with its TTL: RENAME, COPY, MOVE across shards, DUMP/RESTORE, the journal), and OBJECT
+// and MEMORY USAGE (the value as Redis 7.0 would describe it; RESTORE's IDLETIME).
 
 #include <bit>
+#include <memory>
+#include <optional>
+#include <string_view>
 
+#include "shard/base/numeric.h"
 #include "shard/db.h"
 #include "shard/db_impl.h"
 #include "shard/types/hash_value.h"
-#include "shard/types/zset_value.h"
 #include "shard/types/list_value.h"
 #include "shard/types/packed_growth.h"
 #include "shard/types/set_value.h"
+#include "shard/types/stream_value.h"
+#include "shard/types/zset_value.h"
 
 namespace deadbolt::shard {
 
@@ -65,6 +72,13 @@ std::optional<KeySnapshot> Db::Snapshot(std::string_view key, int64_t now_ms) {
       snap.members = std::move(*all);
       break;
     }
+    case ValueType::kStream: {
+      uint64_t h;
+      Dict::Pos pos = impl_->Lookup(key, now_ms, &h);
+      if (!pos) return std::nullopt;
+      snap.stream = StreamOf(pos.entry())->Serialize();
+      break;
+    }
   }
   int64_t at = ExpireTime(key, now_ms);
   snap.expire_at_ms = at >= 0 ? at : -1;
@@ -79,6 +93,7 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
   out->fields.clear();
   out->zscores.clear();
   out->members.clear();
+  out->stream = {};
   out->lock_token = 0;
   out->lock_holds = 0;
   // A packed value rebuilds a UUID's text in a scratch buffer that the next member reuses: such
@@ -133,6 +148,12 @@ bool Db::View(std::string_view key, int64_t now_ms, KeyView* out) {
       impl_->view_members.clear();
       set.ForEach([&](std::string_view m) { out->members.push_back(KeepForView(m)); });
     }
+  } else if (e->kind() == Entry::Kind::kStream) {
+    // Serialized into the view storage (a deque: the string never moves).
+    out->type = ValueType::kStream;
+    out->str = {};
+    impl_->view_members.clear();
+    out->stream = impl_->view_members.emplace_back(StreamOf(e)->Serialize());
   } else {
     out->type = ValueType::kString;
     out->str = e->string_value();
@@ -174,6 +195,15 @@ bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, in
       if (snap.expire_at_ms >= 0) ExpireAt(key, snap.expire_at_ms, ExpireCond::kNone, now_ms);
       return true;
     }
+    case ValueType::kStream: {
+      auto stream = std::make_unique<StreamValue>();
+      if (!StreamValue::Parse(snap.stream, stream.get())) return true;  // (checked when read)
+      uint64_t hash;
+      impl_->Lookup(key, now_ms, &hash);
+      impl_->Add(MakeStreamEntry(key, stream.release(), Entry::kNoExpire), hash);
+      if (snap.expire_at_ms >= 0) ExpireAt(key, snap.expire_at_ms, ExpireCond::kNone, now_ms);
+      return true;
+    }
     case ValueType::kString: {
       SetOptions opts;
       if (snap.expire_at_ms >= 0) {
@@ -199,6 +229,76 @@ bool Db::Restore(std::string_view key, const KeySnapshot& snap, bool replace, in
     }
   }
   return true;
+}
+
+// --- OBJECT, MEMORY USAGE, RESTORE ... IDLETIME ---
+void Db::SetIdle(std::string_view key, int64_t idle_seconds, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->LookupNoTouch(key, now_ms, &hash);
+  if (!pos) return;
+  // The clock wraps after 2^16 units: longer idle times are the longest it can say.
+  constexpr int64_t kMaxIdleMs = (Entry::kClockPeriod - 1) * Entry::kClockUnitMs;
+  const int64_t idle_ms = idle_seconds >= kMaxIdleMs / 1000 ? kMaxIdleMs : idle_seconds * 1000;
+  pos.entry()->Touch(Entry::ClockAt(now_ms - idle_ms));
+}
+
+std::optional<Db::ObjectInfo> Db::Object(std::string_view key, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->LookupNoTouch(key, now_ms, &hash);  // as Redis: not an access
+  if (!pos) return std::nullopt;
+  const Entry* e = pos.entry();
+  // The entry: its header, key and (inline) value; an estimate of the allocator's block.
+  ObjectInfo info{"raw", 16 + key.size(), false, e->access_clock(),
+                  e->IdleUnits(now_ms) * Entry::kClockUnitMs / 1000};
+  switch (e->kind()) {
+    case Entry::Kind::kInlineString:
+    case Entry::Kind::kHeapString: {
+      // Redis's rules for a value SET stores: a canonical integer that fits a long is "int"
+      // (0..9999 shared), up to 44 bytes "embstr", longer "raw".
+      std::string_view v = e->string_value();
+      info.bytes += v.size();
+      int64_t n;
+      if (v.size() <= 20 && ParseInt64(v, &n)) {
+        info.encoding = "int";
+        info.shared_int = n >= 0 && n < 10000;
+      } else {
+        info.encoding = v.size() <= 44 ? "embstr" : "raw";
+      }
+      break;
+    }
+    case Entry::Kind::kHash: {
+      auto* h = static_cast<const HashValue*>(e->object());
+      info.encoding = h->packed() ? "listpack" : "hashtable";
+      info.bytes += h->AllocatedBytes();
+      break;
+    }
+    case Entry::Kind::kZSet: {
+      auto* z = static_cast<const ZSetValue*>(e->object());
+      info.encoding = z->packed() ? "listpack" : "skiplist";
+      info.bytes += z->AllocatedBytes();
+      break;
+    }
+    case Entry::Kind::kList: {
+      // Redis 7.0 keeps every list in a quicklist.
+      info.encoding = "quicklist";
+      info.bytes += static_cast<const ListValue*>(e->object())->AllocatedBytes();
+      break;
+    }
+    case Entry::Kind::kSet: {
+      // Redis 7.0 has intset and hashtable (7.2 adds listpack for small sets).
+      // A small intset lives in the Entry: its bytes, and no block.
+      const SetView s = SetOf(e);
+      if (e->has_inline_value()) info.bytes += e->inline_value().size();
+      info.encoding = s.is_intset() ? "intset" : "hashtable";
+      info.bytes += s.AllocatedBytes();
+      break;
+    }
+    case Entry::Kind::kStream:
+      info.encoding = "stream";
+      info.bytes += StreamOf(e)->AllocatedBytes();
+      break;
+  }
+  return info;
 }
 
 }  // namespace deadbolt::shard

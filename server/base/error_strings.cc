@@ -110,6 +110,14 @@ std::string_view ForStatus(shard::OpStatus s) {
       return kDumpFooter;
     case OpStatus::kBadDumpData:
       return kDumpBadData;
+    case OpStatus::kStreamIdTooSmall:
+      return kStreamIdTooSmall;
+    case OpStatus::kStreamExhausted:
+      return kStreamExhausted;
+    case OpStatus::kStreamSetIdBelowTop:
+      return kXSetIdBelowTop;
+    case OpStatus::kStreamEntriesAddedTooSmall:
+      return kXSetIdEntriesAdded;
   }
   return "ERR internal error";
 }

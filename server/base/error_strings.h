@@ -288,6 +288,50 @@ inline constexpr std::string_view kBusyKey = "BUSYKEY Target key name already ex
 inline constexpr std::string_view kRestoreTtl = "ERR Invalid TTL value, must be >= 0";
 inline constexpr std::string_view kRestoreIdle = "ERR Invalid IDLETIME value, must be >= 0";
 inline constexpr std::string_view kRestoreFreq = "ERR Invalid FREQ value, must be >= 0 and <= 255";
+inline constexpr std::string_view kDumpStream =
+    "ERR DUMP of a stream is not supported yet (deadbolt); COPY and RENAME move it";
+
+// --- streams (t_stream.c) ---
+inline constexpr std::string_view kStreamBadId =
+    "ERR Invalid stream ID specified as stream command argument";
+inline constexpr std::string_view kStreamIdTooSmall =
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item";
+inline constexpr std::string_view kStreamIdZero =
+    "ERR The ID specified in XADD must be greater than 0-0";
+inline constexpr std::string_view kStreamExhausted =
+    "ERR The stream has exhausted the last possible ID, unable to add more items";
+inline constexpr std::string_view kStreamMaxLenMinId =
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
+inline constexpr std::string_view kStreamMaxLenNegative = "ERR The MAXLEN argument must be >= 0.";
+inline constexpr std::string_view kStreamLimitNegative = "ERR The LIMIT argument must be >= 0.";
+inline constexpr std::string_view kStreamLimitNoStrategy =
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
+inline constexpr std::string_view kStreamLimitNoTilde =
+    "ERR syntax error, LIMIT cannot be used without the special ~ option";
+inline constexpr std::string_view kXTrimNoStrategy =
+    "ERR syntax error, XTRIM must be called with a trimming strategy";
+inline constexpr std::string_view kStreamBadStart = "ERR invalid start ID for the interval";
+inline constexpr std::string_view kStreamBadEnd = "ERR invalid end ID for the interval";
+inline constexpr std::string_view kXSetIdEntriesNegative = "ERR entries_added must be positive";
+inline constexpr std::string_view kXSetIdMaxDeleted =
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
+inline constexpr std::string_view kXSetIdBelowTop =
+    "ERR The ID specified in XSETID is smaller than the target stream top item";
+inline constexpr std::string_view kXSetIdEntriesAdded =
+    "ERR The entries_added specified in XSETID is smaller than the target stream length";
+inline constexpr std::string_view kXReadUnbalanced =
+    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.";
+inline constexpr std::string_view kXReadGroupOption =
+    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
+inline constexpr std::string_view kXReadNoAck =
+    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
+inline constexpr std::string_view kXReadGreater =
+    "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> "
+    "<consumer> option.";
+inline std::string XReadBlockInScript(std::string_view command_as_sent) {
+  return std::string("ERR ") + std::string(command_as_sent) +
+         " command is not allowed with BLOCK option from scripts";
+}
 // PFDEBUG and PFSELFTEST (Redis's texts).
 inline constexpr std::string_view kPfDebugNoKey = "ERR The specified key does not exist";
 inline constexpr std::string_view kPfDebugNotSparse = "ERR HLL encoding is not sparse";

@@ -42,6 +42,7 @@ CommandTable::CommandTable() {
   RegisterBitmapCommands(this);
   RegisterHllCommands(this);
   RegisterGeoCommands(this);
+  RegisterStreamCommands(this);
   RegisterSortCommands(this);
   RegisterMPopCommands(this);
   RegisterLockCommands(this);

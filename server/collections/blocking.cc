@@ -203,17 +203,9 @@ class GroupReply final : public BlockedReply {
   bool mine_ = false;  // this waiter claimed the group
 };
 
-// Queues one waiter of `g` on (db, key) on this reactor's shard.
-void Register(int db, std::string_view key, const std::shared_ptr<WaitGroup>& g, bool counts,
-              int64_t deadline, const PopFns* fns, size_t count) {
-  LockWaiters::Waiter w;
-  w.deadline_ms = deadline;
-  w.timeout_null_array = true;
-  w.reply = std::make_unique<GroupReply>(g);
-  w.group = g.get();
-  w.counts = counts;
-  w.try_serve = [db, fns, count](shard::Db& d, std::string_view key, int64_t now,
-                                 BlockedReply& reply) {
+// A pop's key-ready hook for one key: takes up to `count` elements once the key has some.
+ServeFn PopServe(int db, const PopFns* fns, size_t count) {
+  return [db, fns, count](shard::Db& d, std::string_view key, int64_t now, BlockedReply& reply) {
     // Missing, empty or of another type (Redis keeps such a waiter waiting): wait on.
     if (fns->size(d, key, now) <= 0) return false;
     if (!reply.Claim()) return true;  // served through another key: leave, take nothing
@@ -229,6 +221,22 @@ void Register(int db, std::string_view key, const std::shared_ptr<WaitGroup>& g,
     });
     return true;
   };
+}
+
+MakeServeFn PopServes(const PopFns* fns, size_t count) {
+  return [fns, count](int db, std::string_view) { return PopServe(db, fns, count); };
+}
+
+// Queues one waiter of `g` on (db, key) on this reactor's shard.
+void Register(int db, std::string_view key, const std::shared_ptr<WaitGroup>& g, bool counts,
+              int64_t deadline, ServeFn serve) {
+  LockWaiters::Waiter w;
+  w.deadline_ms = deadline;
+  w.timeout_null_array = true;
+  w.reply = std::make_unique<GroupReply>(g);
+  w.group = g.get();
+  w.counts = counts;
+  w.try_serve = std::move(serve);
   Reactor::Current()->lock_waiters().Wait(db, key, std::move(w));
 }
 
@@ -238,7 +246,7 @@ void AddDistinct(std::vector<std::string>* keys, std::string_view key) {
 
 }  // namespace
 
-void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns, size_t count) {
+void WaitOnKeysWith(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const MakeServeFn& make) {
   auto g = std::make_shared<WaitGroup>();
   g->reply = std::move(*ctx.block);
   g->client = g->reply->client_id();
@@ -247,7 +255,49 @@ void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns
   for (std::string_view k : keys) AddDistinct(&distinct, k);
   g->waiters = distinct.size();
   for (size_t i = 0; i < distinct.size(); ++i) {
-    Register(ctx.db_index, distinct[i], g, i == 0, deadline, &fns, count);
+    Register(ctx.db_index, distinct[i], g, i == 0, deadline, make(ctx.db_index, distinct[i]));
+  }
+}
+
+void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns, size_t count) {
+  WaitOnKeysWith(ctx, keys, deadline, PopServes(&fns, count));
+}
+
+void WaitAcross(Connection& conn, const std::vector<std::string>& keys,
+                const std::vector<int>& key_shards, const std::vector<int>& shards,
+                int64_t deadline, MakeServeFn make) {
+  Connection* c = &conn;
+  const int db = conn.db_index();
+  auto g = std::make_shared<WaitGroup>();
+  g->reply = c->BlockAcross(shards);
+  g->client = g->reply->client_id();
+  g->shards = shards;
+  g->waiters = 0;
+  std::vector<std::vector<std::string>> keys_of(shards.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const size_t s = std::lower_bound(shards.begin(), shards.end(), key_shards[i]) - shards.begin();
+    const size_t before = keys_of[s].size();
+    AddDistinct(&keys_of[s], keys[i]);
+    g->waiters += keys_of[s].size() - before;
+  }
+  auto shared_make = std::make_shared<MakeServeFn>(std::move(make));
+  for (size_t s = 0; s < shards.size(); ++s) {
+    c->reactor().Send(shards[s], [g, db, deadline, make = shared_make, counts = s == 0,
+                                  keys = std::move(keys_of[s])] {
+      // Served already (through a shard that got here first): nothing to queue. A claim made
+      // after this check sends its Withdraw after it, so none is left behind. Gone: its reply
+      // is finished (once, by whoever claims it) to let the connection go.
+      if (g->claimed.load(std::memory_order_acquire)) return;
+      if (g->reply->cancelled()) {
+        if (!g->claimed.exchange(true, std::memory_order_acq_rel)) g->reply->Finish({});
+        return;
+      }
+      for (size_t i = 0; i < keys.size(); ++i) {
+        Register(db, keys[i], g, counts && i == 0, deadline, (*make)(db, keys[i]));
+      }
+      LockWaiters& waiters = Reactor::Current()->lock_waiters();
+      for (const std::string& k : keys) waiters.HandOver(db, k);
+    });
   }
 }
 
@@ -314,37 +364,7 @@ void PopAcross(CmdArgs keys, int64_t deadline, size_t count, bool may_wait, Conn
         }
         // Nothing to take: the client waits on every key, each on its shard. An element that came
         // meanwhile is seen when the waiter is queued (HandOver).
-        auto g = std::make_shared<WaitGroup>();
-        g->reply = c->BlockAcross(shards);
-        g->client = g->reply->client_id();
-        g->shards = shards;
-        g->waiters = 0;
-        std::vector<std::vector<std::string>> keys_of(shards.size());
-        for (size_t i = 0; i < st->keys.size(); ++i) {
-          const size_t s =
-              std::lower_bound(shards.begin(), shards.end(), st->shard[i]) - shards.begin();
-          const size_t before = keys_of[s].size();
-          AddDistinct(&keys_of[s], st->keys[i]);
-          g->waiters += keys_of[s].size() - before;
-        }
-        for (size_t s = 0; s < shards.size(); ++s) {
-          c->reactor().Send(shards[s], [g, db, deadline, fns = st->fns, count = st->count,
-                                        counts = s == 0, keys = std::move(keys_of[s])] {
-            // Served already (through a shard that got here first): nothing to queue. A claim made
-            // after this check sends its Withdraw after it, so none is left behind. Gone: its reply
-            // is finished (once, by whoever claims it) to let the connection go.
-            if (g->claimed.load(std::memory_order_acquire)) return;
-            if (g->reply->cancelled()) {
-              if (!g->claimed.exchange(true, std::memory_order_acq_rel)) g->reply->Finish({});
-              return;
-            }
-            for (size_t i = 0; i < keys.size(); ++i) {
-              Register(db, keys[i], g, counts && i == 0, deadline, fns, count);
-            }
-            LockWaiters& waiters = Reactor::Current()->lock_waiters();
-            for (const std::string& k : keys) waiters.HandOver(db, k);
-          });
-        }
+        WaitAcross(*c, st->keys, st->shard, shards, deadline, PopServes(st->fns, st->count));
       });
 }
 

@@ -8,12 +8,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "protocol/reply_builder.h"
 #include "server/commands/cmd_util.h"
+#include "server/txn/blocked_reply.h"
 #include "shard/db.h"
 
 namespace deadbolt::server {
@@ -103,6 +106,24 @@ bool PopFirstReady(ShardCtx& ctx, CmdArgs keys, size_t count, const PopFns& fns)
 // an element of the pop's type (a key of another type keeps it waiting, as Redis), which gives
 // it up to `count`. Takes *ctx.block. `fns` must outlive the wait (a static).
 void WaitOnKeys(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const PopFns& fns, size_t count = 1);
+
+// A waiter's key-ready hook (LockWaiters::Waiter::try_serve): serves the client through the
+// reply (claiming it first) and returns true, or changes nothing and returns false to wait on.
+using ServeFn = absl::AnyInvocable<bool(shard::Db& db, std::string_view key, int64_t now_ms,
+                                        BlockedReply& reply)>;
+// Makes the hook of one key, on the key's shard (copied to every shard the client waits on).
+using MakeServeFn = std::function<ServeFn(int db, std::string_view key)>;
+
+// WaitOnKeys with any hook (XREAD's waits for entries past an ID): all keys on this shard.
+void WaitOnKeysWith(ShardCtx& ctx, CmdArgs keys, int64_t deadline, const MakeServeFn& make);
+
+// The client waits on `keys` (key_shards[i]: the shard of keys[i]; `shards`: those, ascending,
+// distinct) until `deadline`, each key on its shard with the hook `make` gives it; the first to
+// serve it wins. Runs on the connection's reactor, in a fan-out's reply (after its slot so far:
+// Connection::BlockAcross).
+void WaitAcross(Connection& conn, const std::vector<std::string>& keys,
+                const std::vector<int>& key_shards, const std::vector<int>& shards,
+                int64_t deadline, MakeServeFn make);
 
 // A pop whose keys are on several shards: one atomic attempt, as on one shard: every key's size
 // is read under the keys' locks, then the first key in order that is not empty gives up to

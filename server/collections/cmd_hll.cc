@@ -1,5 +1,5 @@
 // HyperLogLog commands: PFADD PFCOUNT PFMERGE PFDEBUG PFSELFTEST, on string values in Redis's
-// HLL format (shard/types/hyperloglog.h; their logic is in shard/db_hll.cc). PFCOUNT of several
+// HLL format (shard/base/hyperloglog.h; their logic is in shard/db_hll.cc). PFCOUNT of several
 // keys and PFMERGE gather the registers of keys on several shards under every key's lock, so
 // they are atomic as in Redis.
 
@@ -17,9 +17,9 @@
 #include "server/commands/cmd_util.h"
 #include "server/core/connection.h"
 #include "server/core/server.h"
+#include "shard/base/hyperloglog.h"
 #include "shard/db.h"
 #include "shard/shard.h"
-#include "shard/types/hyperloglog.h"
 
 namespace deadbolt::server {
 

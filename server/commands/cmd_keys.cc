@@ -631,6 +631,10 @@ void Dump(CmdArgs args, ShardCtx& ctx) {
     ctx.rb.Null();
     return;
   }
+  if (snap->type == ValueType::kStream) {  // (Redis's stream encoding is not written yet)
+    ctx.rb.Error(errors::kDumpStream);
+    return;
+  }
   ctx.rb.Bulk(shard::dump::EncodePayload(*snap));
 }
 

@@ -10,25 +10,29 @@ namespace deadbolt::shard {
 
 enum class OpStatus : uint8_t {
   kOk,
-  kKeyNotFound,          // the key does not exist (or has expired)
-  kWrongType,            // the key holds a value of another type
-  kSkipped,              // a condition (NX, XX, IFEQ, ...) was not met; nothing changed
-  kNotAnInteger,         // the value or argument is not an integer or out of range
-  kIncrOverflow,         // increment or decrement would overflow
-  kNotAFloat,            // the value or argument is not a valid float
-  kNanOrInf,             // increment would produce NaN or Infinity
-  kOutOfRange,           // an offset or index is out of range
-  kStringTooLong,        // string exceeds maximum allowed size (proto-max-bulk-len)
-  kInvalidExpire,        // expire time out of range
-  kSyntax,               // syntax error
-  kNoSuchKey,            // a command needs the key to exist (RENAME ...)
-  kHashValueNotInteger,  // hash value is not an integer
-  kHashValueNotFloat,    // hash value is not a float
-  kScoreNaN,             // a sorted set score would become NaN (ZINCRBY inf then -inf)
-  kNotHll,               // a string that is not a HyperLogLog
-  kCorruptHll,           // a HyperLogLog whose sparse runs are damaged
-  kBadDumpFooter,        // a DUMP payload too short, from a newer RDB version or mis-summed
-  kBadDumpData,          // a DUMP payload whose value cannot be read
+  kKeyNotFound,                 // the key does not exist (or has expired)
+  kWrongType,                   // the key holds a value of another type
+  kSkipped,                     // a condition (NX, XX, IFEQ, ...) was not met; nothing changed
+  kNotAnInteger,                // the value or argument is not an integer or out of range
+  kIncrOverflow,                // increment or decrement would overflow
+  kNotAFloat,                   // the value or argument is not a valid float
+  kNanOrInf,                    // increment would produce NaN or Infinity
+  kOutOfRange,                  // an offset or index is out of range
+  kStringTooLong,               // string exceeds maximum allowed size (proto-max-bulk-len)
+  kInvalidExpire,               // expire time out of range
+  kSyntax,                      // syntax error
+  kNoSuchKey,                   // a command needs the key to exist (RENAME ...)
+  kHashValueNotInteger,         // hash value is not an integer
+  kHashValueNotFloat,           // hash value is not a float
+  kScoreNaN,                    // a sorted set score would become NaN (ZINCRBY inf then -inf)
+  kNotHll,                      // a string that is not a HyperLogLog
+  kCorruptHll,                  // a HyperLogLog whose sparse runs are damaged
+  kBadDumpFooter,               // a DUMP payload too short, from a newer RDB version or mis-summed
+  kBadDumpData,                 // a DUMP payload whose value cannot be read
+  kStreamIdTooSmall,            // XADD: an ID not above the stream's last
+  kStreamExhausted,             // XADD: the stream's last ID is the largest possible
+  kStreamSetIdBelowTop,         // XSETID: below the last entry's ID
+  kStreamEntriesAddedTooSmall,  // XSETID: ENTRIESADDED below the stream's length
 };
 
 // A value or a non-kOk status.

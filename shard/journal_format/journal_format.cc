@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "shard/types/stream_value.h"
+
 namespace deadbolt::shard {
 namespace {
 
@@ -32,6 +34,7 @@ constexpr uint8_t kTypeZSet = 3;
 bool HasPairs(ValueType t) { return t == ValueType::kHash || t == ValueType::kZSet; }
 constexpr uint8_t kTypeList = 4;
 constexpr uint8_t kTypeSet = 5;
+constexpr uint8_t kTypeStream = 6;  // the body: StreamValue::Serialize's bytes, as one string
 
 void PutU32(std::string* out, uint32_t v) {
   char b[4];
@@ -167,11 +170,20 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       r->value.fields.clear();
       r->value.members.clear();
       r->value.str.clear();
+      r->value.stream.clear();
       if (type == kTypeString) {
         std::string_view v;
         if (!in.Str(&v)) return false;
         r->value.type = ValueType::kString;
         r->value.str.assign(v);
+        return true;
+      }
+      if (type == kTypeStream) {
+        std::string_view v;
+        StreamValue check;
+        if (!in.Str(&v) || !StreamValue::Parse(v, &check)) return false;
+        r->value.type = ValueType::kStream;
+        r->value.stream.assign(v);
         return true;
       }
       if (type == kTypeHash || type == kTypeZSet) {
@@ -280,6 +292,7 @@ void WritePut(std::string* out, uint32_t db, std::string_view key, ValueType typ
   if (type == ValueType::kZSet) type_byte = kTypeZSet;
   if (type == ValueType::kList) type_byte = kTypeList;
   if (type == ValueType::kSet) type_byte = kTypeSet;
+  if (type == ValueType::kStream) type_byte = kTypeStream;  // (`str` holds its bytes)
   out->push_back(static_cast<char>(type_byte));
   PutU64(out, static_cast<uint64_t>(expire_at_ms));
   PutU64(out, lock_token);
@@ -301,14 +314,15 @@ void WritePut(std::string* out, uint32_t db, std::string_view key, ValueType typ
 }  // namespace
 
 void JournalWriter::Put(uint32_t db, std::string_view key, const KeySnapshot& value) {
-  WritePut(out_, db, key, value.type, value.str, value.fields, value.members, value.expire_at_ms, value.lock_token,
-           value.lock_holds);
+  WritePut(out_, db, key, value.type,
+           value.type == ValueType::kStream ? std::string_view(value.stream) : value.str,
+           value.fields, value.members, value.expire_at_ms, value.lock_token, value.lock_holds);
   records_++;
 }
 
 void JournalWriter::Put(uint32_t db, std::string_view key, const KeyView& value) {
-  WritePut(out_, db, key, value.type, value.str, value.fields, value.members, value.expire_at_ms, value.lock_token,
-           value.lock_holds);
+  WritePut(out_, db, key, value.type, value.type == ValueType::kStream ? value.stream : value.str,
+           value.fields, value.members, value.expire_at_ms, value.lock_token, value.lock_holds);
   records_++;
 }
 
@@ -364,6 +378,8 @@ size_t JournalPutSize(std::string_view key, const KeySnapshot& value) {
   } else if (value.type == ValueType::kList || value.type == ValueType::kSet) {
     n += VarintSize(value.members.size());
     for (const auto& m : value.members) n += VarintSize(m.size()) + m.size();
+  } else if (value.type == ValueType::kStream) {
+    n += VarintSize(value.stream.size()) + value.stream.size();
   } else {
     n += VarintSize(value.str.size()) + value.str.size();
   }

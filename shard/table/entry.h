@@ -79,6 +79,7 @@ class Entry {
     kZSet = 3,
     kList = 4,
     kSet = 5,
+    kStream = 6,
   };
   static constexpr int64_t kNoExpire = INT64_MIN;  // expire_at() of a key without a TTL
 

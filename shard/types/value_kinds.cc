@@ -2,9 +2,10 @@
 
 #include "shard/table/heap_string.h"
 #include "shard/types/hash_value.h"
-#include "shard/types/zset_value.h"
 #include "shard/types/list_value.h"
 #include "shard/types/set_value.h"
+#include "shard/types/stream_value.h"
+#include "shard/types/zset_value.h"
 
 namespace deadbolt::shard {
 
@@ -27,6 +28,9 @@ void DestroyEntry(Entry* e) {
       break;
     case Entry::Kind::kSet:
       if (!e->has_inline_value()) delete SetBlockOf(e);
+      break;
+    case Entry::Kind::kStream:
+      delete StreamOf(e);
       break;
   }
   Entry::FreeShell(e);
@@ -55,6 +59,15 @@ Entry* MakeListEntry(std::string_view key, ListValue* list, int64_t expire_at) {
     return Entry::MakeObject(Entry::Kind::kList, key, list, expire_at);
   } catch (...) {
     delete list;
+    throw;
+  }
+}
+
+Entry* MakeStreamEntry(std::string_view key, StreamValue* stream, int64_t expire_at) {
+  try {
+    return Entry::MakeObject(Entry::Kind::kStream, key, stream, expire_at);
+  } catch (...) {
+    delete stream;
     throw;
   }
 }

@@ -16,6 +16,7 @@ namespace deadbolt::shard {
 class HashValue;
 class ZSetValue;
 class ListValue;
+class StreamValue;
 
 // Pure functions over entries, called on the thread that owns them (the shard's reactor).
 
@@ -29,6 +30,8 @@ inline ValueType TypeOf(const Entry* e) {
       return ValueType::kList;
     case Entry::Kind::kSet:
       return ValueType::kSet;
+    case Entry::Kind::kStream:
+      return ValueType::kStream;
     case Entry::Kind::kInlineString:
     case Entry::Kind::kHeapString:
       break;
@@ -52,6 +55,10 @@ Entry* MakeSetEntry(std::string_view key, SetValue* set, int64_t expire_at);
 // A new entry for a set key holding a copy of `set`, which must FitsInline(); `set` stays the
 // caller's.
 Entry* MakeInlineSetEntry(std::string_view key, const SetValue& set, int64_t expire_at);
+// A new entry for a stream key; takes ownership of `stream`, also when it throws.
+Entry* MakeStreamEntry(std::string_view key, StreamValue* stream, int64_t expire_at);
+// The value object of a kStream entry.
+inline StreamValue* StreamOf(const Entry* e) { return static_cast<StreamValue*>(e->object()); }
 // The value object of a kList entry.
 inline ListValue* ListOf(const Entry* e) { return static_cast<ListValue*>(e->object()); }
 // The value of a kSet entry, inline or not.

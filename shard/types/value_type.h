@@ -6,7 +6,7 @@
 
 namespace deadbolt::shard {
 
-enum class ValueType : uint8_t { kNone, kString, kHash, kZSet, kList, kSet };
+enum class ValueType : uint8_t { kNone, kString, kHash, kZSet, kList, kSet, kStream };
 
 // What TYPE replies, and what SCAN's TYPE filter matches.
 constexpr std::string_view TypeName(ValueType t) {
@@ -21,6 +21,8 @@ constexpr std::string_view TypeName(ValueType t) {
       return "list";
     case ValueType::kSet:
       return "set";
+    case ValueType::kStream:
+      return "stream";
     case ValueType::kNone:
       break;
   }

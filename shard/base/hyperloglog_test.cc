@@ -1,4 +1,4 @@
-#include "shard/types/hyperloglog.h"
+#include "shard/base/hyperloglog.h"
 
 #include <gtest/gtest.h>
 

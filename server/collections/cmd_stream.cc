@@ -1,0 +1,611 @@
+// Streams without consumer groups: XADD XLEN XRANGE XREVRANGE XDEL XTRIM XSETID XREAD (with
+// BLOCK, on keys of any shards), with Redis 7.0's t_stream.c arguments, replies and errors.
+// The logic is in shard/db_stream.cc, the value in shard/types/stream_value.*.
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/base/error_strings.h"
+#include "server/cmdtable/command.h"
+#include "server/collections/blocking.h"
+#include "server/commands/cmd_util.h"
+#include "server/core/connection.h"
+#include "server/core/reactor.h"
+#include "server/core/server.h"
+#include "server/txn/lock_waiters.h"
+#include "shard/base/numeric.h"
+#include "shard/db.h"
+#include "shard/shard.h"
+
+namespace deadbolt::server {
+
+namespace stream_cmds {
+
+using protocol::ReplyBuilder;
+using shard::OpStatus;
+using shard::StreamEntryOut;
+using shard::StreamId;
+using shard::StreamTrim;
+using shard::XAddSpec;
+
+// --- arguments ---
+
+// Redis's string2ull: a strict decimal first (not negative), else what strtoull reads whole (a
+// leading '+' or spaces).
+bool ParseU64(std::string_view s, uint64_t* out) {
+  int64_t ll;
+  if (shard::ParseInt64(s, &ll)) {
+    if (ll < 0) return false;
+    *out = static_cast<uint64_t>(ll);
+    return true;
+  }
+  if (s.empty() || s.size() > 127 || memchr(s.data(), '\0', s.size()) != nullptr) return false;
+  char buf[128];
+  memcpy(buf, s.data(), s.size());
+  buf[s.size()] = '\0';
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = strtoull(buf, &end, 10);
+  if (errno == EINVAL || errno == ERANGE || end != buf + s.size()) return false;
+  *out = v;
+  return true;
+}
+
+// Redis's streamGenericParseIDOrReply: "ms-seq", or "ms" with `missing_seq`; unless `strict`,
+// "-" and "+" are the smallest and largest IDs; with `auto_seq`, "ms-*" sets it (XADD).
+bool ParseId(std::string_view s, bool strict, uint64_t missing_seq, StreamId* id,
+             bool* auto_seq = nullptr) {
+  if (auto_seq) *auto_seq = false;
+  if (s.size() > 127) return false;
+  if (s.size() == 1 && (s[0] == '-' || s[0] == '+')) {
+    if (strict) return false;
+    *id = s[0] == '-' ? StreamId{} : StreamId::Max();
+    return true;
+  }
+  const size_t dash = s.find('-');
+  if (dash == std::string_view::npos) {
+    id->seq = missing_seq;
+    return ParseU64(s, &id->ms);
+  }
+  if (!ParseU64(s.substr(0, dash), &id->ms)) return false;
+  const std::string_view seq = s.substr(dash + 1);
+  if (auto_seq && seq == "*") {
+    id->seq = 0;
+    *auto_seq = true;
+    return true;
+  }
+  return ParseU64(seq, &id->seq);
+}
+
+bool ParseIdOrReply(std::string_view s, bool strict, uint64_t missing_seq, StreamId* id,
+                    ReplyBuilder& rb) {
+  if (ParseId(s, strict, missing_seq, id)) return true;
+  rb.Error(errors::kStreamBadId);
+  return false;
+}
+
+// XRANGE's bounds: an ID, "-"/"+", or "(" and an ID for an exclusive bound.
+bool ParseBound(std::string_view s, bool start, StreamId* id, ReplyBuilder& rb) {
+  const uint64_t missing_seq = start ? 0 : UINT64_MAX;
+  if (s.size() > 1 && s[0] == '(') {
+    if (!ParseIdOrReply(s.substr(1), true, missing_seq, id, rb)) return false;
+    if (start ? !id->Incr() : !id->Decr()) {
+      rb.Error(start ? errors::kStreamBadStart : errors::kStreamBadEnd);
+      return false;
+    }
+    return true;
+  }
+  return ParseIdOrReply(s, false, missing_seq, id, rb);
+}
+
+// Redis's streamParseAddOrTrimArgsOrReply from args[i]: NOMKSTREAM (XADD), MAXLEN|MINID [=|~]
+// threshold, LIMIT n. For XADD it stops at the ID ("*" or one) and returns its index; for XTRIM
+// it returns args.size(). -1 after replying an error.
+int ParseAddOrTrim(CmdArgs args, size_t i, bool xadd, XAddSpec* spec, ReplyBuilder& rb) {
+  StreamTrim& trim = spec->trim;
+  bool approx = false, limit_given = false;
+  int64_t limit = 0;
+  for (; i < args.size(); i++) {
+    const size_t more = args.size() - 1 - i;
+    const std::string_view opt = args[i];
+    if (xadd && opt == "*") break;
+    const bool maxlen = OptionIs(opt, "maxlen");
+    if ((maxlen || OptionIs(opt, "minid")) && more > 0) {
+      if (trim.by != StreamTrim::By::kNone) {
+        rb.Error(errors::kStreamMaxLenMinId);
+        return -1;
+      }
+      approx = false;
+      if (more >= 2 && (args[i + 1] == "~" || args[i + 1] == "=")) {
+        approx = args[i + 1] == "~";
+        i++;
+      }
+      if (maxlen) {
+        int64_t n;
+        if (!StringToInt64(args[i + 1], &n)) {
+          rb.Error(errors::kNotInteger);
+          return -1;
+        }
+        if (n < 0) {
+          rb.Error(errors::kStreamMaxLenNegative);
+          return -1;
+        }
+        trim.by = StreamTrim::By::kMaxLen;
+        trim.maxlen = static_cast<uint64_t>(n);
+      } else {
+        if (!ParseIdOrReply(args[i + 1], true, 0, &trim.minid, rb)) return -1;
+        trim.by = StreamTrim::By::kMinId;
+      }
+      i++;
+    } else if (OptionIs(opt, "limit") && more > 0) {
+      if (!StringToInt64(args[i + 1], &limit)) {
+        rb.Error(errors::kNotInteger);
+        return -1;
+      }
+      if (limit < 0) {
+        rb.Error(errors::kStreamLimitNegative);
+        return -1;
+      }
+      limit_given = true;
+      i++;
+    } else if (xadd && OptionIs(opt, "nomkstream")) {
+      spec->nomkstream = true;
+    } else if (xadd) {
+      bool auto_seq = false;
+      if (!ParseId(opt, true, 0, &spec->id, &auto_seq)) {
+        rb.Error(errors::kStreamBadId);
+        return -1;
+      }
+      // ("ms" alone is ms-0, given in full)
+      spec->id_mode = auto_seq ? XAddSpec::IdMode::kAutoSeq : XAddSpec::IdMode::kExplicit;
+      break;
+    } else {
+      rb.Error(errors::kSyntax);
+      return -1;
+    }
+  }
+  if (limit != 0 && trim.by == StreamTrim::By::kNone) {
+    rb.Error(errors::kStreamLimitNoStrategy);
+    return -1;
+  }
+  if (!xadd && trim.by == StreamTrim::By::kNone) {
+    rb.Error(errors::kXTrimNoStrategy);
+    return -1;
+  }
+  if (limit_given && !approx) {
+    rb.Error(errors::kStreamLimitNoTilde);
+    return -1;
+  }
+  // "~" without LIMIT: Redis's 100 * stream-node-max-entries (100), at most 10,000; "=": none.
+  trim.limit = approx ? (limit_given ? static_cast<size_t>(limit) : 10000) : 0;
+  // A LIMIT of 0 with "~" means no limit, as in Redis.
+  return static_cast<int>(i);
+}
+
+// --- replies ---
+
+void ReplyEntry(ReplyBuilder& rb, const StreamEntryOut& e) {
+  rb.ArrayHeader(2);
+  rb.Bulk(e.id.ToString());
+  rb.ArrayHeader(e.fields.size());
+  for (const std::string& f : e.fields) rb.Bulk(f);
+}
+
+void ReplyEntries(ReplyBuilder& rb, const std::vector<StreamEntryOut>& entries) {
+  rb.ArrayHeader(entries.size());
+  for (const StreamEntryOut& e : entries) ReplyEntry(rb, e);
+}
+
+// --- XADD XLEN XRANGE XREVRANGE XDEL XTRIM XSETID ---
+
+void XAdd(CmdArgs args, ShardCtx& ctx) {
+  XAddSpec spec;
+  const int at = ParseAddOrTrim(args, 2, true, &spec, ctx.rb);
+  if (at < 0) return;
+  const size_t field_pos = static_cast<size_t>(at) + 1;
+  if (at >= static_cast<int>(args.size()) || args.size() - field_pos < 2 ||
+      (args.size() - field_pos) % 2 == 1) {
+    ctx.rb.Error(errors::WrongArity("xadd"));
+    return;
+  }
+  if (spec.id_mode == XAddSpec::IdMode::kExplicit && spec.id.IsZero()) {
+    ctx.rb.Error(errors::kStreamIdZero);
+    return;
+  }
+  auto r = ctx.db.XAdd(args[1], spec, args.subspan(field_pos), ctx.now_ms);
+  if (!r.ok()) {
+    if (r.status() == OpStatus::kKeyNotFound) {
+      ctx.rb.Null();
+    } else {
+      ctx.rb.Error(errors::ForStatus(r.status()));
+    }
+    return;
+  }
+  ctx.rb.Bulk(r->ToString());
+  ServeWaiters(ctx, args[1]);  // XREAD BLOCK waiting on the key
+}
+
+void XLen(CmdArgs args, ShardCtx& ctx) {
+  auto r = ctx.db.XLen(args[1], ctx.now_ms);
+  if (!r.ok()) {
+    ctx.rb.Error(errors::ForStatus(r.status()));
+    return;
+  }
+  ctx.rb.Integer(*r);
+}
+
+template <bool rev>
+void XRange(CmdArgs args, ShardCtx& ctx) {
+  StreamId start, end;
+  if (!ParseBound(rev ? args[3] : args[2], true, &start, ctx.rb)) return;
+  if (!ParseBound(rev ? args[2] : args[3], false, &end, ctx.rb)) return;
+  int64_t count = -1;
+  for (size_t j = 4; j < args.size(); j++) {
+    if (OptionIs(args[j], "count") && j + 1 < args.size()) {
+      if (!StringToInt64(args[++j], &count)) {
+        ctx.rb.Error(errors::kNotInteger);
+        return;
+      }
+      if (count < 0) count = 0;
+    } else {
+      ctx.rb.Error(errors::kSyntax);
+      return;
+    }
+  }
+  auto r = ctx.db.XRange(args[1], start, end, count < 0 ? 0 : static_cast<size_t>(count), rev,
+                         ctx.now_ms);
+  if (!r.ok()) {
+    ctx.rb.Error(errors::ForStatus(r.status()));
+    return;
+  }
+  if (!r->has_value()) {
+    ctx.rb.ArrayHeader(0);
+  } else if (count == 0) {
+    ctx.rb.NullArray();  // (Redis: COUNT 0 on a stream)
+  } else {
+    ReplyEntries(ctx.rb, **r);
+  }
+}
+
+void XDel(CmdArgs args, ShardCtx& ctx) {
+  // The key first: a missing key answers 0 whatever the IDs, as Redis.
+  auto len = ctx.db.XLen(args[1], ctx.now_ms);
+  if (!len.ok()) {
+    ctx.rb.Error(errors::ForStatus(len.status()));
+    return;
+  }
+  if (!ctx.db.Exists(args[1], ctx.now_ms)) {
+    ctx.rb.Integer(0);
+    return;
+  }
+  std::vector<StreamId> ids(args.size() - 2);
+  for (size_t j = 2; j < args.size(); j++) {
+    if (!ParseIdOrReply(args[j], true, 0, &ids[j - 2], ctx.rb)) return;
+  }
+  auto r = ctx.db.XDel(args[1], ids, ctx.now_ms);
+  if (!r.ok()) {
+    ctx.rb.Error(errors::ForStatus(r.status()));
+    return;
+  }
+  ctx.rb.Integer(*r);
+}
+
+void XTrim(CmdArgs args, ShardCtx& ctx) {
+  auto len = ctx.db.XLen(args[1], ctx.now_ms);
+  if (!len.ok()) {
+    ctx.rb.Error(errors::ForStatus(len.status()));
+    return;
+  }
+  if (!ctx.db.Exists(args[1], ctx.now_ms)) {  // (Redis looks the key up first)
+    ctx.rb.Integer(0);
+    return;
+  }
+  XAddSpec spec;
+  if (ParseAddOrTrim(args, 2, false, &spec, ctx.rb) < 0) return;
+  auto r = ctx.db.XTrim(args[1], spec.trim, ctx.now_ms);
+  if (!r.ok()) {
+    ctx.rb.Error(errors::ForStatus(r.status()));
+    return;
+  }
+  ctx.rb.Integer(*r);
+}
+
+void XSetId(CmdArgs args, ShardCtx& ctx) {
+  StreamId id, max_deleted;
+  int64_t entries_added = -1;
+  if (!ParseIdOrReply(args[2], true, 0, &id, ctx.rb)) return;
+  for (size_t i = 3; i < args.size(); i += 2) {
+    const bool more = i + 1 < args.size();
+    if (OptionIs(args[i], "entriesadded") && more) {
+      if (!StringToInt64(args[i + 1], &entries_added)) {
+        ctx.rb.Error(errors::kNotInteger);
+        return;
+      }
+      if (entries_added < 0) {
+        ctx.rb.Error(errors::kXSetIdEntriesNegative);
+        return;
+      }
+    } else if (OptionIs(args[i], "maxdeletedid") && more) {
+      if (!ParseIdOrReply(args[i + 1], true, 0, &max_deleted, ctx.rb)) return;
+      if (id < max_deleted) {
+        ctx.rb.Error(errors::kXSetIdMaxDeleted);
+        return;
+      }
+    } else {
+      ctx.rb.Error(errors::kSyntax);
+      return;
+    }
+  }
+  const OpStatus st = ctx.db.XSetId(args[1], id, entries_added, max_deleted, ctx.now_ms);
+  if (st != OpStatus::kOk) {
+    ctx.rb.Error(st == OpStatus::kNoSuchKey ? errors::kNoSuchKey : errors::ForStatus(st));
+    return;
+  }
+  ctx.rb.Ok();
+}
+
+// --- XREAD [COUNT n] [BLOCK ms] STREAMS key ... id ... ---
+
+struct XReadArgs {
+  int64_t count = 0;      // 0: all
+  int64_t block_ms = -1;  // -1: no BLOCK
+  size_t streams = 0;     // index of the first key
+  size_t n = 0;           // keys
+};
+
+// Redis's xreadCommand's option loop. False after replying an error (to rb, when given).
+bool ParseXRead(CmdArgs args, XReadArgs* x, ReplyBuilder* rb) {
+  auto fail = [&](std::string_view e) {
+    if (rb) rb->Error(e);
+    return false;
+  };
+  for (size_t i = 1; i < args.size(); i++) {
+    const size_t more = args.size() - 1 - i;
+    const std::string_view o = args[i];
+    if (OptionIs(o, "block") && more > 0) {
+      int64_t ms;
+      if (!StringToInt64(args[++i], &ms)) return fail(errors::kTimeoutNotInteger);
+      if (ms < 0) return fail(errors::kTimeoutNegative);
+      // (Redis refuses a deadline past the end of time; the wait here ends at "forever".)
+      x->block_ms = ms;
+    } else if (OptionIs(o, "count") && more > 0) {
+      if (!StringToInt64(args[++i], &x->count)) return fail(errors::kNotInteger);
+      if (x->count < 0) x->count = 0;
+    } else if (OptionIs(o, "streams") && more > 0) {
+      x->streams = i + 1;
+      const size_t rest = args.size() - x->streams;
+      if (rest % 2 != 0) return fail(errors::kXReadUnbalanced);
+      x->n = rest / 2;
+      return true;
+    } else if (OptionIs(o, "group") && more >= 2) {
+      return fail(errors::kXReadGroupOption);
+    } else if (OptionIs(o, "noack")) {
+      return fail(errors::kXReadNoAck);
+    } else {
+      return fail(errors::kSyntax);
+    }
+  }
+  return fail(errors::kSyntax);  // no STREAMS
+}
+
+bool XReadKeys(CmdArgs args, int* first, int* last) {
+  XReadArgs x;
+  if (!ParseXRead(args, &x, nullptr)) return false;
+  *first = static_cast<int>(x.streams);
+  *last = static_cast<int>(x.streams + x.n) - 1;
+  return true;
+}
+
+bool XReadBlocks(CmdArgs args) {
+  XReadArgs x;
+  return ParseXRead(args, &x, nullptr) && x.block_ms >= 0;
+}
+
+// BLOCK's milliseconds from now (0: no limit).
+int64_t Deadline(int64_t block_ms, int64_t now_ms) {
+  if (block_ms == 0 || block_ms >= LockWaiters::kForever - now_ms) return LockWaiters::kForever;
+  return now_ms + block_ms;
+}
+
+// An ID argument of XREAD: "$" (the stream's last ID, 0-0 when missing: read on this key's
+// shard), ">" (refused), or a strict ID.
+bool ParseReadId(std::string_view s, bool* dollar, StreamId* id, ReplyBuilder& rb) {
+  *dollar = s == "$";
+  if (*dollar) return true;
+  if (s == ">") {
+    rb.Error(errors::kXReadGreater);
+    return false;
+  }
+  return ParseIdOrReply(s, true, 0, id, rb);
+}
+
+// What one key gives an XREAD: its entries after `after`, up to count. nullopt: none.
+std::optional<std::vector<StreamEntryOut>> ReadAfter(shard::Db& db, std::string_view key,
+                                                     StreamId after, size_t count, int64_t now) {
+  if (!after.Incr()) return std::nullopt;
+  auto r = db.XRange(key, after, StreamId::Max(), count, false, now);
+  if (!r.ok() || !r->has_value() || (*r)->empty()) return std::nullopt;
+  return std::move(**r);
+}
+
+// The reply of the keys that had entries: [[key, entries], ...] (RESP3: a map key -> entries).
+void ReplyRead(ReplyBuilder& rb,
+               const std::vector<std::pair<std::string_view, std::vector<StreamEntryOut>>>& got) {
+  if (rb.resp() >= 3) {
+    rb.MapHeader(got.size());
+  } else {
+    rb.ArrayHeader(got.size());
+  }
+  for (const auto& [key, entries] : got) {
+    if (rb.resp() < 3) rb.ArrayHeader(2);
+    rb.Bulk(key);
+    ReplyEntries(rb, entries);
+  }
+}
+
+// The hook of a waiter on one key: served once the key has entries past `after`.
+MakeServeFn ReadServes(std::vector<std::pair<std::string, StreamId>> after, size_t count) {
+  auto ids = std::make_shared<std::vector<std::pair<std::string, StreamId>>>(std::move(after));
+  return [ids, count](int, std::string_view key) -> ServeFn {
+    StreamId from;
+    for (const auto& [k, id] : *ids) {
+      if (k == key) {
+        from = id;
+        break;
+      }
+    }
+    return [from, count](shard::Db& d, std::string_view key, int64_t now, BlockedReply& reply) {
+      auto got = ReadAfter(d, key, from, count, now);
+      if (!got) return false;  // nothing new (or another type: Redis waits on)
+      if (!reply.Claim()) return true;
+      std::string bytes;
+      ReplyBuilder rb(&bytes, reply.resp());
+      ReplyRead(rb, {{key, std::move(*got)}});
+      reply.Finish(std::move(bytes));
+      return true;
+    };
+  };
+}
+
+// All keys on this shard: read now, or wait.
+void XRead(CmdArgs args, ShardCtx& ctx) {
+  XReadArgs x;
+  if (!ParseXRead(args, &x, &ctx.rb)) return;
+  std::vector<StreamId> ids(x.n);
+  for (size_t i = 0; i < x.n; i++) {
+    const std::string_view key = args[x.streams + i];
+    auto last = ctx.db.XLastId(key, ctx.now_ms);
+    if (!last.ok()) {
+      ctx.rb.Error(errors::ForStatus(last.status()));
+      return;
+    }
+    bool dollar;
+    if (!ParseReadId(args[x.streams + x.n + i], &dollar, &ids[i], ctx.rb)) return;
+    if (dollar) ids[i] = last->value_or(StreamId{});
+  }
+  std::vector<std::pair<std::string_view, std::vector<StreamEntryOut>>> got;
+  for (size_t i = 0; i < x.n; i++) {
+    const std::string_view key = args[x.streams + i];
+    auto r = ReadAfter(ctx.db, key, ids[i], static_cast<size_t>(x.count), ctx.now_ms);
+    if (r) got.emplace_back(key, std::move(*r));
+  }
+  if (!got.empty()) {
+    ReplyRead(ctx.rb, got);
+    return;
+  }
+  if (x.block_ms < 0 || !(ctx.block && *ctx.block)) {
+    ctx.rb.NullArray();
+    return;
+  }
+  std::vector<std::pair<std::string, StreamId>> after;
+  for (size_t i = 0; i < x.n; i++) after.emplace_back(args[x.streams + i], ids[i]);
+  const int64_t deadline = Deadline(x.block_ms, ctx.now_ms);
+  WaitOnKeysWith(ctx, args.subspan(x.streams, x.n), deadline,
+                 ReadServes(std::move(after), static_cast<size_t>(x.count)));
+}
+
+// Keys on several shards: every key's "$" and entries read under the keys' locks, in one
+// fan-out; nothing there and BLOCK (outside MULTI): the client waits on every key.
+void XReadAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
+  XReadArgs x;
+  if (!ParseXRead(args, &x, &rb)) return;
+  struct State {
+    size_t count;
+    std::vector<std::string> keys;
+    std::vector<int> shard;
+    std::vector<bool> dollar;
+    std::vector<StreamId> ids;
+    std::vector<std::optional<std::vector<StreamEntryOut>>> got;
+    OpStatus error = OpStatus::kOk;
+  };
+  auto st = std::make_shared<State>();
+  st->count = static_cast<size_t>(x.count);
+  const Server& server = conn.reactor().server();
+  std::vector<int> shards;
+  for (size_t i = 0; i < x.n; i++) {
+    st->keys.emplace_back(args[x.streams + i]);
+    st->shard.push_back(server.ShardOf(st->keys.back()));
+    shards.push_back(st->shard.back());
+    bool dollar;
+    StreamId id;
+    if (!ParseReadId(args[x.streams + x.n + i], &dollar, &id, rb)) return;
+    st->dollar.push_back(dollar);
+    st->ids.push_back(id);
+  }
+  st->got.resize(x.n);
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  std::vector<Connection::ShardFn> phases;
+  phases.push_back([st](ShardCtx& ctx) {
+    for (size_t i = 0; i < st->keys.size(); ++i) {
+      if (st->shard[i] != ctx.shard.index()) continue;
+      auto last = ctx.db.XLastId(st->keys[i], ctx.now_ms);
+      if (!last.ok()) {
+        st->error = last.status();
+        continue;
+      }
+      if (st->dollar[i]) st->ids[i] = last->value_or(StreamId{});
+      st->got[i] = ReadAfter(ctx.db, st->keys[i], st->ids[i], st->count, ctx.now_ms);
+    }
+  });
+  Connection* c = &conn;
+  const bool may_wait = x.block_ms >= 0 && !conn.in_exec();
+  const int64_t deadline = Deadline(x.block_ms, conn.reactor().now_ms());
+  conn.FanOutPhases(shards, std::move(phases),
+                    [st, c, shards, may_wait, deadline](ReplyBuilder& rb) {
+                      if (st->error != OpStatus::kOk) {
+                        rb.Error(errors::ForStatus(st->error));
+                        return;
+                      }
+                      std::vector<std::pair<std::string_view, std::vector<StreamEntryOut>>> got;
+                      for (size_t i = 0; i < st->keys.size(); ++i) {
+                        if (st->got[i]) got.emplace_back(st->keys[i], std::move(*st->got[i]));
+                      }
+                      if (!got.empty()) {
+                        ReplyRead(rb, got);
+                        return;
+                      }
+                      if (!may_wait) {
+                        rb.NullArray();
+                        return;
+                      }
+                      std::vector<std::pair<std::string, StreamId>> after;
+                      for (size_t i = 0; i < st->keys.size(); ++i) {
+                        after.emplace_back(st->keys[i], st->ids[i]);
+                      }
+                      WaitAcross(*c, st->keys, st->shard, shards, deadline,
+                                 ReadServes(std::move(after), st->count));
+                    });
+}
+
+void Register(CommandTable* t) {
+  const std::vector<std::string> kWriteFast = {"@write", "@stream", "@fast"};
+  const std::vector<std::string> kReadFast = {"@read", "@stream", "@fast"};
+  const std::vector<std::string> kReadSlow = {"@read", "@stream", "@slow"};
+  t->Add(Key1("xadd", -5, kWrite | kDenyOom | kFast, XAdd, kWriteFast));
+  t->Add(Key1("xlen", 2, kReadOnly | kFast, XLen, kReadFast));
+  t->Add(Key1("xrange", -4, kReadOnly, XRange<false>, kReadSlow));
+  t->Add(Key1("xrevrange", -4, kReadOnly, XRange<true>, kReadSlow));
+  t->Add(Key1("xdel", -3, kWrite | kFast, XDel, kWriteFast));
+  t->Add(Key1("xtrim", -4, kWrite, XTrim, {"@write", "@stream", "@slow"}));
+  t->Add(Key1("xsetid", -3, kWrite | kDenyOom | kFast, XSetId, kWriteFast));
+  CommandSpec xread = MultiKeyCommand("xread", -4, kReadOnly | kBlocking, XReadAcross, XRead,
+                                      {"@read", "@stream", "@slow", "@blocking"}, 0, 0, 0);
+  xread.key_range = XReadKeys;
+  xread.blocks = XReadBlocks;
+  t->Add(std::move(xread));
+}
+
+}  // namespace stream_cmds
+
+void RegisterStreamCommands(CommandTable* t) { stream_cmds::Register(t); }
+
+}  // namespace deadbolt::server

@@ -1,0 +1,166 @@
+#include "shard/types/stream_value.h"
+
+#include <utility>
+
+namespace deadbolt::shard {
+namespace {
+
+void PutU64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; i++) out->push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+void PutId(std::string* out, StreamId id) {
+  PutU64(out, id.ms);
+  PutU64(out, id.seq);
+}
+
+class ByteReader {
+ public:
+  explicit ByteReader(std::string_view in) : in_(in) {}
+  bool U64(uint64_t* v) {
+    if (in_.size() - pos_ < 8) return false;
+    *v = 0;
+    for (int i = 0; i < 8; i++) {
+      *v |= static_cast<uint64_t>(static_cast<uint8_t>(in_[pos_ + i])) << (8 * i);
+    }
+    pos_ += 8;
+    return true;
+  }
+  bool Id(StreamId* id) { return U64(&id->ms) && U64(&id->seq); }
+  bool Bytes(uint64_t n, std::string* out) {
+    if (in_.size() - pos_ < n) return false;
+    out->assign(in_.substr(pos_, n));
+    pos_ += n;
+    return true;
+  }
+  bool Byte(uint8_t* b) {
+    if (pos_ >= in_.size()) return false;
+    *b = static_cast<uint8_t>(in_[pos_++]);
+    return true;
+  }
+  size_t left() const { return in_.size() - pos_; }
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
+constexpr uint8_t kFormatVersion = 1;
+
+}  // namespace
+
+bool StreamId::Incr() {
+  if (seq == UINT64_MAX) {
+    if (ms == UINT64_MAX) return false;
+    ms++;
+    seq = 0;
+  } else {
+    seq++;
+  }
+  return true;
+}
+
+bool StreamId::Decr() {
+  if (seq == 0) {
+    if (ms == 0) return false;
+    ms--;
+    seq = UINT64_MAX;
+  } else {
+    seq--;
+  }
+  return true;
+}
+
+std::string StreamId::ToString() const { return std::to_string(ms) + "-" + std::to_string(seq); }
+
+size_t StreamValue::AllocatedBytes() const {
+  size_t bytes = sizeof(*this);
+  for (const auto& [id, fields] : entries_) {
+    bytes += 48 + sizeof(StreamId) + sizeof(Fields) + fields.capacity() * sizeof(std::string);
+    for (const std::string& f : fields) {
+      if (f.size() > 15) bytes += f.capacity() + 1;
+    }
+  }
+  return bytes;
+}
+
+void StreamValue::Append(StreamId id, Fields fields) {
+  entries_.emplace_hint(entries_.end(), id, std::move(fields));
+  last_id_ = id;
+  entries_added_++;
+}
+
+bool StreamValue::Delete(StreamId id) {
+  if (entries_.erase(id) == 0) return false;
+  if (id > max_deleted_id_) max_deleted_id_ = id;
+  return true;
+}
+
+size_t StreamValue::TrimMaxLen(uint64_t maxlen, size_t limit) {
+  size_t n = 0;
+  while (entries_.size() > maxlen && (limit == 0 || n < limit)) {
+    entries_.erase(entries_.begin());
+    n++;
+  }
+  return n;
+}
+
+size_t StreamValue::TrimMinId(StreamId minid, size_t limit) {
+  size_t n = 0;
+  while (!entries_.empty() && entries_.begin()->first < minid && (limit == 0 || n < limit)) {
+    entries_.erase(entries_.begin());
+    n++;
+  }
+  return n;
+}
+
+std::string StreamValue::Serialize() const {
+  std::string out;
+  out.push_back(static_cast<char>(kFormatVersion));
+  PutId(&out, last_id_);
+  PutId(&out, max_deleted_id_);
+  PutU64(&out, entries_added_);
+  PutU64(&out, entries_.size());
+  for (const auto& [id, fields] : entries_) {
+    PutId(&out, id);
+    PutU64(&out, fields.size());
+    for (const std::string& f : fields) {
+      PutU64(&out, f.size());
+      out += f;
+    }
+  }
+  PutU64(&out, 0);  // consumer groups: none yet
+  return out;
+}
+
+bool StreamValue::Parse(std::string_view bytes, StreamValue* out) {
+  ByteReader r(bytes);
+  uint8_t version;
+  uint64_t n, groups;
+  if (!r.Byte(&version) || version != kFormatVersion) return false;
+  if (!r.Id(&out->last_id_) || !r.Id(&out->max_deleted_id_) || !r.U64(&out->entries_added_) ||
+      !r.U64(&n)) {
+    return false;
+  }
+  out->entries_.clear();
+  StreamId prev;
+  for (uint64_t i = 0; i < n; i++) {
+    StreamId id;
+    uint64_t nfields;
+    // Each entry takes 24 bytes at least, each field 8: counts past the bytes left are damage.
+    if (!r.Id(&id) || !r.U64(&nfields) || nfields > r.left() / 8 || nfields % 2 != 0) {
+      return false;
+    }
+    if ((i > 0 && id <= prev) || id > out->last_id_) return false;
+    Fields fields(nfields);
+    for (std::string& f : fields) {
+      uint64_t len;
+      if (!r.U64(&len) || !r.Bytes(len, &f)) return false;
+    }
+    out->entries_.emplace_hint(out->entries_.end(), id, std::move(fields));
+    prev = id;
+  }
+  return r.U64(&groups) && groups == 0 && r.left() == 0;
+}
+
+}  // namespace deadbolt::shard
