@@ -131,6 +131,52 @@ struct SScanResult {
 struct StreamEntryOut {
   StreamId id;
   std::vector<std::string> fields;
+  bool deleted = false;  // a pending entry read from a PEL whose entry is gone (XREADGROUP)
+};
+// XPENDING's summary, and one pending entry.
+struct XPendingSummary {
+  uint64_t count = 0;
+  StreamId first, last;
+  std::vector<std::pair<std::string, uint64_t>> consumers;  // with entries pending, by name
+};
+struct XPendingEntry {
+  StreamId id;
+  std::string consumer;
+  int64_t idle_ms = 0;
+  uint64_t deliveries = 0;
+};
+// XCLAIM's options, checked by the caller. delivery_ms: the new delivery time (unix ms), or -1
+// for now; retry_count -1: counted up unless justid.
+struct XClaimOptions {
+  int64_t min_idle_ms = 0;
+  int64_t delivery_ms = -1;
+  int64_t retry_count = -1;
+  bool force = false;
+  bool justid = false;
+  StreamId last_id;
+};
+struct XAutoClaimResult {
+  StreamId cursor;                      // where the next call starts; 0-0 at the end
+  std::vector<StreamEntryOut> claimed;  // (just the IDs with justid)
+  std::vector<StreamId> deleted;        // pending entries whose entry was gone: dropped
+};
+// XINFO STREAM, XINFO GROUPS, XINFO CONSUMERS.
+struct XStreamInfo {
+  uint64_t length = 0, groups = 0, entries_added = 0;
+  StreamId last_id, max_deleted, first_recorded;
+  std::optional<StreamEntryOut> first, last;
+};
+struct XGroupInfo {
+  std::string name;
+  uint64_t consumers = 0, pending = 0;
+  StreamId last_id;
+  int64_t entries_read = -1;  // -1: not known
+  std::optional<int64_t> lag;
+};
+struct XConsumerInfo {
+  std::string name;
+  uint64_t pending = 0;
+  int64_t idle_ms = 0;
 };
 // XADD's and XTRIM's trimming: by length or by the lowest ID kept, at most `limit` entries
 // removed (0: no limit). "~" trims as "=" does here (exactly; Redis keeps whole nodes of about
@@ -654,7 +700,59 @@ class Db {
   // The stream's last generated ID ("$" in XREAD); nullopt for a missing key.
   OpResult<std::optional<StreamId>> XLastId(std::string_view key, int64_t now_ms);
 
+  // --- stream consumer groups (db_stream.cc; Redis 7.0's semantics) ---
+  // kNoSuchKey: no key (XGROUP needs one unless CREATE ... MKSTREAM); kNoGroup: no such group;
+  // kBusyGroup: CREATE of a group that exists. `dollar`: the stream's last ID instead of `id`.
+  // entries_read -1: not given.
+  OpStatus XGroupCreate(std::string_view key, std::string_view group, bool dollar, StreamId id,
+                        bool mkstream, int64_t entries_read, int64_t now_ms);
+  OpStatus XGroupSetId(std::string_view key, std::string_view group, bool dollar, StreamId id,
+                       int64_t entries_read, int64_t now_ms);
+  OpResult<int64_t> XGroupDestroy(std::string_view key, std::string_view group, int64_t now_ms);
+  OpResult<int64_t> XGroupCreateConsumer(std::string_view key, std::string_view group,
+                                         std::string_view consumer, int64_t now_ms);
+  // The deleted consumer's pending count (its entries leave the group's PEL).
+  OpResult<int64_t> XGroupDelConsumer(std::string_view key, std::string_view group,
+                                      std::string_view consumer, int64_t now_ms);
+  // XREADGROUP on one key, the consumer made if new. `id` Max() is ">": entries after the
+  // group's last ID, delivered (added to the PEL unless noack); nullopt when there are none.
+  // Any other ID: the consumer's pending entries after it (its history), counted as delivered
+  // again. kNoGroup for a missing key or group.
+  OpResult<std::optional<std::vector<StreamEntryOut>>> XReadGroup(std::string_view key,
+                                                                  std::string_view group,
+                                                                  std::string_view consumer,
+                                                                  StreamId id, size_t count,
+                                                                  bool noack, int64_t now_ms);
+  // Whether the stream at `key` has `group` (false for a missing key; kWrongType).
+  OpResult<bool> XHasGroup(std::string_view key, std::string_view group, int64_t now_ms);
+  // XACK: how many of `ids` were pending (0 for a missing key or group).
+  OpResult<int64_t> XAck(std::string_view key, std::string_view group,
+                         std::span<const StreamId> ids, int64_t now_ms);
+  OpResult<XPendingSummary> XPending(std::string_view key, std::string_view group, int64_t now_ms);
+  // XPENDING's extended form: pending entries in [start, end], at most count, idle at least
+  // min_idle_ms, of `consumer` only when given (a consumer that does not exist: none).
+  OpResult<std::vector<XPendingEntry>> XPendingRange(std::string_view key, std::string_view group,
+                                                     StreamId start, StreamId end, size_t count,
+                                                     int64_t min_idle_ms,
+                                                     std::optional<std::string_view> consumer,
+                                                     int64_t now_ms);
+  OpResult<std::vector<StreamEntryOut>> XClaim(std::string_view key, std::string_view group,
+                                               std::string_view consumer,
+                                               std::span<const StreamId> ids,
+                                               const XClaimOptions& opts, int64_t now_ms);
+  OpResult<XAutoClaimResult> XAutoClaim(std::string_view key, std::string_view group,
+                                        std::string_view consumer, int64_t min_idle_ms,
+                                        StreamId start, size_t count, bool justid, int64_t now_ms);
+  OpResult<XStreamInfo> XInfoStream(std::string_view key, int64_t now_ms);  // kNoSuchKey
+  OpResult<std::vector<XGroupInfo>> XInfoGroups(std::string_view key, int64_t now_ms);
+  OpResult<std::vector<XConsumerInfo>> XInfoConsumers(std::string_view key, std::string_view group,
+                                                      int64_t now_ms);
+
  private:
+  // The stream at `key` (its Dict::Pos in *pos, a void* to keep the table out of this header);
+  // null with *st kNoSuchKey or kWrongType.
+  StreamValue* FindStream(std::string_view key, int64_t now_ms, void* pos, OpStatus* st);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

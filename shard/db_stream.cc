@@ -1,6 +1,7 @@
-// Db: the stream commands without consumer groups (XADD XTRIM XLEN XRANGE XREVRANGE XDEL XSETID,
-// and what XREAD reads), with Redis 7.0's t_stream.c semantics. The value is a StreamValue
-// (stream_value.h), changed in place; the key's TTL covers the whole stream.
+// Db: the stream commands (XADD XTRIM XLEN XRANGE XREVRANGE XDEL XSETID, what XREAD reads) and
+// their consumer groups (XGROUP XREADGROUP XACK XPENDING XCLAIM XAUTOCLAIM XINFO), with Redis
+// 7.0's t_stream.c semantics. The value is a StreamValue (stream_value.h), changed in place; the
+// key's TTL covers the whole stream.
 
 #include <memory>
 #include <optional>
@@ -168,6 +169,483 @@ OpResult<std::optional<StreamId>> Db::XLastId(std::string_view key, int64_t now_
   if (!pos) return std::optional<StreamId>();
   if (pos.entry()->kind() != Entry::Kind::kStream) return OpStatus::kWrongType;
   return std::optional<StreamId>(StreamOf(pos.entry())->last_id());
+}
+
+// --- consumer groups ---
+
+namespace {
+
+// Redis's streamRangeHasTombstones: whether an entry between start and end (inclusive) may
+// have been deleted.
+bool RangeHasTombstones(const StreamValue& s, StreamId start, StreamId end) {
+  const StreamId del = s.max_deleted_id();
+  if (s.size() == 0 || del.IsZero()) return false;
+  if (s.first_id() > del) return false;
+  return start <= del && del <= end;
+}
+
+// Redis's streamEstimateDistanceFromFirstEverEntry: the count of entries added up to `id`, or
+// -1 when it cannot be known.
+int64_t EstimateEntriesRead(const StreamValue& s, StreamId id) {
+  const auto added = static_cast<int64_t>(s.entries_added());
+  if (added == 0) return 0;
+  if (s.size() == 0 && id <= s.last_id()) return added;
+  if (id == s.last_id()) return added;
+  if (id > s.last_id()) return -1;
+  const StreamId first = s.first_id();
+  if (s.max_deleted_id().IsZero() || s.max_deleted_id() < first) {
+    if (id < first) return added - static_cast<int64_t>(s.size());
+    if (id == first) return added - static_cast<int64_t>(s.size()) + 1;
+  }
+  return -1;
+}
+
+std::optional<int64_t> Lag(const StreamValue& s, const StreamGroup& g) {
+  if (s.entries_added() == 0) return 0;
+  if (g.entries_read != -1 && !RangeHasTombstones(s, g.last_id, StreamId::Max())) {
+    return static_cast<int64_t>(s.entries_added()) - g.entries_read;
+  }
+  const int64_t read = EstimateEntriesRead(s, g.last_id);
+  if (read == -1) return std::nullopt;
+  return static_cast<int64_t>(s.entries_added()) - read;
+}
+
+StreamConsumer& ConsumerOf(StreamGroup& g, std::string_view name, int64_t now_ms) {
+  auto [it, added] = g.consumers.try_emplace(std::string(name));
+  it->second.seen_ms = now_ms;
+  return it->second;
+}
+
+// Moves a pending entry to `to` (Redis's NACK reassignment).
+void GiveTo(StreamGroup& g, StreamId id, StreamNack& nack, std::string_view to) {
+  if (nack.consumer == to) return;
+  if (auto old = g.consumers.find(nack.consumer); old != g.consumers.end()) {
+    old->second.pending.erase(id);
+  }
+  nack.consumer = std::string(to);
+  g.consumers[nack.consumer].pending.insert(id);
+}
+
+StreamEntryOut EntryAt(const StreamValue& s, StreamId id, bool justid) {
+  StreamEntryOut e{id, {}};
+  if (!justid) e.fields = s.entries().at(id);
+  return e;
+}
+
+}  // namespace
+
+StreamValue* Db::FindStream(std::string_view key, int64_t now_ms, void* pos_out, OpStatus* st) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  *static_cast<Dict::Pos*>(pos_out) = pos;
+  if (!pos) {
+    *st = OpStatus::kNoSuchKey;
+    return nullptr;
+  }
+  if (pos.entry()->kind() != Entry::Kind::kStream) {
+    *st = OpStatus::kWrongType;
+    return nullptr;
+  }
+  *st = OpStatus::kOk;
+  return StreamOf(pos.entry());
+}
+
+OpStatus Db::XGroupCreate(std::string_view key, std::string_view group, bool dollar, StreamId id,
+                          bool mkstream, int64_t entries_read, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (st == OpStatus::kWrongType) return st;
+  if (!s) {
+    if (!mkstream) return OpStatus::kNoSuchKey;
+    uint64_t hash;
+    impl_->Lookup(key, now_ms, &hash);
+    auto owned = std::make_unique<StreamValue>();
+    owned->groups().emplace(std::string(group), StreamGroup{id, entries_read, {}, {}});
+    impl_->Add(MakeStreamEntry(key, owned.release(), Entry::kNoExpire), hash);
+    return OpStatus::kOk;
+  }
+  if (s->groups().count(std::string(group))) return OpStatus::kBusyGroup;
+  if (dollar) id = s->last_id();
+  s->groups().emplace(std::string(group), StreamGroup{id, entries_read, {}, {}});
+  impl_->Modified(pos);
+  return OpStatus::kOk;
+}
+
+OpStatus Db::XGroupSetId(std::string_view key, std::string_view group, bool dollar, StreamId id,
+                         int64_t entries_read, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (!s) return st;
+  auto g = s->groups().find(std::string(group));
+  if (g == s->groups().end()) return OpStatus::kNoGroup;
+  g->second.last_id = dollar ? s->last_id() : id;
+  g->second.entries_read = entries_read;
+  impl_->Modified(pos);
+  return OpStatus::kOk;
+}
+
+OpResult<int64_t> Db::XGroupDestroy(std::string_view key, std::string_view group, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (!s) return st;
+  if (s->groups().erase(std::string(group)) == 0) return int64_t{0};
+  impl_->Modified(pos);
+  return int64_t{1};
+}
+
+OpResult<int64_t> Db::XGroupCreateConsumer(std::string_view key, std::string_view group,
+                                           std::string_view consumer, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (!s) return st;
+  auto g = s->groups().find(std::string(group));
+  if (g == s->groups().end()) return OpStatus::kNoGroup;
+  auto [it, added] = g->second.consumers.try_emplace(std::string(consumer));
+  if (!added) return int64_t{0};
+  it->second.seen_ms = now_ms;
+  impl_->Modified(pos);
+  return int64_t{1};
+}
+
+OpResult<int64_t> Db::XGroupDelConsumer(std::string_view key, std::string_view group,
+                                        std::string_view consumer, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (!s) return st;
+  auto g = s->groups().find(std::string(group));
+  if (g == s->groups().end()) return OpStatus::kNoGroup;
+  auto c = g->second.consumers.find(std::string(consumer));
+  if (c == g->second.consumers.end()) return int64_t{0};
+  const auto pending = static_cast<int64_t>(c->second.pending.size());
+  for (StreamId id : c->second.pending) g->second.pel.erase(id);
+  g->second.consumers.erase(c);
+  impl_->Modified(pos);
+  return pending;
+}
+
+OpResult<std::optional<std::vector<StreamEntryOut>>> Db::XReadGroup(std::string_view key,
+                                                                    std::string_view group,
+                                                                    std::string_view consumer,
+                                                                    StreamId id, size_t count,
+                                                                    bool noack, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (st == OpStatus::kWrongType) return st;
+  if (!s) return OpStatus::kNoGroup;
+  auto git = s->groups().find(std::string(group));
+  if (git == s->groups().end()) return OpStatus::kNoGroup;
+  StreamGroup& g = git->second;
+  std::vector<StreamEntryOut> out;
+  if (id == StreamId::Max()) {  // ">": new entries
+    // Served only when an entry (not just an ID) lies past the group's last, as Redis.
+    if (s->size() == 0 || !(s->entries().rbegin()->first > g.last_id)) {
+      return std::optional<std::vector<StreamEntryOut>>();
+    }
+    StreamConsumer& c = ConsumerOf(g, consumer, now_ms);
+    (void)c;
+    const StreamValue::Entries& entries = s->entries();
+    for (auto it = entries.upper_bound(g.last_id);
+         it != entries.end() && (count == 0 || out.size() < count); ++it) {
+      const StreamId eid = it->first;
+      if (g.entries_read != -1 && !RangeHasTombstones(*s, eid, StreamId::Max())) {
+        g.entries_read++;
+      } else if (s->entries_added() > 0) {
+        g.entries_read = EstimateEntriesRead(*s, eid);
+      }
+      g.last_id = eid;
+      if (!noack) {
+        auto [nit, added] = g.pel.try_emplace(eid);
+        StreamNack& nack = nit->second;
+        if (!added) GiveTo(g, eid, nack, consumer);
+        nack.consumer = std::string(consumer);
+        nack.delivery_ms = now_ms;
+        nack.delivery_count = 1;
+        g.consumers[nack.consumer].pending.insert(eid);
+      }
+      out.push_back({eid, it->second});
+    }
+    impl_->Modified(pos);
+    return std::optional<std::vector<StreamEntryOut>>(std::move(out));
+  }
+  // The consumer's history: its pending entries after `id`, delivered again.
+  StreamConsumer& c = ConsumerOf(g, consumer, now_ms);
+  StreamId from = id;
+  if (from.Incr()) {
+    for (auto it = c.pending.lower_bound(from);
+         it != c.pending.end() && (count == 0 || out.size() < count); ++it) {
+      StreamNack& nack = g.pel.at(*it);
+      if (s->Has(*it)) {
+        out.push_back(EntryAt(*s, *it, false));
+        nack.delivery_ms = now_ms;
+        nack.delivery_count++;
+      } else {
+        StreamEntryOut gone{*it, {}};
+        gone.deleted = true;
+        out.push_back(std::move(gone));
+      }
+    }
+  }
+  impl_->Modified(pos);
+  return std::optional<std::vector<StreamEntryOut>>(std::move(out));
+}
+
+OpResult<bool> Db::XHasGroup(std::string_view key, std::string_view group, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (st == OpStatus::kWrongType) return st;
+  return s != nullptr && s->groups().count(std::string(group)) > 0;
+}
+
+OpResult<int64_t> Db::XAck(std::string_view key, std::string_view group,
+                           std::span<const StreamId> ids, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (st == OpStatus::kWrongType) return st;
+  if (!s) return int64_t{0};
+  auto git = s->groups().find(std::string(group));
+  if (git == s->groups().end()) return int64_t{0};
+  StreamGroup& g = git->second;
+  int64_t acked = 0;
+  for (StreamId id : ids) {
+    auto it = g.pel.find(id);
+    if (it == g.pel.end()) continue;
+    if (auto c = g.consumers.find(it->second.consumer); c != g.consumers.end()) {
+      c->second.pending.erase(id);
+    }
+    g.pel.erase(it);
+    acked++;
+  }
+  if (acked > 0) impl_->Modified(pos);
+  return acked;
+}
+
+OpResult<XPendingSummary> Db::XPending(std::string_view key, std::string_view group,
+                                       int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (st == OpStatus::kWrongType) return st;
+  if (!s) return OpStatus::kNoGroup;
+  auto git = s->groups().find(std::string(group));
+  if (git == s->groups().end()) return OpStatus::kNoGroup;
+  const StreamGroup& g = git->second;
+  XPendingSummary out;
+  out.count = g.pel.size();
+  if (!g.pel.empty()) {
+    out.first = g.pel.begin()->first;
+    out.last = g.pel.rbegin()->first;
+  }
+  for (const auto& [name, c] : g.consumers) {
+    if (!c.pending.empty()) out.consumers.emplace_back(name, c.pending.size());
+  }
+  return out;
+}
+
+OpResult<std::vector<XPendingEntry>> Db::XPendingRange(std::string_view key, std::string_view group,
+                                                       StreamId start, StreamId end, size_t count,
+                                                       int64_t min_idle_ms,
+                                                       std::optional<std::string_view> consumer,
+                                                       int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (st == OpStatus::kWrongType) return st;
+  if (!s) return OpStatus::kNoGroup;
+  auto git = s->groups().find(std::string(group));
+  if (git == s->groups().end()) return OpStatus::kNoGroup;
+  const StreamGroup& g = git->second;
+  std::vector<XPendingEntry> out;
+  auto Take = [&](StreamId id) {
+    const StreamNack& nack = g.pel.at(id);
+    const int64_t idle = now_ms - nack.delivery_ms;
+    if (min_idle_ms != 0 && idle < min_idle_ms) return;
+    out.push_back({id, nack.consumer, idle < 0 ? 0 : idle, nack.delivery_count});
+  };
+  if (consumer) {
+    auto c = g.consumers.find(std::string(*consumer));
+    if (c == g.consumers.end()) return out;
+    for (auto it = c->second.pending.lower_bound(start);
+         out.size() < count && it != c->second.pending.end() && *it <= end; ++it) {
+      Take(*it);
+    }
+  } else {
+    for (auto it = g.pel.lower_bound(start);
+         out.size() < count && it != g.pel.end() && it->first <= end; ++it) {
+      Take(it->first);
+    }
+  }
+  return out;
+}
+
+OpResult<std::vector<StreamEntryOut>> Db::XClaim(std::string_view key, std::string_view group,
+                                                 std::string_view consumer,
+                                                 std::span<const StreamId> ids,
+                                                 const XClaimOptions& opts, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (st == OpStatus::kWrongType) return st;
+  if (!s) return OpStatus::kNoGroup;
+  auto git = s->groups().find(std::string(group));
+  if (git == s->groups().end()) return OpStatus::kNoGroup;
+  StreamGroup& g = git->second;
+  bool changed = false;
+  if (opts.last_id > g.last_id) {
+    g.last_id = opts.last_id;
+    changed = true;
+  }
+  int64_t delivery = opts.delivery_ms;
+  if (delivery < 0 || delivery > now_ms) delivery = now_ms;
+  std::vector<StreamEntryOut> out;
+  bool seen = false;  // the claiming consumer looked up (and made) once, at its first claim
+  for (StreamId id : ids) {
+    auto nit = g.pel.find(id);
+    if (!s->Has(id)) {  // gone from the stream: its pending record goes too
+      if (nit != g.pel.end()) {
+        if (auto c = g.consumers.find(nit->second.consumer); c != g.consumers.end()) {
+          c->second.pending.erase(id);
+        }
+        g.pel.erase(nit);
+        changed = true;
+      }
+      continue;
+    }
+    bool forced = false;
+    if (nit == g.pel.end()) {
+      if (!opts.force) continue;
+      // As Redis's streamCreateNACK: delivered once, now; its consumer is set below.
+      nit = g.pel.emplace(id, StreamNack{{}, now_ms, 1}).first;
+      forced = true;
+    }
+    StreamNack& nack = nit->second;
+    if (!forced && opts.min_idle_ms != 0 && now_ms - nack.delivery_ms < opts.min_idle_ms) continue;
+    if (!seen) {
+      ConsumerOf(g, consumer, now_ms);
+      seen = true;
+    }
+    if (forced) {
+      nack.consumer = std::string(consumer);
+      g.consumers[nack.consumer].pending.insert(id);
+    } else {
+      GiveTo(g, id, nack, consumer);
+    }
+    nack.delivery_ms = delivery;
+    if (opts.retry_count >= 0) {
+      nack.delivery_count = static_cast<uint64_t>(opts.retry_count);
+    } else if (!opts.justid) {
+      nack.delivery_count++;
+    }
+    out.push_back(EntryAt(*s, id, opts.justid));
+    changed = true;
+  }
+  if (changed) impl_->Modified(pos);
+  return out;
+}
+
+OpResult<XAutoClaimResult> Db::XAutoClaim(std::string_view key, std::string_view group,
+                                          std::string_view consumer, int64_t min_idle_ms,
+                                          StreamId start, size_t count, bool justid,
+                                          int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (st == OpStatus::kWrongType) return st;
+  if (!s) return OpStatus::kNoGroup;
+  auto git = s->groups().find(std::string(group));
+  if (git == s->groups().end()) return OpStatus::kNoGroup;
+  StreamGroup& g = git->second;
+  XAutoClaimResult out;
+  uint64_t attempts = static_cast<uint64_t>(count) * 10;
+  bool seen = false;
+  auto it = g.pel.lower_bound(start);
+  // As Redis's loop: each step looks at one pending entry, at most count * 10 of them, until
+  // count entries were claimed or dropped.
+  while (attempts > 0 && count > 0 && it != g.pel.end()) {
+    attempts--;
+    const StreamId id = it->first;
+    if (!s->Has(id)) {
+      if (auto c = g.consumers.find(it->second.consumer); c != g.consumers.end()) {
+        c->second.pending.erase(id);
+      }
+      it = g.pel.erase(it);
+      out.deleted.push_back(id);
+      count--;
+      continue;
+    }
+    StreamNack& nack = it->second;
+    if (min_idle_ms != 0 && now_ms - nack.delivery_ms < min_idle_ms) {
+      ++it;
+      continue;
+    }
+    if (!seen) {
+      ConsumerOf(g, consumer, now_ms);
+      seen = true;
+    }
+    GiveTo(g, id, nack, consumer);
+    nack.delivery_ms = now_ms;
+    if (!justid) nack.delivery_count++;
+    out.claimed.push_back(EntryAt(*s, id, justid));
+    count--;
+    ++it;
+  }
+  out.cursor = it == g.pel.end() ? StreamId{} : it->first;
+  if (seen || !out.deleted.empty()) impl_->Modified(pos);
+  return out;
+}
+
+OpResult<XStreamInfo> Db::XInfoStream(std::string_view key, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (!s) return st;
+  XStreamInfo out;
+  out.length = s->size();
+  out.groups = s->groups().size();
+  out.entries_added = s->entries_added();
+  out.last_id = s->last_id();
+  out.max_deleted = s->max_deleted_id();
+  out.first_recorded = s->first_id();
+  if (s->size() > 0) {
+    out.first = EntryAt(*s, s->entries().begin()->first, false);
+    out.last = EntryAt(*s, s->entries().rbegin()->first, false);
+  }
+  return out;
+}
+
+OpResult<std::vector<XGroupInfo>> Db::XInfoGroups(std::string_view key, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (!s) return st;
+  std::vector<XGroupInfo> out;
+  for (const auto& [name, g] : s->groups()) {
+    out.push_back({name, g.consumers.size(), g.pel.size(), g.last_id, g.entries_read, Lag(*s, g)});
+  }
+  return out;
+}
+
+OpResult<std::vector<XConsumerInfo>> Db::XInfoConsumers(std::string_view key,
+                                                        std::string_view group, int64_t now_ms) {
+  Dict::Pos pos;
+  OpStatus st;
+  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  if (!s) return st;
+  auto git = s->groups().find(std::string(group));
+  if (git == s->groups().end()) return OpStatus::kNoGroup;
+  std::vector<XConsumerInfo> out;
+  for (const auto& [name, c] : git->second.consumers) {
+    const int64_t idle = now_ms - c.seen_ms;
+    out.push_back({name, c.pending.size(), idle < 0 ? 0 : idle});
+  }
+  return out;
 }
 
 }  // namespace deadbolt::shard

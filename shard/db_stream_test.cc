@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shard/db.h"
@@ -130,6 +132,59 @@ TEST(DbStream, SnapshotAndRestoreCarryEverything) {
   ASSERT_TRUE(db.View("s", kNow, &view));
   EXPECT_EQ(view.type, ValueType::kStream);
   EXPECT_EQ(view.stream, snap->stream);
+}
+
+// Consumer groups: delivery into the PEL, history reads counting deliveries, acks, claims that
+// move entries between consumers, a claim of a deleted entry dropping it, XAUTOCLAIM's cursor,
+// and the lag Redis reports.
+TEST(DbStream, GroupsDeliverAckAndClaim) {
+  Db db;
+  for (uint64_t i = 1; i <= 4; i++) db.XAdd("s", At(i, 0), Fv({"n", "x"}), kNow);
+  EXPECT_EQ(db.XGroupCreate("s", "g", false, {}, false, -1, kNow), OpStatus::kOk);
+  EXPECT_EQ(db.XGroupCreate("s", "g", false, {}, false, -1, kNow), OpStatus::kBusyGroup);
+  EXPECT_EQ(db.XGroupCreate("none", "g", false, {}, false, -1, kNow), OpStatus::kNoSuchKey);
+  auto r = db.XReadGroup("s", "g", "alice", StreamId::Max(), 3, false, kNow);
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_EQ((*r)->size(), 3u);
+  EXPECT_EQ(db.XReadGroup("s", "nope", "alice", StreamId::Max(), 0, false, kNow).status(),
+            OpStatus::kNoGroup);
+  // History: alice's pending entries after 1-0, delivered a second time.
+  auto h = db.XReadGroup("s", "g", "alice", {1, 0}, 0, false, kNow + 10);
+  ASSERT_EQ((*h)->size(), 2u);
+  auto p = db.XPendingRange("s", "g", {}, StreamId::Max(), 10, 0, std::nullopt, kNow + 20);
+  ASSERT_EQ(p->size(), 3u);
+  EXPECT_EQ((*p)[0].deliveries, 1u);
+  EXPECT_EQ((*p)[1].deliveries, 2u);
+  EXPECT_EQ((*p)[1].idle_ms, 10);
+  const StreamId ack[] = {{1, 0}, {9, 0}};
+  EXPECT_EQ(*db.XAck("s", "g", ack, kNow), 1);
+  // bob claims 2-0 once it has been idle 5 ms; 3-0 is deleted, so claiming it drops it.
+  const StreamId del[] = {{3, 0}};
+  db.XDel("s", del, kNow);
+  XClaimOptions opts;
+  opts.min_idle_ms = 5;
+  const StreamId claim[] = {{2, 0}, {3, 0}};
+  EXPECT_TRUE(db.XClaim("s", "g", "bob", claim, opts, kNow + 11)->empty());  // idle 1 ms
+  auto c = db.XClaim("s", "g", "bob", claim, opts, kNow + 20);
+  ASSERT_EQ(c->size(), 1u);
+  EXPECT_EQ((*c)[0].id, (StreamId{2, 0}));
+  auto sum = db.XPending("s", "g", kNow);
+  EXPECT_EQ(sum->count, 1u);
+  EXPECT_EQ(sum->consumers, (std::vector<std::pair<std::string, uint64_t>>{{"bob", 1}}));
+  // XAUTOCLAIM: one at a time, the cursor naming the next pending entry.
+  auto more = db.XReadGroup("s", "g", "alice", StreamId::Max(), 0, false, kNow);
+  auto a = db.XAutoClaim("s", "g", "carol", 0, {}, 1, true, kNow + 50);
+  EXPECT_EQ(a->claimed.size(), 1u);
+  EXPECT_EQ(a->cursor, (StreamId{4, 0}));
+  a = db.XAutoClaim("s", "g", "carol", 0, a->cursor, 1, true, kNow + 50);
+  EXPECT_EQ(a->cursor, StreamId{});
+  EXPECT_EQ(*db.XGroupDelConsumer("s", "g", "carol", kNow), 2);
+  auto groups = db.XInfoGroups("s", kNow);
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ((*groups)[0].pending, 0u);
+  EXPECT_EQ((*groups)[0].last_id, (StreamId{4, 0}));
+  EXPECT_EQ((*groups)[0].entries_read, 4);
+  EXPECT_EQ((*groups)[0].lag, 0);  // the deletion lies before the group's position
 }
 
 }  // namespace

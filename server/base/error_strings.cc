@@ -118,6 +118,10 @@ std::string_view ForStatus(shard::OpStatus s) {
       return kXSetIdBelowTop;
     case OpStatus::kStreamEntriesAddedTooSmall:
       return kXSetIdEntriesAdded;
+    case OpStatus::kBusyGroup:  // (the commands name the group and key themselves)
+      return "BUSYGROUP Consumer Group name already exists";
+    case OpStatus::kNoGroup:
+      return "NOGROUP No such consumer group";
   }
   return "ERR internal error";
 }

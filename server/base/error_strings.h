@@ -321,6 +321,14 @@ inline constexpr std::string_view kXSetIdEntriesAdded =
     "ERR The entries_added specified in XSETID is smaller than the target stream length";
 inline constexpr std::string_view kXReadUnbalanced =
     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.";
+inline constexpr std::string_view kXReadGroupUnbalanced =
+    "ERR Unbalanced XREADGROUP list of streams: for each stream key an ID or '>' must be "
+    "specified.";
+inline constexpr std::string_view kXReadGroupMissing = "ERR Missing GROUP option for XREADGROUP";
+inline constexpr std::string_view kXReadGroupDollar =
+    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of "
+    "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would "
+    "just return an empty result set.";
 inline constexpr std::string_view kXReadGroupOption =
     "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
 inline constexpr std::string_view kXReadNoAck =

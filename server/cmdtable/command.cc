@@ -43,6 +43,7 @@ CommandTable::CommandTable() {
   RegisterHllCommands(this);
   RegisterGeoCommands(this);
   RegisterStreamCommands(this);
+  RegisterStreamGroupCommands(this);
   RegisterSortCommands(this);
   RegisterMPopCommands(this);
   RegisterLockCommands(this);

@@ -265,7 +265,8 @@ void RegisterSetCommands(CommandTable* t);
 void RegisterBitmapCommands(CommandTable* t);  // server/collections/cmd_bitmap.cc
 void RegisterHllCommands(CommandTable* t);     // server/collections/cmd_hll.cc
 void RegisterGeoCommands(CommandTable* t);     // server/collections/cmd_geo.cc
-void RegisterStreamCommands(CommandTable* t);  // server/collections/cmd_stream.cc
+void RegisterStreamCommands(CommandTable* t);  // server/streams/cmd_stream.cc
+void RegisterStreamGroupCommands(CommandTable* t);  // server/streams/cmd_stream_group.cc
 void RegisterSortCommands(CommandTable* t);    // server/collections/cmd_sort.cc
 void RegisterMPopCommands(CommandTable* t);    // LMPOP ZMPOP BLMPOP BZMPOP, collections/cmd_mpop.cc
 void RegisterLockCommands(CommandTable* t);

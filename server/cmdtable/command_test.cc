@@ -56,7 +56,9 @@ TEST(CommandTableTest, EveryCommandIsWellFormed) {
     // At least one handler. Both only for commands with keys: the shard handler when all keys
     // sit on one shard, the connection handler when they span shards.
     EXPECT_TRUE(s.shard_handler || s.conn_handler);
-    if (s.shard_handler && s.conn_handler) EXPECT_TRUE(s.has_keys());
+    if (s.shard_handler && s.conn_handler) {
+      EXPECT_TRUE(s.has_keys());
+    }
     for (char c : s.name) EXPECT_FALSE(c >= 'A' && c <= 'Z');
     if (s.first_key > 0) {
       EXPECT_GE(s.key_step, 1);

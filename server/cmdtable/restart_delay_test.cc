@@ -241,7 +241,9 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
       // RESTORE (and RESTORE-ASKING, its cluster twin) creates its key.
       "restore", "restore-asking",
       // Streams: XADD creates its key; XSETID is denyoom in Redis, though it never creates.
-      "xadd", "xsetid"};
+      "xadd", "xsetid",
+      // XGROUP CREATE ... MKSTREAM (per call: CommandSpec::may_create).
+      "xgroup"};
   // Writes that only change or remove keys that exist (or send messages).
   const std::set<std::string> writes_that_never_create = {"del",
                                                           "unlink",
@@ -280,7 +282,11 @@ TEST(RestartDelayTest, CommandTableSaysWhichCommandsMayCreateAKey) {
                                                           "zmpop",
                                                           "bzmpop",
                                                           "xdel",
-                                                          "xtrim"};
+                                                          "xtrim",
+                                                          "xreadgroup",
+                                                          "xack",
+                                                          "xclaim",
+                                                          "xautoclaim"};
   std::set<std::string> got_may_create, got_other_writes;
   for (const CommandSpec& s : CommandTable::Get().All()) {
     SCOPED_TRACE(s.name);

@@ -33,6 +33,8 @@ enum class OpStatus : uint8_t {
   kStreamExhausted,             // XADD: the stream's last ID is the largest possible
   kStreamSetIdBelowTop,         // XSETID: below the last entry's ID
   kStreamEntriesAddedTooSmall,  // XSETID: ENTRIESADDED below the stream's length
+  kBusyGroup,                   // XGROUP CREATE: the group exists
+  kNoGroup,                     // no such consumer group (or, for some commands, no such key)
 };
 
 // A value or a non-kOk status.

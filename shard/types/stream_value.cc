@@ -129,7 +129,27 @@ std::string StreamValue::Serialize() const {
       out += f;
     }
   }
-  PutU64(&out, 0);  // consumer groups: none yet
+  PutU64(&out, groups_.size());
+  for (const auto& [name, g] : groups_) {
+    PutU64(&out, name.size());
+    out += name;
+    PutId(&out, g.last_id);
+    PutU64(&out, static_cast<uint64_t>(g.entries_read));
+    PutU64(&out, g.consumers.size());
+    for (const auto& [cname, c] : g.consumers) {
+      PutU64(&out, cname.size());
+      out += cname;
+      PutU64(&out, static_cast<uint64_t>(c.seen_ms));
+    }
+    PutU64(&out, g.pel.size());
+    for (const auto& [id, nack] : g.pel) {
+      PutId(&out, id);
+      PutU64(&out, static_cast<uint64_t>(nack.delivery_ms));
+      PutU64(&out, nack.delivery_count);
+      PutU64(&out, nack.consumer.size());
+      out += nack.consumer;
+    }
+  }
   return out;
 }
 
@@ -160,7 +180,43 @@ bool StreamValue::Parse(std::string_view bytes, StreamValue* out) {
     out->entries_.emplace_hint(out->entries_.end(), id, std::move(fields));
     prev = id;
   }
-  return r.U64(&groups) && groups == 0 && r.left() == 0;
+  if (!r.U64(&groups) || groups > r.left() / 8) return false;
+  out->groups_.clear();
+  for (uint64_t i = 0; i < groups; i++) {
+    uint64_t len, entries_read, nconsumers, npel;
+    std::string name;
+    StreamGroup g;
+    if (!r.U64(&len) || !r.Bytes(len, &name) || !r.Id(&g.last_id) || !r.U64(&entries_read) ||
+        !r.U64(&nconsumers) || nconsumers > r.left() / 8) {
+      return false;
+    }
+    g.entries_read = static_cast<int64_t>(entries_read);
+    for (uint64_t j = 0; j < nconsumers; j++) {
+      std::string cname;
+      uint64_t seen;
+      if (!r.U64(&len) || !r.Bytes(len, &cname) || !r.U64(&seen)) return false;
+      if (!g.consumers.emplace(std::move(cname), StreamConsumer{static_cast<int64_t>(seen), {}})
+               .second) {
+        return false;
+      }
+    }
+    if (!r.U64(&npel) || npel > r.left() / 8) return false;
+    for (uint64_t j = 0; j < npel; j++) {
+      StreamId id;
+      StreamNack nack;
+      uint64_t ms;
+      if (!r.Id(&id) || !r.U64(&ms) || !r.U64(&nack.delivery_count) || !r.U64(&len) ||
+          !r.Bytes(len, &nack.consumer)) {
+        return false;
+      }
+      nack.delivery_ms = static_cast<int64_t>(ms);
+      auto c = g.consumers.find(nack.consumer);
+      if (c == g.consumers.end() || !c->second.pending.insert(id).second) return false;
+      if (!g.pel.emplace(id, std::move(nack)).second) return false;
+    }
+    if (!out->groups_.emplace(std::move(name), std::move(g)).second) return false;
+  }
+  return r.left() == 0;
 }
 
 }  // namespace deadbolt::shard

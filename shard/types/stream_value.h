@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,29 @@ struct StreamId {
   // The next ID down; false at 0-0.
   bool Decr();
   std::string ToString() const;  // "ms-seq"
+};
+
+// A consumer group's record of one entry delivered and not yet acknowledged (Redis's NACK).
+struct StreamNack {
+  std::string consumer;     // who has it
+  int64_t delivery_ms = 0;  // when it was last delivered (unix ms)
+  uint64_t delivery_count = 0;
+};
+
+// A consumer of a group: when it was last seen (an XREADGROUP, XCLAIM, XAUTOCLAIM) and the IDs
+// it has pending (each also in the group's pel, owned by this consumer).
+struct StreamConsumer {
+  int64_t seen_ms = 0;
+  std::set<StreamId> pending;
+};
+
+// A consumer group: the last ID delivered, the count of entries read (-1: not known, Redis's
+// SCG_INVALID_ENTRIES_READ), the pending entries (PEL) and the consumers, by name.
+struct StreamGroup {
+  StreamId last_id;
+  int64_t entries_read = -1;
+  std::map<StreamId, StreamNack> pel;
+  std::map<std::string, StreamConsumer> consumers;
 };
 
 // Owned by the Entry that points at it, on the shard's reactor thread.
@@ -50,6 +74,12 @@ class StreamValue {
   uint64_t entries_added() const { return entries_added_; }
   // The first entry's ID, 0-0 when empty (Redis's recorded-first-entry-id).
   StreamId first_id() const { return entries_.empty() ? StreamId{} : entries_.begin()->first; }
+  // Consumer groups by name (ordered, as Redis's radix tree lists them). Changed in place by the
+  // group commands' logic (shard/db_stream.cc), which keeps a nack's consumer and that
+  // consumer's `pending` in step.
+  std::map<std::string, StreamGroup>& groups() { return groups_; }
+  const std::map<std::string, StreamGroup>& groups() const { return groups_; }
+  bool Has(StreamId id) const { return entries_.count(id) > 0; }
   // Bytes this value owns (an estimate: the map's nodes and the strings' heap blocks).
   size_t AllocatedBytes() const;
 
@@ -67,8 +97,9 @@ class StreamValue {
   void SetMaxDeletedId(StreamId id) { max_deleted_id_ = id; }
 
   // The whole value as bytes (the journal, RENAME/COPY across shards), and back: a version byte,
-  // the counters, then each entry (ID, field count, lengths and bytes). Parse refuses anything
-  // that does not read back exactly (damage), leaving *out unspecified.
+  // the counters, each entry (ID, field count, lengths and bytes), then each group (name, last
+  // ID, entries read, consumers with their seen time, pending entries with their consumer).
+  // Parse refuses anything that does not read back exactly (damage), leaving *out unspecified.
   std::string Serialize() const;
   static bool Parse(std::string_view bytes, StreamValue* out);
 
@@ -77,6 +108,7 @@ class StreamValue {
   StreamId last_id_;
   StreamId max_deleted_id_;
   uint64_t entries_added_ = 0;
+  std::map<std::string, StreamGroup> groups_;
 };
 
 }  // namespace deadbolt::shard

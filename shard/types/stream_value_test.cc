@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 namespace deadbolt::shard {
@@ -91,6 +92,44 @@ TEST(StreamValue, SerializeReadsBackAndRefusesDamage) {
     StreamValue n;
     StreamValue::Parse(noise, &n);
   }
+}
+
+TEST(StreamValue, GroupsSerializeAndDamageIsRefused) {
+  StreamValue s;
+  s.Append({1, 0}, F("f", "v"));
+  s.Append({2, 0}, F("f", "w"));
+  StreamGroup& g = s.groups()["g"];
+  g.last_id = {2, 0};
+  g.entries_read = 2;
+  g.consumers["alice"] = StreamConsumer{111, {{1, 0}}};
+  g.consumers["bob"] = StreamConsumer{222, {{2, 0}}};
+  g.pel[{1, 0}] = StreamNack{"alice", 1000, 1};
+  g.pel[{2, 0}] = StreamNack{"bob", 2000, 3};
+  s.groups()["empty"];
+  const std::string bytes = s.Serialize();
+  StreamValue back;
+  ASSERT_TRUE(StreamValue::Parse(bytes, &back));
+  ASSERT_EQ(back.groups().size(), 2u);
+  const StreamGroup& b = back.groups().at("g");
+  EXPECT_EQ(b.last_id, (StreamId{2, 0}));
+  EXPECT_EQ(b.entries_read, 2);
+  EXPECT_EQ(b.consumers.at("bob").seen_ms, 222);
+  EXPECT_EQ(b.consumers.at("bob").pending, (std::set<StreamId>{{2, 0}}));
+  EXPECT_EQ(b.pel.at({2, 0}).consumer, "bob");
+  EXPECT_EQ(b.pel.at({2, 0}).delivery_count, 3u);
+  EXPECT_EQ(back.groups().at("empty").entries_read, -1);
+  EXPECT_EQ(back.Serialize(), bytes);
+  for (size_t cut = 0; cut < bytes.size(); cut++) {
+    StreamValue t;
+    EXPECT_FALSE(StreamValue::Parse(bytes.substr(0, cut), &t)) << cut;
+  }
+  // A pending entry naming a consumer the group does not have: damage.
+  std::string bad = bytes;
+  const size_t at = bad.find("bob", bad.find("bob") + 3);
+  ASSERT_NE(at, std::string::npos);
+  bad[at] = 'x';
+  StreamValue t;
+  EXPECT_FALSE(StreamValue::Parse(bad, &t));
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
-"""Streams without consumer groups: XADD XLEN XRANGE XREVRANGE XDEL XTRIM XSETID XREAD. The
-replies and error texts are Redis 7.0's (the file also runs against redis-server,
-DEADBOLT_AGAINST_REDIS=1). XREAD BLOCK waits in the server until an XADD past its IDs, on keys of
-one shard or of both ("$" read when the call came), times out with a null array (RESP3: null),
-does not wait inside MULTI; RESP3 replies a map. A stream keeps its entries and counters across
-a SIGKILL (deadbolt's journal) and through RENAME and COPY to a key of the other shard."""
+"""Streams: XADD XLEN XRANGE XREVRANGE XDEL XTRIM XSETID XREAD, and consumer groups: XGROUP
+XREADGROUP XACK XPENDING XCLAIM XAUTOCLAIM XINFO. The replies and error texts are Redis 7.0's
+(the file also runs against redis-server, DEADBOLT_AGAINST_REDIS=1), and random runs of group
+commands against a live redis-server give the same replies. XREAD and XREADGROUP BLOCK wait in
+the server until an XADD past their IDs, on keys of one shard or of both ("$" read when the call
+came), time out with a null array (RESP3: null), do not wait inside MULTI; RESP3 replies a map.
+A stream keeps its entries, counters and groups across a SIGKILL (deadbolt's journal) and
+through RENAME and COPY to a key of the other shard."""
 
 import os
+import random
+import subprocess
 import sys
 import time
 import unittest
@@ -196,6 +200,167 @@ class StreamTest(BlockingTestCase):
         ])
 
 
+class GroupTest(BlockingTestCase):
+    def test_a_consumer_group_round_trip(self):
+        self.assertReplies([
+            (("XGROUP", "CREATE", "q", "workers", "$"),
+             error("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you "
+                   "may want to use the MKSTREAM option to create an empty stream automatically.")),
+            (("XGROUP", "CREATE", "q", "workers", "$", "MKSTREAM"), OK),
+            (("XGROUP", "CREATE", "q", "workers", "$"),
+             error("BUSYGROUP Consumer Group name already exists")),
+            (("XADD", "q", "1-0", "job", "a"), bulk("1-0")),
+            (("XADD", "q", "2-0", "job", "b"), bulk("2-0")),
+            (("XREADGROUP", "GROUP", "workers", "w1", "COUNT", "1", "STREAMS", "q", ">"),
+             array(read_reply("q", entry("1-0", "job", "a")))),
+            (("XREADGROUP", "GROUP", "workers", "w2", "STREAMS", "q", ">"),
+             array(read_reply("q", entry("2-0", "job", "b")))),
+            (("XREADGROUP", "GROUP", "workers", "w2", "STREAMS", "q", ">"), NIL_ARRAY),
+            (("XREADGROUP", "GROUP", "workers", "w1", "STREAMS", "q", "0"),
+             array(read_reply("q", entry("1-0", "job", "a")))),
+            (("XPENDING", "q", "workers"),
+             array(integer(2), bulk("1-0"), bulk("2-0"),
+                   array(array(bulk("w1"), bulk("1")), array(bulk("w2"), bulk("1"))))),
+            (("XACK", "q", "workers", "1-0", "7-0"), integer(1)),
+            (("XDEL", "q", "2-0"), integer(1)),
+            (("XREADGROUP", "GROUP", "workers", "w2", "STREAMS", "q", "0"),
+             array(array(bulk("q"), array(array(bulk("2-0"), NIL_ARRAY))))),
+            (("XAUTOCLAIM", "q", "workers", "w3", "0", "0"),
+             array(bulk("0-0"), array(), array(bulk("2-0")))),
+            (("XPENDING", "q", "workers"), array(integer(0), NIL, NIL, NIL_ARRAY)),
+            (("XREADGROUP", "GROUP", "nope", "w1", "STREAMS", "q", ">"),
+             error("NOGROUP No such key 'q' or consumer group 'nope' in XREADGROUP with GROUP "
+                   "option")),
+            (("XREADGROUP", "GROUP", "workers", "w1", "STREAMS", "q", "$"),
+             error("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read "
+                   "the history of this consumer by specifying a proper ID, or use the > ID to "
+                   "get new messages. The $ ID would just return an empty result set.")),
+            (("XGROUP", "DESTROY", "q", "workers"), integer(1)),
+            (("XINFO", "GROUPS", "q"), array()),
+        ])
+
+    def test_readgroup_block_is_served_by_an_add(self):
+        for key, other in ((on_shard(0, "bg"), on_shard(1, "bg")),
+                           (on_shard(1, "bh"), on_shard(1, "bh2"))):
+            for k in (key, other):
+                self.c.cmd("XGROUP", "CREATE", k, "g", "$", "MKSTREAM")
+            w = self.conn()
+            w.send(encode_command("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS",
+                                  other, key, ">", ">"))
+            self.wait_blocked(1)
+            self.assertReply(bulk("5-0"), "XADD", key, "5-0", "f", "v")
+            self.assertEqual(w.read_reply(), array(read_reply(key, entry("5-0", "f", "v"))))
+            self.assertReply(array(integer(1), bulk("5-0"), bulk("5-0"),
+                                   array(array(bulk("c"), bulk("1")))), "XPENDING", key, "g")
+            self.wait_blocked(0)
+
+    def test_a_destroyed_group_ends_the_wait(self):
+        self.c.cmd("XGROUP", "CREATE", "d", "g", "$", "MKSTREAM")
+        w = self.conn()
+        w.send(encode_command("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "d", ">"))
+        self.wait_blocked(1)
+        self.assertReply(integer(1), "XGROUP", "DESTROY", "d", "g")
+        self.assertEqual(w.read_reply(), error("NOGROUP the consumer group this client was "
+                                               "blocked on no longer exists"))
+        self.wait_blocked(0)
+
+
+class GroupsAgainstRedisTest(harness.ServerTestCase):
+    """Random runs of group commands on one stream, here and in a live redis-server: the same
+    replies, the idle times (which move with the clock) and XINFO STREAM's radix-tree sizes
+    (estimated here) aside."""
+
+    def setUp(self):
+        super().setUp()
+        if harness.AGAINST_REDIS:
+            self.skipTest("the server under test is redis-server itself")
+        if not os.access(harness.REDIS_SERVER, os.X_OK):
+            self.skipTest("no %s" % harness.REDIS_SERVER)
+        port = harness.free_port()
+        proc = subprocess.Popen(
+            [harness.REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd="/tmp")
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        harness.wait_port(port)
+        self.redis = harness.RespConn(port)
+        self.addCleanup(self.redis.close)
+
+    def test_random_group_commands(self):
+        for seed in (1, 2, 3):
+            self.run_seed(seed, 1500)
+
+    def run_seed(self, seed, steps):
+        rng = random.Random(seed)
+        key = on_shard(1, "rs")
+        for c in (self.c, self.redis):
+            c.cmd("DEL", key)
+            c.cmd("XGROUP", "CREATE", key, "g", "0", "MKSTREAM")
+            c.cmd("XGROUP", "CREATE", key, "h", "$")
+        state = {"next": 1}
+        who = ["a", "b", "c"]
+
+        def rid():
+            return "%d-%d" % (rng.randint(0, state["next"] + 1), rng.randint(0, 1))
+
+        for step in range(steps):
+            k, g = rng.random(), rng.choice("gh")
+            if k < 0.2:
+                cmd = ["XADD", key, "%d-0" % state["next"], "f", str(state["next"])]
+                state["next"] += 1
+            elif k < 0.3:
+                cmd = ["XDEL", key, rid()]
+            elif k < 0.45:
+                cmd = (["XREADGROUP", "GROUP", g, rng.choice(who)] +
+                       (["COUNT", str(rng.randint(1, 3))] if rng.random() < 0.5 else []) +
+                       (["NOACK"] if rng.random() < 0.1 else []) +
+                       ["STREAMS", key, rng.choice([">", ">", "0", rid()])])
+            elif k < 0.55:
+                cmd = ["XACK", key, g] + [rid() for _ in range(rng.randint(1, 3))]
+            elif k < 0.62:
+                cmd = (["XCLAIM", key, g, rng.choice(who), "0"] +
+                       [rid() for _ in range(rng.randint(1, 3))] +
+                       rng.choice([[], ["JUSTID"], ["FORCE"], ["RETRYCOUNT", "3"],
+                                   ["LASTID", rid()], ["FORCE", "JUSTID"]]))
+            elif k < 0.7:
+                cmd = (["XAUTOCLAIM", key, g, rng.choice(who), "0", rid()] +
+                       rng.choice([[], ["COUNT", "2"], ["JUSTID"], ["COUNT", "1", "JUSTID"]]))
+            elif k < 0.76:
+                cmd = ["XPENDING", key, g] + rng.choice(
+                    [[], ["-", "+", "10"], ["-", "+", "3", rng.choice(who)], [rid(), "+", "5"]])
+            elif k < 0.8:
+                cmd = ["XINFO", "GROUPS", key]
+            elif k < 0.83:
+                cmd = ["XINFO", "CONSUMERS", key, g]
+            elif k < 0.86:
+                cmd = ["XINFO", "STREAM", key]
+            elif k < 0.88:
+                cmd = (["XGROUP", "SETID", key, g, rng.choice(["0", "$", rid()])] +
+                       (["ENTRIESREAD", str(rng.randint(-1, 5))] if rng.random() < 0.3 else []))
+            elif k < 0.9:
+                cmd = ["XGROUP", "DELCONSUMER", key, g, rng.choice(who)]
+            elif k < 0.92:
+                cmd = ["XTRIM", key, "MAXLEN", str(rng.randint(0, 10))]
+            elif k < 0.94:
+                cmd = ["XGROUP", "CREATECONSUMER", key, g, rng.choice(who)]
+            else:
+                cmd = ["XRANGE", key, "-", "+"]
+            mine, theirs = decode(self.c.cmd(*cmd)), decode(self.redis.cmd(*cmd))
+            self.assertEqual(self.comparable(cmd, mine), self.comparable(cmd, theirs),
+                             "seed %d step %d: %s" % (seed, step, " ".join(cmd)))
+
+    @staticmethod
+    def comparable(cmd, v):
+        if cmd[0] == "XPENDING" and len(cmd) > 3 and isinstance(v, list):
+            return [[e[0], e[1], e[3]] for e in v]
+        if cmd[:2] == ["XINFO", "CONSUMERS"] and isinstance(v, list):
+            return [e[:4] for e in v]
+        if cmd[:2] == ["XINFO", "STREAM"] and isinstance(v, list):
+            return [x for i, x in enumerate(v) if i not in (2, 3, 4, 5)]
+        return v
+
+
 class StreamJournalTest(JournalCase):
     def test_streams_survive_sigkill(self):
         c = self.start(threads=2, fsync="always")
@@ -205,10 +370,17 @@ class StreamJournalTest(JournalCase):
         c.cmd("XDEL", a, "5-0")
         c.cmd("XADD", b, "MAXLEN", "2", "*", "x", "y")
         c.cmd("XSETID", b, "99999999999999-0")
-        before = [c.cmd("XRANGE", k, "-", "+") for k in (a, b)]
+        c.cmd("XGROUP", "CREATE", a, "g", "0")
+        c.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", a, ">")
+        c.cmd("XACK", a, "g", "1-0")
+        state = lambda: ([c.cmd("XRANGE", k, "-", "+") for k in (a, b)] +
+                         [c.cmd("XINFO", "GROUPS", a), c.cmd("XPENDING", a, "g")])
+        before = state()
         self.kill()
         c = self.start(threads=2, fsync="always")
-        self.assertEqual([c.cmd("XRANGE", k, "-", "+") for k in (a, b)], before)
+        self.assertEqual(state(), before)
+        self.assertEqual(c.cmd("XREADGROUP", "GROUP", "g", "bob", "STREAMS", a, ">"),
+                         array(read_reply(a, entry("3-0", "n", "3"), entry("4-0", "n", "4"))))
         self.assertEqual(c.cmd("XADD", a, "5-0", "f", "v"), TOO_SMALL)  # its last ID, 5-0
         self.assertEqual(c.cmd("XADD", b, "*", "f", "v"), bulk("99999999999999-1"))
         self.stop()
