@@ -173,6 +173,24 @@ struct XGroupInfo {
   int64_t entries_read = -1;  // -1: not known
   std::optional<int64_t> lag;
 };
+// XINFO STREAM FULL: entries and every group with its PEL and consumers (at most `count` of
+// each list; 0: all).
+struct XStreamFull {
+  XStreamInfo info;
+  std::vector<StreamEntryOut> entries;
+  struct Group {
+    XGroupInfo info;
+    std::vector<std::pair<StreamId, StreamNack>> pending;
+    struct Consumer {
+      std::string name;
+      int64_t seen_ms = 0;
+      uint64_t pel_count = 0;
+      std::vector<std::pair<StreamId, StreamNack>> pending;
+    };
+    std::vector<Consumer> consumers;
+  };
+  std::vector<Group> groups;
+};
 struct XConsumerInfo {
   std::string name;
   uint64_t pending = 0;
@@ -745,6 +763,7 @@ class Db {
                                         StreamId start, size_t count, bool justid, int64_t now_ms);
   OpResult<XStreamInfo> XInfoStream(std::string_view key, int64_t now_ms);  // kNoSuchKey
   OpResult<std::vector<XGroupInfo>> XInfoGroups(std::string_view key, int64_t now_ms);
+  OpResult<XStreamFull> XInfoFull(std::string_view key, size_t count, int64_t now_ms);
   OpResult<std::vector<XConsumerInfo>> XInfoConsumers(std::string_view key, std::string_view group,
                                                       int64_t now_ms);
 

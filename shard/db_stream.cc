@@ -632,6 +632,41 @@ OpResult<std::vector<XGroupInfo>> Db::XInfoGroups(std::string_view key, int64_t 
   return out;
 }
 
+OpResult<XStreamFull> Db::XInfoFull(std::string_view key, size_t count, int64_t now_ms) {
+  auto info = XInfoStream(key, now_ms);
+  if (!info.ok()) return info.status();
+  auto groups = XInfoGroups(key, now_ms);
+  Dict::Pos pos;
+  OpStatus st;
+  const StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  XStreamFull out;
+  out.info = std::move(*info);
+  for (const auto& [id, fields] : s->entries()) {
+    if (count != 0 && out.entries.size() >= count) break;
+    out.entries.push_back({id, fields});
+  }
+  size_t gi = 0;
+  for (const auto& [name, g] : s->groups()) {
+    XStreamFull::Group& og = out.groups.emplace_back();
+    og.info = (*groups)[gi++];
+    for (const auto& [id, nack] : g.pel) {
+      if (count != 0 && og.pending.size() >= count) break;
+      og.pending.emplace_back(id, nack);
+    }
+    for (const auto& [cname, c] : g.consumers) {
+      XStreamFull::Group::Consumer& oc = og.consumers.emplace_back();
+      oc.name = cname;
+      oc.seen_ms = c.seen_ms;
+      oc.pel_count = c.pending.size();
+      for (StreamId id : c.pending) {
+        if (count != 0 && oc.pending.size() >= count) break;
+        oc.pending.emplace_back(id, g.pel.at(id));
+      }
+    }
+  }
+  return out;
+}
+
 OpResult<std::vector<XConsumerInfo>> Db::XInfoConsumers(std::string_view key,
                                                         std::string_view group, int64_t now_ms) {
   Dict::Pos pos;

@@ -599,6 +599,65 @@ void XAutoClaim(CmdArgs args, ShardCtx& ctx) {
 
 // --- XINFO ---
 
+void ReplyNullableInt(ReplyBuilder& rb, std::optional<int64_t> v) {
+  if (v) {
+    rb.Integer(*v);
+  } else {
+    rb.Null();
+  }
+}
+
+// XINFO STREAM FULL's last two fields: the entries and the groups, each with its PEL and
+// consumers (Redis 7.0's xinfoReplyWithStreamInfo).
+void ReplyFull(ReplyBuilder& rb, const shard::XStreamFull& f) {
+  rb.Bulk("entries");
+  ReplyEntries(rb, f.entries);
+  rb.Bulk("groups");
+  rb.ArrayHeader(f.groups.size());
+  for (const shard::XStreamFull::Group& g : f.groups) {
+    rb.MapHeader(7);
+    rb.Bulk("name");
+    rb.Bulk(g.info.name);
+    rb.Bulk("last-delivered-id");
+    rb.Bulk(g.info.last_id.ToString());
+    rb.Bulk("entries-read");
+    ReplyNullableInt(
+        rb, g.info.entries_read != -1 ? std::optional<int64_t>(g.info.entries_read) : std::nullopt);
+    rb.Bulk("lag");
+    ReplyNullableInt(rb, g.info.lag);
+    rb.Bulk("pel-count");
+    rb.Integer(static_cast<int64_t>(g.info.pending));
+    rb.Bulk("pending");
+    rb.ArrayHeader(g.pending.size());
+    for (const auto& [id, nack] : g.pending) {
+      rb.ArrayHeader(4);
+      rb.Bulk(id.ToString());
+      rb.Bulk(nack.consumer);
+      rb.Integer(nack.delivery_ms);
+      rb.Integer(static_cast<int64_t>(nack.delivery_count));
+    }
+    rb.Bulk("consumers");
+    rb.ArrayHeader(g.consumers.size());
+    for (const shard::XStreamFull::Group::Consumer& c : g.consumers) {
+      rb.MapHeader(4);
+      rb.Bulk("name");
+      rb.Bulk(c.name);
+      rb.Bulk("seen-time");
+      rb.Integer(c.seen_ms);
+      rb.Bulk("pel-count");
+      rb.Integer(static_cast<int64_t>(c.pel_count));
+      rb.Bulk("pending");
+      rb.ArrayHeader(c.pending.size());
+      for (const auto& [id, nack] : c.pending) {
+        rb.ArrayHeader(3);
+        rb.Bulk(id.ToString());
+        rb.Integer(nack.delivery_ms);
+        rb.Integer(static_cast<int64_t>(nack.delivery_count));
+      }
+    }
+  }
+}
+
 void XInfo(CmdArgs args, ShardCtx& ctx) {
   ReplyBuilder& rb = ctx.rb;
   const std::string_view sub = args[1];
@@ -671,30 +730,32 @@ void XInfo(CmdArgs args, ShardCtx& ctx) {
       rb.Bulk("last-delivered-id");
       rb.Bulk(g.last_id.ToString());
       rb.Bulk("entries-read");
-      if (g.entries_read != -1) {
-        rb.Integer(g.entries_read);
-      } else {
-        rb.Null();
-      }
+      ReplyNullableInt(
+          rb, g.entries_read != -1 ? std::optional<int64_t>(g.entries_read) : std::nullopt);
       rb.Bulk("lag");
-      if (g.lag) {
-        rb.Integer(*g.lag);
-      } else {
-        rb.Null();
-      }
+      ReplyNullableInt(rb, g.lag);
     }
     return;
   }
-  // STREAM key [FULL [COUNT n]]: FULL is not written yet.
-  if (args.size() != 3) {
-    const bool full_form =
-        (args.size() == 4 || args.size() == 6) && EqualsIgnoreCase(args[3], "full");
-    rb.Error(full_form ? std::string("ERR XINFO STREAM FULL is not supported yet (deadbolt)")
-                       : errors::SubcommandSyntax(sub, "XINFO"));
-    return;
+  // STREAM key [FULL [COUNT n]]
+  int64_t count = 10;  // FULL's default: so that the reply stays bounded
+  const bool full = args.size() != 3;
+  if (full) {
+    if ((args.size() != 4 && args.size() != 6) || !EqualsIgnoreCase(args[3], "full") ||
+        (args.size() == 6 && !EqualsIgnoreCase(args[4], "count"))) {
+      rb.Error(errors::SubcommandSyntax(sub, "XINFO"));
+      return;
+    }
+    if (args.size() == 6) {
+      if (!StringToInt64(args[5], &count)) {
+        rb.Error(errors::kNotInteger);
+        return;
+      }
+      if (count < 0) count = 10;
+    }
   }
   const shard::XStreamInfo& s = *info;
-  rb.MapHeader(10);
+  rb.MapHeader(full ? 9 : 10);
   rb.Bulk("length");
   rb.Integer(static_cast<int64_t>(s.length));
   // Redis's radix tree of nodes of about 100 entries: its size estimated, not kept.
@@ -711,6 +772,10 @@ void XInfo(CmdArgs args, ShardCtx& ctx) {
   rb.Integer(static_cast<int64_t>(s.entries_added));
   rb.Bulk("recorded-first-entry-id");
   rb.Bulk(s.first_recorded.ToString());
+  if (full) {
+    ReplyFull(rb, *ctx.db.XInfoFull(key, static_cast<size_t>(count), ctx.now_ms));
+    return;
+  }
   rb.Bulk("groups");
   rb.Integer(static_cast<int64_t>(s.groups));
   rb.Bulk("first-entry");
