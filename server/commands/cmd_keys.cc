@@ -233,7 +233,7 @@ int ScanShardBits(int num_shards) {
 
 // The filter a SCAN TYPE name maps to. Redis compares the name case-insensitively with the type
 // of each key, so a type deadbolt has no keys of (list, set, ...) or an unknown name matches none.
-enum class TypeFilter { kAny, kString, kHash, kZSet, kList, kSet, kNothing };
+enum class TypeFilter { kAny, kString, kHash, kZSet, kList, kSet, kStream, kNothing };
 
 void Scan(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   uint64_t cursor;
@@ -261,12 +261,13 @@ void Scan(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       has_pattern = true;
     } else if (OptionIs(args[i], "type") && has_value) {
       const std::string_view name = args[i + 1];
-      type = OptionIs(name, "string") ? TypeFilter::kString
-             : OptionIs(name, "hash") ? TypeFilter::kHash
-             : OptionIs(name, "zset") ? TypeFilter::kZSet
-             : OptionIs(name, "list") ? TypeFilter::kList
-             : OptionIs(name, "set")  ? TypeFilter::kSet
-                                      : TypeFilter::kNothing;
+      type = OptionIs(name, "string")   ? TypeFilter::kString
+             : OptionIs(name, "hash")   ? TypeFilter::kHash
+             : OptionIs(name, "zset")   ? TypeFilter::kZSet
+             : OptionIs(name, "list")   ? TypeFilter::kList
+             : OptionIs(name, "set")    ? TypeFilter::kSet
+             : OptionIs(name, "stream") ? TypeFilter::kStream
+                                        : TypeFilter::kNothing;
     } else {
       rb.Error(errors::kSyntax);
       return;
@@ -322,12 +323,13 @@ void Scan(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
         Step& step = st->steps[me].v;
         step.size = ctx.db.Size();
         if (me != st->shard && (step.size == 0 || step.size > st->count)) return;
-        const ValueType vt = st->type == TypeFilter::kString ? ValueType::kString
-                             : st->type == TypeFilter::kHash ? ValueType::kHash
-                             : st->type == TypeFilter::kZSet ? ValueType::kZSet
-                             : st->type == TypeFilter::kList ? ValueType::kList
-                             : st->type == TypeFilter::kSet  ? ValueType::kSet
-                                                             : ValueType::kNone;
+        const ValueType vt = st->type == TypeFilter::kString   ? ValueType::kString
+                             : st->type == TypeFilter::kHash   ? ValueType::kHash
+                             : st->type == TypeFilter::kZSet   ? ValueType::kZSet
+                             : st->type == TypeFilter::kList   ? ValueType::kList
+                             : st->type == TypeFilter::kSet    ? ValueType::kSet
+                             : st->type == TypeFilter::kStream ? ValueType::kStream
+                                                               : ValueType::kNone;
         step.result =
             ctx.db.Scan(me == st->shard ? st->local : 0, st->pattern, st->count, vt, ctx.now_ms);
         step.scanned = true;

@@ -81,6 +81,26 @@ class StreamTest(BlockingTestCase):
             (("XRANGE", "str", "-", "+"), WRONGTYPE),
         ])
 
+    def test_generic_key_commands_see_streams(self):
+        a, b = on_shard(0, "g"), on_shard(1, "g")
+        for k in (a, b):
+            self.c.cmd("XADD", k, "1-0", "f", "v")
+        self.c.cmd("SET", "plain", "x")
+        found, cursor = set(), b"0"
+        while True:
+            cursor, keys = decode(self.c.cmd("SCAN", cursor, "TYPE", "stream", "COUNT", "100"))
+            found.update(keys)
+            if cursor == b"0":
+                break
+        self.assertEqual(found, {a.encode(), b.encode()})
+        self.assertReplies([
+            (("OBJECT", "ENCODING", a), bulk("stream")),
+            (("SORT", a), WRONGTYPE),
+            (("LPUSH", a, "x"), WRONGTYPE),
+            (("EXPIRE", a, "100"), integer(1)),
+            (("PERSIST", a), integer(1)),
+        ])
+
     def test_trim_del_and_setid(self):
         for i in range(1, 11):
             self.c.cmd("XADD", "s", "%d-0" % i, "n", str(i))
