@@ -771,6 +771,11 @@ class Db {
   // The stream at `key` (its Dict::Pos in *pos, a void* to keep the table out of this header);
   // null with *st kNoSuchKey or kWrongType.
   StreamValue* FindStream(std::string_view key, int64_t now_ms, void* pos, OpStatus* st);
+  // The group `group` of that stream (the stream in *stream): null with *st kWrongType,
+  // kNoSuchKey (kNoGroup when `no_key_is_no_group`, as XREADGROUP, XPENDING and XCLAIM answer
+  // it) or kNoGroup.
+  StreamGroup* FindGroup(std::string_view key, std::string_view group, int64_t now_ms, void* pos,
+                         OpStatus* st, bool no_key_is_no_group, StreamValue** stream);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -250,6 +250,22 @@ StreamValue* Db::FindStream(std::string_view key, int64_t now_ms, void* pos_out,
   return StreamOf(pos.entry());
 }
 
+StreamGroup* Db::FindGroup(std::string_view key, std::string_view group, int64_t now_ms, void* pos,
+                           OpStatus* st, bool no_key_is_no_group, StreamValue** stream) {
+  StreamValue* s = FindStream(key, now_ms, pos, st);
+  *stream = s;
+  if (!s) {
+    if (*st == OpStatus::kNoSuchKey && no_key_is_no_group) *st = OpStatus::kNoGroup;
+    return nullptr;
+  }
+  auto g = s->groups().find(std::string(group));
+  if (g == s->groups().end()) {
+    *st = OpStatus::kNoGroup;
+    return nullptr;
+  }
+  return &g->second;
+}
+
 OpStatus Db::XGroupCreate(std::string_view key, std::string_view group, bool dollar, StreamId id,
                           bool mkstream, int64_t entries_read, int64_t now_ms) {
   Dict::Pos pos;
@@ -276,12 +292,11 @@ OpStatus Db::XGroupSetId(std::string_view key, std::string_view group, bool doll
                          int64_t entries_read, int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
-  if (!s) return st;
-  auto g = s->groups().find(std::string(group));
-  if (g == s->groups().end()) return OpStatus::kNoGroup;
-  g->second.last_id = dollar ? s->last_id() : id;
-  g->second.entries_read = entries_read;
+  StreamValue* s;
+  StreamGroup* g = FindGroup(key, group, now_ms, &pos, &st, false, &s);
+  if (!g) return st;
+  g->last_id = dollar ? s->last_id() : id;
+  g->entries_read = entries_read;
   impl_->Modified(pos);
   return OpStatus::kOk;
 }
@@ -300,11 +315,10 @@ OpResult<int64_t> Db::XGroupCreateConsumer(std::string_view key, std::string_vie
                                            std::string_view consumer, int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
-  if (!s) return st;
-  auto g = s->groups().find(std::string(group));
-  if (g == s->groups().end()) return OpStatus::kNoGroup;
-  auto [it, added] = g->second.consumers.try_emplace(std::string(consumer));
+  StreamValue* s;
+  StreamGroup* g = FindGroup(key, group, now_ms, &pos, &st, false, &s);
+  if (!g) return st;
+  auto [it, added] = g->consumers.try_emplace(std::string(consumer));
   if (!added) return int64_t{0};
   it->second.seen_ms = now_ms;
   impl_->Modified(pos);
@@ -315,15 +329,14 @@ OpResult<int64_t> Db::XGroupDelConsumer(std::string_view key, std::string_view g
                                         std::string_view consumer, int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
-  if (!s) return st;
-  auto g = s->groups().find(std::string(group));
-  if (g == s->groups().end()) return OpStatus::kNoGroup;
-  auto c = g->second.consumers.find(std::string(consumer));
-  if (c == g->second.consumers.end()) return int64_t{0};
+  StreamValue* s;
+  StreamGroup* g = FindGroup(key, group, now_ms, &pos, &st, false, &s);
+  if (!g) return st;
+  auto c = g->consumers.find(std::string(consumer));
+  if (c == g->consumers.end()) return int64_t{0};
   const auto pending = static_cast<int64_t>(c->second.pending.size());
-  for (StreamId id : c->second.pending) g->second.pel.erase(id);
-  g->second.consumers.erase(c);
+  for (StreamId id : c->second.pending) g->pel.erase(id);
+  g->consumers.erase(c);
   impl_->Modified(pos);
   return pending;
 }
@@ -335,12 +348,10 @@ OpResult<std::optional<std::vector<StreamEntryOut>>> Db::XReadGroup(std::string_
                                                                     bool noack, int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
-  if (st == OpStatus::kWrongType) return st;
-  if (!s) return OpStatus::kNoGroup;
-  auto git = s->groups().find(std::string(group));
-  if (git == s->groups().end()) return OpStatus::kNoGroup;
-  StreamGroup& g = git->second;
+  StreamValue* s;
+  StreamGroup* found = FindGroup(key, group, now_ms, &pos, &st, true, &s);
+  if (!found) return st;
+  StreamGroup& g = *found;
   std::vector<StreamEntryOut> out;
   if (id == StreamId::Max()) {  // ">": new entries
     // Served only when an entry (not just an ID) lies past the group's last, as Redis.
@@ -407,12 +418,11 @@ OpResult<int64_t> Db::XAck(std::string_view key, std::string_view group,
                            std::span<const StreamId> ids, int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
+  StreamValue* s;
+  StreamGroup* found = FindGroup(key, group, now_ms, &pos, &st, true, &s);
   if (st == OpStatus::kWrongType) return st;
-  if (!s) return int64_t{0};
-  auto git = s->groups().find(std::string(group));
-  if (git == s->groups().end()) return int64_t{0};
-  StreamGroup& g = git->second;
+  if (!found) return int64_t{0};  // no key or group: nothing to acknowledge
+  StreamGroup& g = *found;
   int64_t acked = 0;
   for (StreamId id : ids) {
     auto it = g.pel.find(id);
@@ -431,12 +441,10 @@ OpResult<XPendingSummary> Db::XPending(std::string_view key, std::string_view gr
                                        int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
-  if (st == OpStatus::kWrongType) return st;
-  if (!s) return OpStatus::kNoGroup;
-  auto git = s->groups().find(std::string(group));
-  if (git == s->groups().end()) return OpStatus::kNoGroup;
-  const StreamGroup& g = git->second;
+  StreamValue* s;
+  StreamGroup* found = FindGroup(key, group, now_ms, &pos, &st, true, &s);
+  if (!found) return st;
+  const StreamGroup& g = *found;
   XPendingSummary out;
   out.count = g.pel.size();
   if (!g.pel.empty()) {
@@ -456,12 +464,10 @@ OpResult<std::vector<XPendingEntry>> Db::XPendingRange(std::string_view key, std
                                                        int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
-  if (st == OpStatus::kWrongType) return st;
-  if (!s) return OpStatus::kNoGroup;
-  auto git = s->groups().find(std::string(group));
-  if (git == s->groups().end()) return OpStatus::kNoGroup;
-  const StreamGroup& g = git->second;
+  StreamValue* s;
+  StreamGroup* found = FindGroup(key, group, now_ms, &pos, &st, true, &s);
+  if (!found) return st;
+  const StreamGroup& g = *found;
   std::vector<XPendingEntry> out;
   auto Take = [&](StreamId id) {
     const StreamNack& nack = g.pel.at(id);
@@ -491,12 +497,10 @@ OpResult<std::vector<StreamEntryOut>> Db::XClaim(std::string_view key, std::stri
                                                  const XClaimOptions& opts, int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
-  if (st == OpStatus::kWrongType) return st;
-  if (!s) return OpStatus::kNoGroup;
-  auto git = s->groups().find(std::string(group));
-  if (git == s->groups().end()) return OpStatus::kNoGroup;
-  StreamGroup& g = git->second;
+  StreamValue* s;
+  StreamGroup* found = FindGroup(key, group, now_ms, &pos, &st, true, &s);
+  if (!found) return st;
+  StreamGroup& g = *found;
   bool changed = false;
   if (opts.last_id > g.last_id) {
     g.last_id = opts.last_id;
@@ -556,12 +560,10 @@ OpResult<XAutoClaimResult> Db::XAutoClaim(std::string_view key, std::string_view
                                           int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
-  if (st == OpStatus::kWrongType) return st;
-  if (!s) return OpStatus::kNoGroup;
-  auto git = s->groups().find(std::string(group));
-  if (git == s->groups().end()) return OpStatus::kNoGroup;
-  StreamGroup& g = git->second;
+  StreamValue* s;
+  StreamGroup* found = FindGroup(key, group, now_ms, &pos, &st, true, &s);
+  if (!found) return st;
+  StreamGroup& g = *found;
   XAutoClaimResult out;
   uint64_t attempts = static_cast<uint64_t>(count) * 10;
   bool seen = false;
@@ -671,12 +673,11 @@ OpResult<std::vector<XConsumerInfo>> Db::XInfoConsumers(std::string_view key,
                                                         std::string_view group, int64_t now_ms) {
   Dict::Pos pos;
   OpStatus st;
-  StreamValue* s = FindStream(key, now_ms, &pos, &st);
-  if (!s) return st;
-  auto git = s->groups().find(std::string(group));
-  if (git == s->groups().end()) return OpStatus::kNoGroup;
+  StreamValue* s;
+  const StreamGroup* g = FindGroup(key, group, now_ms, &pos, &st, false, &s);
+  if (!g) return st;
   std::vector<XConsumerInfo> out;
-  for (const auto& [name, c] : git->second.consumers) {
+  for (const auto& [name, c] : g->consumers) {
     const int64_t idle = now_ms - c.seen_ms;
     out.push_back({name, c.pending.size(), idle < 0 ? 0 : idle});
   }

@@ -336,18 +336,7 @@ void XReadAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
                         rb.Error(errors::ForStatus(st->error));
                         return;
                       }
-                      std::vector<std::pair<std::string_view, std::vector<StreamEntryOut>>> got;
-                      for (size_t i = 0; i < st->keys.size(); ++i) {
-                        if (st->got[i]) got.emplace_back(st->keys[i], std::move(*st->got[i]));
-                      }
-                      if (!got.empty()) {
-                        ReplyRead(rb, got);
-                        return;
-                      }
-                      if (!may_wait) {
-                        rb.NullArray();
-                        return;
-                      }
+                      if (ReplyReadOrNull(rb, st->keys, st->got, may_wait)) return;
                       std::vector<std::pair<std::string, StreamId>> after;
                       for (size_t i = 0; i < st->keys.size(); ++i) {
                         after.emplace_back(st->keys[i], st->ids[i]);

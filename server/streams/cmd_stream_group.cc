@@ -364,18 +364,7 @@ void XReadGroupAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
             return;
           }
         }
-        std::vector<std::pair<std::string_view, std::vector<StreamEntryOut>>> got;
-        for (size_t i = 0; i < st->keys.size(); ++i) {
-          if (st->got[i]) got.emplace_back(st->keys[i], std::move(*st->got[i]));
-        }
-        if (!got.empty()) {
-          ReplyRead(rb, got);
-          return;
-        }
-        if (!may_wait) {
-          rb.NullArray();
-          return;
-        }
+        if (ReplyReadOrNull(rb, st->keys, st->got, may_wait)) return;
         auto read = std::make_shared<GroupRead>(
             GroupRead{st->group, st->consumer, static_cast<size_t>(st->x.count), st->x.noack});
         WaitAcross(*c, st->keys, st->shard, shards, deadline, GroupServes(std::move(read)));

@@ -252,4 +252,21 @@ void ReplyRead(ReplyBuilder& rb,
   }
 }
 
+bool ReplyReadOrNull(ReplyBuilder& rb, const std::vector<std::string>& keys,
+                     std::vector<std::optional<std::vector<StreamEntryOut>>>& got, bool may_wait) {
+  std::vector<std::pair<std::string_view, std::vector<StreamEntryOut>>> some;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (got[i]) some.emplace_back(keys[i], std::move(*got[i]));
+  }
+  if (!some.empty()) {
+    ReplyRead(rb, some);
+    return true;
+  }
+  if (!may_wait) {
+    rb.NullArray();
+    return true;
+  }
+  return false;
+}
+
 }  // namespace deadbolt::server::stream_cmds

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -53,5 +55,12 @@ void ReplyEntries(protocol::ReplyBuilder& rb, const std::vector<shard::StreamEnt
 void ReplyRead(
     protocol::ReplyBuilder& rb,
     const std::vector<std::pair<std::string_view, std::vector<shard::StreamEntryOut>>>& got);
+
+// The reply of an XREAD/XREADGROUP that read keys[i] into got[i] (nullopt: nothing there):
+// ReplyRead of those with entries, or a null array when none had any and it may not wait. False
+// when none had any and it may wait: the caller then makes the client wait.
+bool ReplyReadOrNull(protocol::ReplyBuilder& rb, const std::vector<std::string>& keys,
+                     std::vector<std::optional<std::vector<shard::StreamEntryOut>>>& got,
+                     bool may_wait);
 
 }  // namespace deadbolt::server::stream_cmds
