@@ -188,19 +188,6 @@ void XSetId(CmdArgs args, ShardCtx& ctx) {
 
 // --- XREAD [COUNT n] [BLOCK ms] STREAMS key ... id ... ---
 
-bool XReadKeys(CmdArgs args, int* first, int* last) {
-  XReadArgs x;
-  if (!ParseXRead(args, false, &x, nullptr)) return false;
-  *first = static_cast<int>(x.streams);
-  *last = static_cast<int>(x.streams + x.n) - 1;
-  return true;
-}
-
-bool XReadBlocks(CmdArgs args) {
-  XReadArgs x;
-  return ParseXRead(args, false, &x, nullptr) && x.block_ms >= 0;
-}
-
 // An ID argument of XREAD: "$" (the stream's last ID, 0-0 when missing: read on this key's
 // shard), ">" (refused), or a strict ID.
 bool ParseReadId(std::string_view s, bool* dollar, StreamId* id, ReplyBuilder& rb) {
@@ -359,8 +346,8 @@ void Register(CommandTable* t) {
   t->Add(Key1("xsetid", -3, kWrite | kDenyOom | kFast, XSetId, kWriteFast));
   CommandSpec xread = MultiKeyCommand("xread", -4, kReadOnly | kBlocking, XReadAcross, XRead,
                                       {"@read", "@stream", "@slow", "@blocking"}, 0, 0, 0);
-  xread.key_range = XReadKeys;
-  xread.blocks = XReadBlocks;
+  xread.key_range = XReadKeyRange<false>;
+  xread.blocks = XReadMayBlock<false>;
   t->Add(std::move(xread));
 }
 

@@ -179,19 +179,6 @@ bool XGroupMayCreate(CmdArgs args) {
 
 // --- XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] STREAMS key ... id ... ---
 
-bool XReadGroupKeys(CmdArgs args, int* first, int* last) {
-  XReadArgs x;
-  if (!ParseXRead(args, true, &x, nullptr)) return false;
-  *first = static_cast<int>(x.streams);
-  *last = static_cast<int>(x.streams + x.n) - 1;
-  return true;
-}
-
-bool XReadGroupBlocks(CmdArgs args) {
-  XReadArgs x;
-  return ParseXRead(args, true, &x, nullptr) && x.block_ms >= 0;
-}
-
 // An ID argument of XREADGROUP: ">" (new entries: Max()) or a strict ID; "$" is refused.
 bool ParseGroupId(std::string_view s, StreamId* id, ReplyBuilder& rb) {
   if (s == "$") {
@@ -828,8 +815,8 @@ void Register(CommandTable* t) {
   CommandSpec xreadgroup =
       MultiKeyCommand("xreadgroup", -7, kWrite | kBlocking, XReadGroupAcross, XReadGroup,
                       {"@write", "@stream", "@slow", "@blocking"}, 0, 0, 0);
-  xreadgroup.key_range = XReadGroupKeys;
-  xreadgroup.blocks = XReadGroupBlocks;
+  xreadgroup.key_range = XReadKeyRange<true>;
+  xreadgroup.blocks = XReadMayBlock<true>;
   t->Add(std::move(xreadgroup));
   t->Add(Key1("xack", -4, kWrite | kFast, XAck, kWriteFast));
   t->Add(Key1("xpending", -3, kReadOnly, XPending, {"@read", "@stream", "@slow"}));

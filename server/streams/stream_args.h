@@ -45,6 +45,21 @@ struct XReadArgs {
   bool noack = false;
 };
 bool ParseXRead(CmdArgs args, bool group, XReadArgs* x, protocol::ReplyBuilder* rb);
+// CommandSpec::key_range and ::blocks of XREAD (false) and XREADGROUP (true): the keys after
+// STREAMS; whether BLOCK was given.
+template <bool kGroup>
+bool XReadKeyRange(CmdArgs args, int* first, int* last) {
+  XReadArgs x;
+  if (!ParseXRead(args, kGroup, &x, nullptr)) return false;
+  *first = static_cast<int>(x.streams);
+  *last = static_cast<int>(x.streams + x.n) - 1;
+  return true;
+}
+template <bool kGroup>
+bool XReadMayBlock(CmdArgs args) {
+  XReadArgs x;
+  return ParseXRead(args, kGroup, &x, nullptr) && x.block_ms >= 0;
+}
 // BLOCK's milliseconds from now (0: no limit) as a LockWaiters deadline.
 int64_t Deadline(int64_t block_ms, int64_t now_ms);
 
