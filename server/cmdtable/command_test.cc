@@ -126,5 +126,16 @@ TEST(CommandTableTest, FindSubcommand) {
   }
 }
 
+// A subcommand has no subcommands of its own: COMMAND DOCS and COMMAND INFO nest them, and
+// redis-cli (which reads COMMAND DOCS) crashed on a container whose subcommands were built by
+// copying the container after earlier ones had been added to it.
+TEST(CommandTableTest, SubcommandsHaveNoSubcommands) {
+  for (const CommandSpec& spec : CommandTable::Get().All()) {
+    for (const CommandSpec& sub : spec.subcommands) {
+      EXPECT_TRUE(sub.subcommands.empty()) << sub.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deadbolt::server

@@ -241,6 +241,7 @@ void RegisterObjectCommands(CommandTable* t) {
     sub.name = std::string("object|") + name;
     sub.arity = arity;
     sub.shard_handler = nullptr;  // (HELP's flags and categories: AsRedisSubcommand)
+    sub.subcommands.clear();      // (object already holds the ones made before this one)
     object.subcommands.push_back(sub);
   }
   object.acl_categories = {"@slow"};  // a container is @slow; ACL checks its subcommands

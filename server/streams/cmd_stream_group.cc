@@ -786,6 +786,7 @@ CommandSpec Container(const char* name, uint32_t flags, ShardHandler h,
     sub.arity = arity;
     sub.flags = sub_flags;
     sub.shard_handler = nullptr;
+    sub.subcommands.clear();  // (spec already holds the ones made before this one)
     sub.acl_categories = {read ? "@read" : "@write", "@stream", "@slow"};
     spec.subcommands.push_back(sub);
   }
