@@ -139,6 +139,31 @@ CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler
   return s;
 }
 
+CommandSpec KeyContainer(std::string name, uint32_t flags, ShardHandler h,
+                         std::vector<std::string> sub_acl,
+                         std::initializer_list<SubcommandDef> subs) {
+  CommandSpec spec;
+  spec.name = std::move(name);
+  spec.arity = -2;
+  spec.flags = flags;
+  spec.first_key = 2;
+  spec.last_key = 2;
+  spec.key_step = 1;
+  spec.shard_handler = h;
+  for (const SubcommandDef& d : subs) {
+    CommandSpec sub;
+    sub.name = spec.name + "|" + d.name;
+    sub.arity = d.arity;
+    sub.flags = d.flags;
+    sub.first_key = sub.last_key = 2;
+    sub.key_step = 1;
+    sub.acl_categories = sub_acl;
+    spec.subcommands.push_back(std::move(sub));
+  }
+  spec.acl_categories = {"@slow"};
+  return spec;
+}
+
 CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
                  std::vector<std::string> acl) {
   CommandSpec s;

@@ -243,6 +243,18 @@ class CommandTable {
 CommandSpec ConnCommand(std::string name, int arity, uint32_t flags, ConnHandler h,
                         std::vector<std::string> acl, int first_key = 0, int last_key = 0,
                         int key_step = 0);
+// A container command (OBJECT, XGROUP, XINFO) whose subcommands name their key at args[2], run
+// by one shard handler that reads args[1]. Each subcommand has its name, arity and flags, and
+// `sub_acl` as its categories (HELP's are trimmed by the table, as Redis's); the container
+// itself is @slow, as in Redis: ACL checks its subcommands.
+struct SubcommandDef {
+  const char* name;
+  int arity;
+  uint32_t flags;
+};
+CommandSpec KeyContainer(std::string name, uint32_t flags, ShardHandler h,
+                         std::vector<std::string> sub_acl,
+                         std::initializer_list<SubcommandDef> subs);
 // A command with one key, args[1], run by a ShardHandler on the shard that owns it.
 CommandSpec Key1(std::string name, int arity, uint32_t flags, ShardHandler h,
                  std::vector<std::string> acl);

@@ -226,26 +226,12 @@ void MemoryConn(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }  // namespace
 
 void RegisterObjectCommands(CommandTable* t) {
-  CommandSpec object;
-  object.name = "object";
-  object.arity = -2;
-  object.flags = kReadOnly;
-  object.first_key = 2;
-  object.last_key = 2;
-  object.key_step = 1;
-  object.shard_handler = Object;
-  object.acl_categories = {"@keyspace", "@read", "@slow"};
-  for (auto [name, arity] :
-       {std::pair{"encoding", 3}, {"freq", 3}, {"idletime", 3}, {"refcount", 3}, {"help", 2}}) {
-    CommandSpec sub = object;
-    sub.name = std::string("object|") + name;
-    sub.arity = arity;
-    sub.shard_handler = nullptr;  // (HELP's flags and categories: AsRedisSubcommand)
-    sub.subcommands.clear();      // (object already holds the ones made before this one)
-    object.subcommands.push_back(sub);
-  }
-  object.acl_categories = {"@slow"};  // a container is @slow; ACL checks its subcommands
-  t->Add(std::move(object));
+  t->Add(KeyContainer("object", kReadOnly, Object, {"@keyspace", "@read", "@slow"},
+                      {{"encoding", 3, kReadOnly},
+                       {"freq", 3, kReadOnly},
+                       {"idletime", 3, kReadOnly},
+                       {"refcount", 3, kReadOnly},
+                       {"help", 2, kReadOnly}}));
 
   CommandSpec memory = ConnCommand("memory", -2, kReadOnly, MemoryConn, {"@slow"});
   for (auto [name, arity] : {std::pair{"usage", -3},

@@ -7,7 +7,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -768,51 +767,23 @@ void XInfo(CmdArgs args, ShardCtx& ctx) {
   }
 }
 
-// A container (XGROUP, XINFO) whose key is args[2], with its subcommands for COMMAND and ACL.
-CommandSpec Container(const char* name, uint32_t flags, ShardHandler h,
-                      std::initializer_list<std::tuple<const char*, int, uint32_t>> subs,
-                      bool read) {
-  CommandSpec spec;
-  spec.name = name;
-  spec.arity = -2;
-  spec.flags = flags;
-  spec.first_key = 2;
-  spec.last_key = 2;
-  spec.key_step = 1;
-  spec.shard_handler = h;
-  for (auto [sub_name, arity, sub_flags] : subs) {
-    CommandSpec sub = spec;
-    sub.name = Cat({name, "|", sub_name});
-    sub.arity = arity;
-    sub.flags = sub_flags;
-    sub.shard_handler = nullptr;
-    sub.subcommands.clear();  // (spec already holds the ones made before this one)
-    sub.acl_categories = {read ? "@read" : "@write", "@stream", "@slow"};
-    spec.subcommands.push_back(sub);
-  }
-  spec.acl_categories = {"@slow"};  // a container is @slow; ACL checks its subcommands
-  return spec;
-}
-
 void Register(CommandTable* t) {
   const std::vector<std::string> kWriteFast = {"@write", "@stream", "@fast"};
-  CommandSpec xgroup = Container("xgroup", kWrite, XGroup,
-                                 {{"create", -5, kWrite | kDenyOom},
-                                  {"setid", -5, kWrite},
-                                  {"destroy", 4, kWrite},
-                                  {"createconsumer", 5, kWrite | kDenyOom},
-                                  {"delconsumer", 5, kWrite},
-                                  {"help", 2, kLoading | kStale}},
-                                 false);
+  CommandSpec xgroup = KeyContainer("xgroup", kWrite, XGroup, {"@write", "@stream", "@slow"},
+                                    {{"create", -5, kWrite | kDenyOom},
+                                     {"setid", -5, kWrite},
+                                     {"destroy", 4, kWrite},
+                                     {"createconsumer", 5, kWrite | kDenyOom},
+                                     {"delconsumer", 5, kWrite},
+                                     {"help", 2, kLoading | kStale}});
   xgroup.flags |= kMayCreate;  // CREATE ... MKSTREAM
   xgroup.may_create = XGroupMayCreate;
   t->Add(std::move(xgroup));
-  t->Add(Container("xinfo", kReadOnly, XInfo,
-                   {{"consumers", 4, kReadOnly},
-                    {"groups", 3, kReadOnly},
-                    {"stream", -3, kReadOnly},
-                    {"help", 2, kLoading | kStale}},
-                   true));
+  t->Add(KeyContainer("xinfo", kReadOnly, XInfo, {"@read", "@stream", "@slow"},
+                      {{"consumers", 4, kReadOnly},
+                       {"groups", 3, kReadOnly},
+                       {"stream", -3, kReadOnly},
+                       {"help", 2, kLoading | kStale}}));
   CommandSpec xreadgroup =
       MultiKeyCommand("xreadgroup", -7, kWrite | kBlocking, XReadGroupAcross, XReadGroup,
                       {"@write", "@stream", "@slow", "@blocking"}, 0, 0, 0);
