@@ -257,6 +257,29 @@ struct KeyView {
   int64_t lock_holds = 0;
 };
 
+// An element-level change to a collection that existed before it and still exists after it,
+// told to observers that can record it instead of the collection's whole state (the journal,
+// for large collections; KeyObserver::OnKeyEdited). Applied to the state before it, through the
+// Db call it names, it gives the state after it. Views valid during the call only.
+struct KeyEdit {
+  enum class Op : uint8_t {
+    kListPush = 1,  // ListPush(items, end): pushed one by one at `end`
+    kListPop = 2,   // ListPop(end, first): `first` elements popped at `end`
+    kListTrim = 3,  // ListTrim(first, last): kept [first, last], both within the list
+    kHashSet = 4,   // HSet(items): field, value, field, value, ...
+    kHashDel = 5,   // HDel(items): fields
+    kSetAdd = 6,    // SetAdd(items): members
+    kSetRem = 7,    // SetRem(items): members
+  };
+  static constexpr uint8_t kLastOp = 7;
+  Op op = Op::kListPush;
+  ListEnd end = ListEnd::kRight;  // the list ops'
+  uint64_t first = 0;
+  uint64_t last = 0;
+  std::span<const std::string_view> items;
+  size_t size_after = 0;  // elements in the collection after the change
+};
+
 // Told of every change to a key: added, overwritten, modified, deleted or expired. Implemented
 // by server/ (WATCH, lock waiters); called on the Db's own thread, while the change happens, so
 // it must not call back into the Db (nor add or remove observers): it notes the key and acts
@@ -265,6 +288,12 @@ class KeyObserver {
  public:
   virtual ~KeyObserver() = default;
   virtual void OnKeyChanged(std::string_view key) = 0;
+  // A change that `edit` describes (a collection modified in place). By default a change like
+  // any other.
+  virtual void OnKeyEdited(std::string_view key, const KeyEdit& edit) {
+    (void)edit;
+    OnKeyChanged(key);
+  }
   // The key was removed because its TTL passed (lazily or by active expiry). By default that is
   // a change like any other; the journal ignores it (a replay skips expired keys by itself).
   virtual void OnKeyExpired(std::string_view key) { OnKeyChanged(key); }

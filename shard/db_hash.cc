@@ -60,14 +60,16 @@ class HashEdit {
   HashValue* current_;
 };
 
-// Makes `h` (the result of editing pos's hash) the key's value and reports the change. A new
-// block gets a new Entry (same key and TTL); Swap frees the old Entry and the old HashValue.
-// (ImplT is Db::Impl, deduced: the name is private to Db.)
+// Makes `h` (the result of editing pos's hash) the key's value and reports the change, as an
+// edit of `op` with `items` (KeyEdit). A new block gets a new Entry (same key and TTL); Swap
+// frees the old Entry and the old HashValue. (ImplT is Db::Impl, deduced: the name is private
+// to Db.)
 template <typename ImplT>
-void StoreHash(ImplT& impl, Dict::Pos pos, HashValue* h) {
+void StoreHash(ImplT& impl, Dict::Pos pos, HashValue* h, KeyEdit::Op op,
+               std::span<const std::string_view> items) {
   Entry* e = pos.entry();
   if (e->hash() != h) impl.Swap(pos, MakeHashEntry(e->key(), h, e->expire_at()));
-  impl.Modified(pos);
+  impl.Edited(pos, KeyEdit{.op = op, .items = items, .size_after = h->size()});
 }
 
 // Adds a new hash key holding the pairs fv[0], fv[1], ... (fields and values alternating).
@@ -107,7 +109,8 @@ void SetOneField(ImplT& impl, Dict::Pos pos, uint64_t hash, std::string_view key
   }
   HashEdit edit(pos.entry()->hash());
   edit.Set(field, value);
-  StoreHash(impl, pos, edit.Release());
+  const std::string_view fv[2] = {field, value};
+  StoreHash(impl, pos, edit.Release(), KeyEdit::Op::kHashSet, fv);
 }
 
 }  // namespace
@@ -133,7 +136,8 @@ OpResult<int64_t> Db::HSet(std::string_view key, std::span<const std::string_vie
   for (size_t i = 0; i + 1 < field_values.size(); i += 2) {
     added += edit.Set(field_values[i], field_values[i + 1]) ? 1 : 0;
   }
-  StoreHash(*impl_, pos, edit.Release());
+  StoreHash(*impl_, pos, edit.Release(), KeyEdit::Op::kHashSet,
+            field_values.first(field_values.size() & ~size_t{1}));
   return added;
 }
 
@@ -193,7 +197,7 @@ OpResult<int64_t> Db::HDel(std::string_view key, std::span<const std::string_vie
     impl_->dict.MaybeShrink();
     return removed;
   }
-  StoreHash(*impl_, pos, edit.Release());
+  StoreHash(*impl_, pos, edit.Release(), KeyEdit::Op::kHashDel, fields);
   return removed;
 }
 

@@ -89,6 +89,24 @@ struct Db::Impl {
   bool OverwriteStringInPlace(Dict::Pos pos, std::string_view value, int64_t at_ms, Change why);
   // The value of pos's entry was changed in place.
   void Modified(Dict::Pos pos) { OnChange(pos.entry()->key(), Change::kModified); }
+  // The same, for a change `edit` describes (KeyEdit's rules). Observers hear of it as an edit.
+  void Edited(Dict::Pos pos, const KeyEdit& edit) {
+    std::string_view key = pos.entry()->key();
+    if (!locks.empty()) [[unlikely]] {
+      LockKeyChanged(key, Change::kModified);
+    }
+    for (KeyObserver* o : observers) o->OnKeyEdited(key, edit);
+  }
+  // Modified, or Edited with `edit` when it is given.
+  void Modified(Dict::Pos pos, const KeyEdit* edit) {
+    if (edit) {
+      Edited(pos, *edit);
+    } else {
+      Modified(pos);
+    }
+  }
+  // Whether anyone hears of changes (an edit's items are gathered only then).
+  bool observed() const { return !observers.empty(); }
   // Sets (or with Entry::kNoExpire clears) the TTL, in place when the entry's layout allows,
   // else by rebuilding the entry. Returns the (possibly new) entry.
   Entry* SetExpire(Dict::Pos pos, int64_t at_ms);

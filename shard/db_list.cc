@@ -62,7 +62,10 @@ OpResult<int64_t> Db::ListPush(std::string_view key, std::span<const std::string
       list->PushBack(v);
     }
   }
-  impl_->Modified(pos);
+  impl_->Edited(
+      pos,
+      KeyEdit{
+          .op = KeyEdit::Op::kListPush, .end = end, .items = values, .size_after = list->size()});
   return static_cast<int64_t>(list->size());
 }
 
@@ -83,7 +86,11 @@ OpResult<std::vector<std::string>> Db::ListPop(std::string_view key, ListEnd end
     impl_->Remove(pos, Impl::Change::kDeleted);
     impl_->dict.MaybeShrink();
   } else {
-    impl_->Modified(pos);
+    impl_->Edited(pos, KeyEdit{.op = KeyEdit::Op::kListPop,
+                               .end = end,
+                               .first = out.size(),
+                               .items = {},
+                               .size_after = list->size()});
   }
   return out;
 }
@@ -199,7 +206,11 @@ OpStatus Db::ListTrim(std::string_view key, int64_t start, int64_t stop, int64_t
   }
   if (start == 0 && static_cast<size_t>(stop) + 1 == list->size()) return OpStatus::kOk;
   list->Trim(static_cast<size_t>(start), static_cast<size_t>(stop) + 1);
-  impl_->Modified(pos);
+  impl_->Edited(pos, KeyEdit{.op = KeyEdit::Op::kListTrim,
+                             .first = static_cast<uint64_t>(start),
+                             .last = static_cast<uint64_t>(stop),
+                             .items = {},
+                             .size_after = list->size()});
   return OpStatus::kOk;
 }
 
@@ -259,7 +270,20 @@ OpResult<std::string> Db::ListMove(std::string_view src, std::string_view dst, L
     } else {
       list->PushBack(v);
     }
-    impl_->Modified(pos);
+    if (list->size() == 1) {  // the same list (an edit's pop would empty it)
+      impl_->Modified(pos);
+      return v;
+    }
+    const std::string_view pushed[1] = {v};
+    impl_->Edited(pos, KeyEdit{.op = KeyEdit::Op::kListPop,
+                               .end = from,
+                               .first = 1,
+                               .items = {},
+                               .size_after = list->size() - 1});
+    impl_->Edited(
+        pos,
+        KeyEdit{
+            .op = KeyEdit::Op::kListPush, .end = to, .items = pushed, .size_after = list->size()});
     return v;
   }
   if (ListCheckType(dst, now_ms) != OpStatus::kOk) return OpStatus::kWrongType;

@@ -59,9 +59,10 @@ class SetEdit {
     return removed;
   }
   // After a change that left the set non-empty: the key's Entry holds the result, and the
-  // change is reported.
+  // change is reported, as an edit of `op` with `items` (KeyEdit).
   template <typename ImplT>
-  void Commit(ImplT& impl, Dict::Pos pos) {
+  void Commit(ImplT& impl, Dict::Pos pos, KeyEdit::Op op, std::span<const std::string_view> items) {
+    const size_t size_after = set_->size();
     if (set_->FitsInline()) {
       // The new Entry copies the bytes; Swap then frees the old one (and a block it held).
       impl.Swap(pos, MakeInlineSetEntry(e_->key(), *set_, e_->expire_at()));
@@ -70,7 +71,7 @@ class SetEdit {
       owned_ = nullptr;  // MakeSetEntry takes it, also when it throws
       impl.Swap(pos, MakeSetEntry(e_->key(), s, e_->expire_at()));
     }
-    impl.Modified(pos);
+    impl.Edited(pos, KeyEdit{.op = op, .items = items, .size_after = size_after});
   }
 
  private:
@@ -125,7 +126,7 @@ OpResult<int64_t> Db::SetAdd(std::string_view key, std::span<const std::string_v
   SetEdit edit(e);
   int64_t added = 0;
   for (std::string_view m : members) added += edit.Add(m) ? 1 : 0;
-  if (added > 0) edit.Commit(*impl_, pos);
+  if (added > 0) edit.Commit(*impl_, pos, KeyEdit::Op::kSetAdd, members);
   return added;
 }
 
@@ -147,7 +148,7 @@ OpResult<int64_t> Db::SetRem(std::string_view key, std::span<const std::string_v
     impl_->Remove(pos, Impl::Change::kDeleted);
     impl_->dict.MaybeShrink();
   } else {
-    edit.Commit(*impl_, pos);
+    edit.Commit(*impl_, pos, KeyEdit::Op::kSetRem, members);
   }
   return removed;
 }
@@ -217,7 +218,9 @@ OpResult<std::vector<std::string>> Db::SetPop(std::string_view key, size_t count
     out.push_back(edit.Random(&impl_->rng));
     edit.Remove(out.back());
   }
-  edit.Commit(*impl_, pos);
+  std::vector<std::string_view> popped;
+  if (impl_->observed()) popped.assign(out.begin(), out.end());
+  edit.Commit(*impl_, pos, KeyEdit::Op::kSetRem, popped);
   return out;
 }
 

@@ -120,6 +120,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
       j.rewrites += s.rewrites;
       j.fsyncs += s.fsyncs;
       j.batches += s.batches;
+      j.edit_records += s.edit_records;
       j.pending_fsync += s.pending_fsync;
       j.last_rewrite_ms = std::max(j.last_rewrite_ms, s.last_rewrite_ms);
       rewriting = rewriting || s.rewrite_in_progress;
@@ -156,7 +157,8 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
                       "aof_fsync_policy:", FsyncName(config.appendfsync), "\r\n",
                       "aof_dir:", config.dir, "\r\n", "aof_files:", snap.journals.size(), "\r\n",
                       "aof_batches:", j.batches, "\r\n", "aof_fsyncs:", j.fsyncs, "\r\n",
-                      "aof_batches_not_on_disk:", j.pending_fsync, "\r\n");
+                      "aof_batches_not_on_disk:", j.pending_fsync, "\r\n",
+                      "aof_edit_records:", j.edit_records, "\r\n");
     }
   }
   if (Wants(sections, "stats", true)) {

@@ -3,6 +3,7 @@
 
 #include "server/core/journal.h"
 
+#include <absl/container/flat_hash_set.h>
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/stat.h>
@@ -80,6 +81,9 @@ class Journal::Observer : public shard::KeyObserver {
  public:
   Observer(Journal* j, int db) : j_(j), db_(db) {}
   void OnKeyChanged(std::string_view key) override { j_->NoteChanged(db_, key); }
+  void OnKeyEdited(std::string_view key, const shard::KeyEdit& edit) override {
+    j_->NoteEdited(db_, key, edit);
+  }
   void OnKeyExpired(std::string_view) override {}
   bool OnFlush() override {
     j_->NoteFlush(db_);
@@ -158,15 +162,41 @@ void Journal::ReadDataSet() {
 void Journal::NoteChanged(int db, std::string_view key) {
   std::vector<Dirty>& list = cur_tx_ ? tx_dirty_[cur_tx_] : dirty_;
   // The same key changed twice in a row (one command touching it twice) is written once.
-  if (!list.empty() && !list.back().flush && list.back().db == db && list.back().key == key) {
+  if (!list.empty() && !list.back().flush && list.back().edit.empty() && list.back().db == db &&
+      list.back().key == key) {
     return;
   }
-  list.push_back(Dirty{db, false, std::string(key)});
+  list.push_back(Dirty{db, false, std::string(key), {}});
+}
+
+void Journal::NoteEdited(int db, std::string_view key, const shard::KeyEdit& edit) {
+  // A key that an unsettled transaction changed (other than the one running) is written whole:
+  // a replay drops a transaction whose parts are not all on disk, and an edit made after it
+  // would then apply to the state before it. A whole state does not depend on it. An edit
+  // inside a transaction goes in its frame, and is dropped with it.
+  if (edit.size_after < kEditMinElements || InOtherTx(db, key)) {
+    NoteChanged(db, key);
+    return;
+  }
+  std::vector<Dirty>& list = cur_tx_ ? tx_dirty_[cur_tx_] : dirty_;
+  Dirty d{db, false, std::string(key), {}};
+  shard::EncodeEdit(&d.edit, static_cast<uint32_t>(db), key, edit);
+  list.push_back(std::move(d));
+}
+
+bool Journal::InOtherTx(int db, std::string_view key) const {
+  for (const auto& [id, list] : tx_dirty_) {
+    if (id == cur_tx_) continue;
+    for (const Dirty& d : list) {
+      if (d.db == db && (d.flush || d.key == key)) return true;
+    }
+  }
+  return false;
 }
 
 void Journal::NoteFlush(int db) {
   std::vector<Dirty>& list = cur_tx_ ? tx_dirty_[cur_tx_] : dirty_;
-  list.push_back(Dirty{db, true, {}});
+  list.push_back(Dirty{db, true, {}, {}});
 }
 
 namespace {
@@ -239,10 +269,24 @@ bool Journal::WriteFrame(std::vector<Dirty>& dirty, const shard::TxTag* tag, boo
   shard::JournalWriter w(&out);
   w.BeginFrame();
   if (tag) w.Tx(*tag);
+  // The keys written whole in this frame: their state includes their edits, which are dropped.
+  absl::flat_hash_set<std::pair<int, std::string_view>> whole;
+  if (std::any_of(dirty.begin(), dirty.end(), [](const Dirty& d) { return !d.edit.empty(); })) {
+    for (const Dirty& d : dirty) {
+      if (!d.flush && d.edit.empty()) whole.emplace(d.db, d.key);
+    }
+  }
   for (const Dirty& d : dirty) {
     auto db = static_cast<uint32_t>(d.db);
     if (d.flush) {
       w.FlushDb(db);
+      continue;
+    }
+    if (!d.edit.empty()) {
+      if (!whole.contains({d.db, std::string_view(d.key)})) {
+        w.Append(d.edit);
+        stats_.edit_records++;
+      }
       continue;
     }
     // The key's state now (the last change of the turn wins; expired reads as gone).

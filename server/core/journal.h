@@ -17,6 +17,12 @@
 //     a write, or anything that read it, before it is on disk. `everysec` fsyncs once a second,
 //     `no` leaves it to the kernel; neither holds output.
 //
+// A collection of kEditMinElements or more changed in place (RPUSH, LPOP, HSET, SREM, ...; the
+// Db tells the observer through KeyObserver::OnKeyEdited) is written as the change instead, a
+// kEdit record encoded when the change happens, unless the key also changed otherwise in the
+// same frame (its whole state then includes the edit) or an unsettled transaction other than
+// the running one changed it (NoteEdited says why).
+//
 // A transaction (Transaction) writes its changes on each shard as one frame opened by a kTx
 // record, so that a crash cannot bring back part of it (see EnterTx and journal_load.cc).
 //
@@ -24,7 +30,10 @@
 // auto-aof-rewrite-percentage since the last one): a new file is written beside the old one from
 // a SCAN of the live keyspace, a few hundred keys per turn, while every new frame goes to both
 // files. Because each record is a key's whole state and both files receive frames in the order
-// they happen, the new file ends up with the latest state of every key. Once the scan's bytes are
+// they happen, the new file ends up with the latest state of every key. (An edit of a key the
+// scan has not reached applies, on replay, to the key's state in the new file so far: exact, if
+// a whole state was written since the rewrite began, or else missing, and the edit is skipped;
+// the scan's kPut of the key, later in the file, includes it.) Once the scan's bytes are
 // on disk it is renamed over the old file, the directory is fsynced, and the new file takes over.
 // While the two files are both written, a batch counts as durable only once it is on disk in
 // both, so a crash at any point finds every acknowledged write under the journal's name. The new
@@ -84,6 +93,7 @@ struct JournalStats {
   uint64_t fsyncs = 0;
   uint64_t batches = 0;
   uint64_t pending_fsync = 0;  // batches written but not yet on disk
+  uint64_t edit_records = 0;   // kEdit records written (collections changed in place)
 };
 
 // Owned by its reactor's thread, which alone calls it (its io_uring completions come back
@@ -165,11 +175,20 @@ class Journal {
     int db;
     bool flush;  // FLUSHDB of db (key unused)
     std::string key;
+    // Non-empty: an element-level change (KeyEdit), as its encoded kEdit record, written as it
+    // is unless the key changed otherwise in the same frame. Empty: the key's state is written.
+    std::string edit;
   };
+  // A collection smaller than this after a change is written whole (a kPut): an edit record
+  // pays only where the whole collection would cost many times its bytes.
+  static constexpr size_t kEditMinElements = 32;
 
   void ReadDataSet();   // set_id_ from the file's first frame
   void FollowPolicy();  // picks up CONFIG SET appendfsync
   void NoteChanged(int db, std::string_view key);
+  void NoteEdited(int db, std::string_view key, const shard::KeyEdit& edit);
+  // Whether a transaction other than the running one, not yet settled, changed the key.
+  bool InOtherTx(int db, std::string_view key) const;
   void NoteFlush(int db);
   void Materialize(int64_t now_ms);
   // Writes `dirty` (and moved fencing counters) as one frame into the pending bytes, opened by

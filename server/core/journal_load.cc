@@ -221,7 +221,9 @@ std::optional<std::string> Replay(const Config& config, const FoundFile& f,
       too_high_db = r.db;
       return false;
     }
-    if ((r.kind == shard::RecordKind::kPut || r.kind == shard::RecordKind::kDel) && !keep(r.key)) {
+    if ((r.kind == shard::RecordKind::kPut || r.kind == shard::RecordKind::kDel ||
+         r.kind == shard::RecordKind::kEdit) &&
+        !keep(r.key)) {
       return true;
     }
     shard::ApplyJournalRecord(r, shard, now_ms);

@@ -12,6 +12,8 @@
 //   kFlushDb: varint db
 //   kDataSet: u64 set_id
 //   kBaseEnd: (nothing)
+//   kEdit:    varint db, str key, u8 op (KeyEdit::Op), u8 end (0 left, 1 right), varint first,
+//             varint last, varint count and that many str items
 
 #include "shard/journal_format/journal_format.h"
 
@@ -86,6 +88,7 @@ class Reader {
   explicit Reader(std::string_view in) : in_(in) {}
   bool done() const { return pos_ == in_.size(); }
   size_t pos() const { return pos_; }
+  size_t left() const { return in_.size() - pos_; }
 
   bool U8(uint8_t* v) {
     if (in_.size() - pos_ < 1) return false;
@@ -221,6 +224,23 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       return in.U64(&r->set_id);
     case RecordKind::kBaseEnd:
       return true;
+    case RecordKind::kEdit: {
+      uint8_t op, end;
+      uint64_t n;
+      if (!in.Db(&r->db) || !in.Str(&r->key) || !in.U8(&op) || !in.U8(&end) ||
+          !in.Varint(&r->edit.first) || !in.Varint(&r->edit.last) || !in.Varint(&n)) {
+        return false;
+      }
+      if (op == 0 || op > KeyEdit::kLastOp || end > 1 || n > in.left()) return false;
+      r->edit.op = static_cast<KeyEdit::Op>(op);
+      r->edit.end = end == 0 ? ListEnd::kLeft : ListEnd::kRight;
+      if (r->edit.op == KeyEdit::Op::kHashSet && n % 2 != 0) return false;
+      r->edit.items.resize(n);
+      for (std::string_view& item : r->edit.items) {
+        if (!in.Str(&item)) return false;
+      }
+      return true;
+    }
     case RecordKind::kTx:
     {
       uint64_t t = 0;
@@ -331,6 +351,23 @@ void JournalWriter::Del(uint32_t db, std::string_view key) {
   PutVarint(out_, db);
   PutStr(out_, key);
   records_++;
+}
+
+void JournalWriter::Append(std::string_view record) {
+  out_->append(record);
+  records_++;
+}
+
+void EncodeEdit(std::string* out, uint32_t db, std::string_view key, const KeyEdit& edit) {
+  out->push_back(static_cast<char>(RecordKind::kEdit));
+  PutVarint(out, db);
+  PutStr(out, key);
+  out->push_back(static_cast<char>(edit.op));
+  out->push_back(static_cast<char>(edit.end == ListEnd::kLeft ? 0 : 1));
+  PutVarint(out, edit.first);
+  PutVarint(out, edit.last);
+  PutVarint(out, edit.items.size());
+  for (std::string_view item : edit.items) PutStr(out, item);
 }
 
 void JournalWriter::Token(uint32_t db, uint64_t token) {
@@ -465,6 +502,39 @@ JournalScan ScanJournal(std::string_view bytes,
   return scan;
 }
 
+namespace {
+
+// kEdit's replay: the same Db call that made the change, on a key that holds the collection
+// the edit names. False (nothing changed) for a missing key or one of another type.
+bool ApplyEdit(Db& db, std::string_view key, const JournalEdit& e, int64_t now_ms) {
+  using Op = KeyEdit::Op;
+  ValueType want = ValueType::kList;
+  if (e.op == Op::kHashSet || e.op == Op::kHashDel) want = ValueType::kHash;
+  if (e.op == Op::kSetAdd || e.op == Op::kSetRem) want = ValueType::kSet;
+  if (db.Type(key, now_ms) != want) return false;
+  switch (e.op) {
+    case Op::kListPush:
+      return db.ListPush(key, e.items, e.end, /*only_if_exists=*/true, now_ms).ok();
+    case Op::kListPop:
+      return db.ListPop(key, e.end, e.first, now_ms).ok();
+    case Op::kListTrim:
+      if (e.first > e.last || e.last > INT64_MAX) return false;
+      return db.ListTrim(key, static_cast<int64_t>(e.first), static_cast<int64_t>(e.last),
+                         now_ms) == OpStatus::kOk;
+    case Op::kHashSet:
+      return db.HSet(key, e.items, now_ms).ok();
+    case Op::kHashDel:
+      return db.HDel(key, e.items, now_ms).ok();
+    case Op::kSetAdd:
+      return db.SetAdd(key, e.items, now_ms).ok();
+    case Op::kSetRem:
+      return db.SetRem(key, e.items, now_ms).ok();
+  }
+  return false;
+}
+
+}  // namespace
+
 bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms) {
   if (r.kind == RecordKind::kHeader || r.kind == RecordKind::kTx ||
       r.kind == RecordKind::kDataSet || r.kind == RecordKind::kBaseEnd) {
@@ -492,6 +562,8 @@ bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms) {
     case RecordKind::kFlushDb:
       db.Flush();
       return true;
+    case RecordKind::kEdit:
+      return ApplyEdit(db, r.key, r.edit, now_ms);
   }
   return false;
 }

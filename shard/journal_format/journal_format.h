@@ -11,10 +11,11 @@
 // command (or one transaction) on a shard come back whole or not at all. The first frame of a
 // file holds a single kHeader record.
 //
-// Records say what a key IS after a change, never how it got there: a kPut carries the key's
-// whole value with its expiry as an absolute unix time, so replaying a record twice is harmless
-// and a replay never extends a lease. Expiry itself is not journalled: a key whose time has
-// passed is skipped on load.
+// Records mostly say what a key IS after a change, not how it got there: a kPut carries the
+// key's whole value with its expiry as an absolute unix time, so a replay never extends a lease.
+// Expiry itself is not journalled: a key whose time has passed is skipped on load. The one
+// exception is kEdit, an element-level change to a large collection (the elements pushed, the
+// fields set), which a replay applies to the key's state before it.
 
 #include <cstddef>
 #include <cstdint>
@@ -59,6 +60,22 @@ enum class RecordKind : uint8_t {
   // rewrite's scan), complete. A file with a kDataSet record but no kBaseEnd was cut inside its
   // base: not a crash (a base is fsynced before the file takes the journal's name) but damage.
   kBaseEnd = 8,
+  // db, key, an element-level change to the collection the key holds (KeyEdit): written for
+  // large collections instead of a kPut of all their elements. Applied to the key's state
+  // before it, it gives the state after it, so unlike kPut it must be applied exactly once, in
+  // order. A replay that meets one for a missing key skips it: the key's time has passed (a
+  // later kPut would bring it back whole), or, in a file a rewrite wrote, the rewrite's scan
+  // had not reached the key yet and its kPut follows.
+  kEdit = 9,
+};
+
+// A kEdit record's change, decoded (KeyEdit's fields, with the items' bytes in the record).
+struct JournalEdit {
+  KeyEdit::Op op = KeyEdit::Op::kListPush;
+  ListEnd end = ListEnd::kRight;
+  uint64_t first = 0;
+  uint64_t last = 0;
+  std::vector<std::string_view> items;
 };
 
 struct TxTag {
@@ -81,9 +98,10 @@ struct JournalHeader {
 struct JournalRecord {
   RecordKind kind = RecordKind::kHeader;
   JournalHeader header;         // kHeader
-  uint32_t db = 0;              // kPut, kDel, kToken, kFlushDb
-  std::string_view key;         // kPut, kDel
+  uint32_t db = 0;              // kPut, kDel, kToken, kFlushDb, kEdit
+  std::string_view key;         // kPut, kDel, kEdit
   KeySnapshot value;            // kPut
+  JournalEdit edit;             // kEdit
   uint64_t token = 0;           // kToken
   uint64_t set_id = 0;          // kDataSet
   TxTag tx;                     // kTx
@@ -110,6 +128,8 @@ class JournalWriter {
   void Put(uint32_t db, std::string_view key, const KeySnapshot& value);
   void Put(uint32_t db, std::string_view key, const KeyView& value);
   void Del(uint32_t db, std::string_view key);
+  // A record EncodeEdit wrote earlier.
+  void Append(std::string_view record);
   void Token(uint32_t db, uint64_t token);
   void FlushDb(uint32_t db);
   void Tx(const TxTag& tag);
@@ -159,12 +179,18 @@ JournalScan ScanJournal(std::string_view bytes,
 // Unwritten sectors read back as zeros from a multiple of this.
 inline constexpr size_t kZeroFillAlign = 512;
 
+// Appends a kEdit record of `edit` to the key to *out (for JournalWriter::Append): the journal
+// encodes an edit when it happens, as its items are views valid only then.
+void EncodeEdit(std::string* out, uint32_t db, std::string_view key, const KeyEdit& edit);
+
 // Bytes that Put would write for the key (for sizing buffers and rewrite triggers).
 size_t JournalPutSize(std::string_view key, const KeySnapshot& value);
 
 // Applies one record to a shard's databases (replay). kPut replaces the key (a put whose expiry
 // is at or before now_ms deletes it instead); kToken advances the db's fencing counter; a kPut
-// with a lock record restores it and advances the counter past its token; kHeader is ignored.
+// with a lock record restores it and advances the counter past its token; kEdit changes the
+// key's collection in place (a missing key: skipped; kEdit's comment says why); kHeader is
+// ignored.
 // A db index the shard does not have is ignored (returns false).
 bool ApplyJournalRecord(const JournalRecord& r, Shard& shard, int64_t now_ms);
 

@@ -59,12 +59,12 @@ TEST(JournalFormatTest, EveryRecordKindRoundTrips) {
       HeaderRec(0, 1, 0),
       HeaderRec(7, 16, 1'700'000'000'123),
       HeaderRec(UINT32_MAX, UINT32_MAX, -5),
-      PutStr(0, "plain", "value"),                                     // no TTL, no lock
-      PutStr(1, "ttl", "value", 1'700'000'005'000),                    // TTL, no lock
-      PutStr(2, "lock:1", "uuid-1", 1'700'000'030'000, 42, 1),         // TTL and lock
-      PutStr(15, "lock:2", "uuid-2", -1, UINT64_MAX, INT64_MAX),       // extreme lock record
-      PutStr(300, "", ""),                                              // empty key and value
-      PutStr(UINT32_MAX, Binary(), Binary()),                          // binary key and value
+      PutStr(0, "plain", "value"),                                // no TTL, no lock
+      PutStr(1, "ttl", "value", 1'700'000'005'000),               // TTL, no lock
+      PutStr(2, "lock:1", "uuid-1", 1'700'000'030'000, 42, 1),    // TTL and lock
+      PutStr(15, "lock:2", "uuid-2", -1, UINT64_MAX, INT64_MAX),  // extreme lock record
+      PutStr(300, "", ""),                                        // empty key and value
+      PutStr(UINT32_MAX, Binary(), Binary()),                     // binary key and value
       PutStr(0, long_key, big, INT64_MAX),
       PutHash(0, "h", {{"f1", "v1"}, {"f2", ""}, {"", "v3"}, {"", ""}, {Binary(), Binary()}}),
       PutHash(5, "h2", {{"only", "one"}}, 1'700'000'000'001),
@@ -80,6 +80,13 @@ TEST(JournalFormatTest, EveryRecordKindRoundTrips) {
       FlushRec(0),
       FlushRec(16383),
       FlushRec(UINT32_MAX),
+      EditRec(0, "l", KeyEdit::Op::kListPush, {"a", "", Binary()}, ListEnd::kLeft),
+      EditRec(3, "l", KeyEdit::Op::kListPop, {}, ListEnd::kRight, 7),
+      EditRec(3, long_key, KeyEdit::Op::kListTrim, {}, ListEnd::kRight, 2, UINT64_MAX),
+      EditRec(UINT32_MAX, "h", KeyEdit::Op::kHashSet, {"f", big, "", ""}),
+      EditRec(1, Binary(), KeyEdit::Op::kHashDel, {"f"}),
+      EditRec(1, "s", KeyEdit::Op::kSetAdd, {"1", "x"}),
+      EditRec(1, "s", KeyEdit::Op::kSetRem, {}),
   };
   // One record per frame, and all in one frame.
   for (bool one_frame : {false, true}) {
@@ -502,24 +509,46 @@ TEST(JournalScanTest, AValidChecksumAroundRecordsThatDoNotParseIsDamage) {
       {"kind 0xff", std::string("\xff", 1)},
       {"header too short", std::string("\x01\x01\x00\x00\x00", 5)},
       {"put without its fields", std::string("\x02\x00\x01k", 4)},
-      {"put of type 9", std::string("\x02\x00\x01k\x09", 5) + std::string(17, '\0') +
-                            std::string("\x00", 1)},
+      {"put of type 9",
+       std::string("\x02\x00\x01k\x09", 5) + std::string(17, '\0') + std::string("\x00", 1)},
       {"put zset score not 8 bytes", std::string("\x02\x00\x01k\x03", 5) + std::string(17, '\0') +
-                                         std::string("\x01\x01" "a\x01" "b", 5)},
-      {"put of type 0", std::string("\x02\x00\x01k\x00", 5) + std::string(17, '\0') +
-                            std::string("\x00", 1)},
-      {"put string cut", std::string("\x02\x00\x01k\x01", 5) + std::string(17, '\0') +
-                             std::string("\x05xy", 3)},
-      {"put hash count past the end",
-       std::string("\x02\x00\x01k\x02", 5) + std::string(17, '\0') + std::string("\x02\x01" "a\x01" "b", 5)},
+                                         std::string("\x01\x01"
+                                                     "a\x01"
+                                                     "b",
+                                                     5)},
+      {"put of type 0",
+       std::string("\x02\x00\x01k\x00", 5) + std::string(17, '\0') + std::string("\x00", 1)},
+      {"put string cut",
+       std::string("\x02\x00\x01k\x01", 5) + std::string(17, '\0') + std::string("\x05xy", 3)},
+      {"put hash count past the end", std::string("\x02\x00\x01k\x02", 5) + std::string(17, '\0') +
+                                          std::string("\x02\x01"
+                                                      "a\x01"
+                                                      "b",
+                                                      5)},
       {"del key past the end", std::string("\x03\x00\x09k", 4)},
       {"del without key", std::string("\x03\x00", 2)},
       {"db above u32", std::string("\x05\xff\xff\xff\xff\x7f", 6)},
-      {"varint of eleven bytes", std::string("\x05", 1) + std::string(10, '\x80') + std::string("\x00", 1)},
+      {"varint of eleven bytes",
+       std::string("\x05", 1) + std::string(10, '\x80') + std::string("\x00", 1)},
       {"token cut", std::string("\x04\x00\x01\x02\x03", 5)},
       {"flushdb without db", std::string("\x05", 1)},
       {"a good record then garbage", del_ok + std::string("\x09", 1)},
-      {"a good record then a cut one", del_ok + std::string("\x03\x00\x05" "ab", 5)},
+      {"a good record then a cut one", del_ok + std::string("\x03\x00\x05"
+                                                            "ab",
+                                                            5)},
+      {"edit of op 0", std::string("\x09\x00\x01k\x00\x01\x00\x00\x00", 9)},
+      {"edit of op 8", std::string("\x09\x00\x01k\x08\x01\x00\x00\x00", 9)},
+      {"edit of end 2", std::string("\x09\x00\x01k\x01\x02\x00\x00\x00", 9)},
+      {"edit hash set of an odd count", std::string("\x09\x00\x01k\x04\x01\x00\x00\x01\x01"
+                                                    "f",
+                                                    11)},
+      {"edit count past the end", std::string("\x09\x00\x01k\x06\x01\x00\x00\x05\x01"
+                                              "m",
+                                              11)},
+      {"edit item cut", std::string("\x09\x00\x01k\x06\x01\x00\x00\x01\x05"
+                                    "m",
+                                    11)},
+      {"edit without its fields", std::string("\x09\x00\x01k\x06", 5)},
   };
   Built b = Typical();
   for (const auto& [what, payload] : bad) {

@@ -27,6 +27,12 @@ struct Rec {
   KeySnapshot value;
   uint64_t token = 0;
   uint64_t set_id = 0;
+  // kEdit: the change, with its items copied.
+  KeyEdit::Op op = KeyEdit::Op::kListPush;
+  ListEnd end = ListEnd::kRight;
+  uint64_t first = 0;
+  uint64_t last = 0;
+  std::vector<std::string> items;
 };
 
 inline Rec Own(const JournalRecord& r) {
@@ -38,6 +44,13 @@ inline Rec Own(const JournalRecord& r) {
   o.key = std::string(r.key);
   o.value = r.value;
   o.token = r.token;
+  if (r.kind == RecordKind::kEdit) {
+    o.op = r.edit.op;
+    o.end = r.edit.end;
+    o.first = r.edit.first;
+    o.last = r.edit.last;
+    o.items.assign(r.edit.items.begin(), r.edit.items.end());
+  }
   return o;
 }
 
@@ -100,6 +113,15 @@ inline void ExpectSame(const Rec& want, const Rec& got, const std::string& where
       break;
     case RecordKind::kBaseEnd:
       break;
+    case RecordKind::kEdit:
+      EXPECT_EQ(got.db, want.db);
+      EXPECT_EQ(got.key, want.key);
+      EXPECT_EQ(got.op, want.op);
+      EXPECT_EQ(got.end, want.end);
+      EXPECT_EQ(got.first, want.first);
+      EXPECT_EQ(got.last, want.last);
+      EXPECT_EQ(got.items, want.items);
+      break;
   }
 }
 
@@ -135,6 +157,19 @@ inline void Write(JournalWriter& w, const Rec& r) {
     case RecordKind::kBaseEnd:
       w.BaseEnd();
       break;
+    case RecordKind::kEdit: {
+      std::vector<std::string_view> items(r.items.begin(), r.items.end());
+      std::string bytes;
+      EncodeEdit(&bytes, r.db, r.key,
+                 KeyEdit{.op = r.op,
+                         .end = r.end,
+                         .first = r.first,
+                         .last = r.last,
+                         .items = items,
+                         .size_after = 0});
+      w.Append(bytes);
+      break;
+    }
   }
 }
 
@@ -200,6 +235,20 @@ inline Rec TokenRec(uint32_t db, uint64_t token) {
   r.kind = RecordKind::kToken;
   r.db = db;
   r.token = token;
+  return r;
+}
+
+inline Rec EditRec(uint32_t db, std::string key, KeyEdit::Op op, std::vector<std::string> items,
+                   ListEnd end = ListEnd::kRight, uint64_t first = 0, uint64_t last = 0) {
+  Rec r;
+  r.kind = RecordKind::kEdit;
+  r.db = db;
+  r.key = std::move(key);
+  r.op = op;
+  r.items = std::move(items);
+  r.end = end;
+  r.first = first;
+  r.last = last;
   return r;
 }
 
