@@ -270,14 +270,17 @@ struct KeyEdit {
     kHashDel = 5,   // HDel(items): fields
     kSetAdd = 6,    // SetAdd(items): members
     kSetRem = 7,    // SetRem(items): members
+    kZSetSet = 8,   // ZAdd of items with scores: each member's score (added or changed)
+    kZSetRem = 9,   // ZRem(items): members
   };
-  static constexpr uint8_t kLastOp = 7;
+  static constexpr uint8_t kLastOp = 9;
   Op op = Op::kListPush;
   ListEnd end = ListEnd::kRight;  // the list ops'
   uint64_t first = 0;
   uint64_t last = 0;
-  std::span<const std::string_view> items;
-  size_t size_after = 0;  // elements in the collection after the change
+  std::span<const std::string_view> items = {};
+  std::span<const double> scores = {};  // kZSetSet: items[i]'s score
+  size_t size_after = 0;                // elements in the collection after the change
 };
 
 // Told of every change to a key: added, overwritten, modified, deleted or expired. Implemented

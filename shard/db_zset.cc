@@ -76,10 +76,10 @@ class ZSetEdit {
   ZSetValue* current_;
 };
 
-// Makes `z` (the result of editing pos's set) the key's value and reports the change, or removes
-// the key when `z` is empty.
+// Makes `z` (the result of editing pos's set) the key's value and reports the change (as `what`
+// when given: KeyEdit), or removes the key when `z` is empty.
 template <typename ImplT>
-void StoreZSet(ImplT& impl, Dict::Pos pos, ZSetEdit& edit) {
+void StoreZSet(ImplT& impl, Dict::Pos pos, ZSetEdit& edit, KeyEdit* what = nullptr) {
   if (edit.get()->size() == 0) {
     impl.Remove(pos, ImplT::Change::kDeleted);  // the edit frees any block it made
     impl.dict.MaybeShrink();
@@ -88,7 +88,8 @@ void StoreZSet(ImplT& impl, Dict::Pos pos, ZSetEdit& edit) {
   ZSetValue* z = edit.Release();
   Entry* e = pos.entry();
   if (e->zset() != z) impl.Swap(pos, MakeZSetEntry(e->key(), z, e->expire_at()));
-  impl.Modified(pos);
+  if (what) what->size_after = z->size();
+  impl.Modified(pos, what);
 }
 
 // A new packed set with room for `bytes`, owned until it is handed to an Entry.
@@ -217,6 +218,10 @@ OpResult<ZAddResult> Db::ZAdd(std::string_view key, const ZAddOptions& opts,
     owner = NewZSet(items.size() <= ZSetValue::kMaxPackedEntries ? bytes : 0);
   }
   ZSetEdit edit(pos ? pos.entry()->zset() : owner.get());
+  // The members set and their scores, for observers of an existing key's change (KeyEdit).
+  const bool tell = pos && impl_->observed();
+  std::vector<std::string_view> set_members;
+  std::vector<double> set_scores;
   for (const auto& [score_in, member] : items) {
     double score = score_in;
     std::optional<double> cur = edit.get()->Score(member);
@@ -231,17 +236,26 @@ OpResult<ZAddResult> Db::ZAdd(std::string_view key, const ZAddOptions& opts,
       if (score != *cur) {
         edit.Set(member, score);
         ++result.updated;
+        if (tell) {
+          set_members.push_back(member);
+          set_scores.push_back(score);
+        }
       }
     } else {
       if (opts.xx) continue;
       edit.Set(member, score);
       ++result.added;
+      if (tell) {
+        set_members.push_back(member);
+        set_scores.push_back(score);
+      }
       if (opts.incr) result.score = score;
     }
   }
   if (result.added == 0 && result.updated == 0) return result;
   if (pos) {
-    StoreZSet(*impl_, pos, edit);
+    KeyEdit what{.op = KeyEdit::Op::kZSetSet, .items = set_members, .scores = set_scores};
+    StoreZSet(*impl_, pos, edit, &what);
   } else {
     AddZSet(*impl_, key, hash, std::move(owner), edit);
   }
@@ -260,7 +274,10 @@ OpResult<int64_t> Db::ZRem(std::string_view key, std::span<const std::string_vie
     removed += edit.Del(m) ? 1 : 0;
     if (edit.get()->size() == 0) break;
   }
-  if (removed != 0) StoreZSet(*impl_, pos, edit);
+  if (removed != 0) {
+    KeyEdit what{.op = KeyEdit::Op::kZSetRem, .items = members, .scores = {}};
+    StoreZSet(*impl_, pos, edit, &what);
+  }
   return removed;
 }
 
@@ -375,7 +392,13 @@ OpResult<ZOwnedMembers> Db::ZPop(std::string_view key, bool max, int64_t count, 
   });
   ZSetEdit edit(pos.entry()->zset());
   for (const auto& [m, s] : out) edit.Del(m);
-  StoreZSet(*impl_, pos, edit);
+  std::vector<std::string_view> popped;
+  if (impl_->observed()) {
+    popped.reserve(out.size());
+    for (const auto& [m, s] : out) popped.push_back(m);
+  }
+  KeyEdit what{.op = KeyEdit::Op::kZSetRem, .items = popped, .scores = {}};
+  StoreZSet(*impl_, pos, edit, &what);
   return out;
 }
 

@@ -204,7 +204,7 @@ TEST_F(JournalEditTest, RandomCommandsMirrorThroughTheRecords) {
   Db& db = src.db(0);
   std::mt19937_64 rng(12345);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
-  const char* keys[] = {"l1", "l2", "h1", "h2", "s1", "s2"};
+  const char* keys[] = {"l1", "l2", "h1", "h2", "s1", "s2", "z1", "z2"};
   std::vector<std::string> vals;
   auto items = [&](int n, int range) {
     vals.clear();
@@ -212,7 +212,7 @@ TEST_F(JournalEditTest, RandomCommandsMirrorThroughTheRecords) {
     return std::vector<std::string_view>(vals.begin(), vals.end());
   };
   for (int step = 0; step < 20'000; step++) {
-    const std::string key = keys[pick(6)];
+    const std::string key = keys[pick(8)];
     const int range = pick(2) ? 20 : 500;
     const int n = 1 + pick(pick(10) == 0 ? 60 : 4);
     std::string what = key;
@@ -268,6 +268,30 @@ TEST_F(JournalEditTest, RandomCommandsMirrorThroughTheRecords) {
         case 4:
           (void)db.HSetNx(key, "v" + std::to_string(pick(range)), "nx", now);
           what += " hsetnx";
+          break;
+      }
+    } else if (key[0] == 'z') {
+      switch (pick(4)) {
+        case 0:
+        case 1: {
+          std::vector<std::pair<double, std::string_view>> pairs;
+          for (std::string_view m : items(n, range)) pairs.emplace_back(pick(100) / 4.0, m);
+          ZAddOptions o;
+          o.nx = pick(6) == 0;
+          o.gt = !o.nx && pick(6) == 0;
+          o.xx = pick(6) == 0;
+          o.incr = pairs.size() == 1 && pick(3) == 0;
+          (void)db.ZAdd(key, o, pairs, now);
+          what += " zadd";
+          break;
+        }
+        case 2:
+          (void)db.ZRem(key, items(n, range), now);
+          what += " zrem";
+          break;
+        case 3:
+          (void)db.ZPop(key, pick(2) == 0, 1 + pick(3), now);
+          what += " zpop";
           break;
       }
     } else {

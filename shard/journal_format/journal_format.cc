@@ -13,13 +13,15 @@
 //   kDataSet: u64 set_id
 //   kBaseEnd: (nothing)
 //   kEdit:    varint db, str key, u8 op (KeyEdit::Op), u8 end (0 left, 1 right), varint first,
-//             varint last, varint count and that many str items
+//             varint last, varint count and that many str items, then for kZSetSet as many
+//             scores (the double's 8 bytes, little endian)
 
 #include "shard/journal_format/journal_format.h"
 
 #include <xxhash.h>
 
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -239,6 +241,17 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       for (std::string_view& item : r->edit.items) {
         if (!in.Str(&item)) return false;
       }
+      r->edit.scores.clear();
+      if (r->edit.op == KeyEdit::Op::kZSetSet) {
+        if (n > in.left() / 8) return false;
+        r->edit.scores.resize(n);
+        for (double& score : r->edit.scores) {
+          uint64_t bits;
+          if (!in.U64(&bits)) return false;
+          memcpy(&score, &bits, 8);
+          if (std::isnan(score)) return false;
+        }
+      }
       return true;
     }
     case RecordKind::kTx:
@@ -368,6 +381,13 @@ void EncodeEdit(std::string* out, uint32_t db, std::string_view key, const KeyEd
   PutVarint(out, edit.last);
   PutVarint(out, edit.items.size());
   for (std::string_view item : edit.items) PutStr(out, item);
+  if (edit.op == KeyEdit::Op::kZSetSet) {
+    for (size_t i = 0; i < edit.items.size(); i++) {
+      uint64_t bits = 0;
+      if (i < edit.scores.size()) memcpy(&bits, &edit.scores[i], 8);
+      PutU64(out, bits);
+    }
+  }
 }
 
 void JournalWriter::Token(uint32_t db, uint64_t token) {
@@ -511,6 +531,7 @@ bool ApplyEdit(Db& db, std::string_view key, const JournalEdit& e, int64_t now_m
   ValueType want = ValueType::kList;
   if (e.op == Op::kHashSet || e.op == Op::kHashDel) want = ValueType::kHash;
   if (e.op == Op::kSetAdd || e.op == Op::kSetRem) want = ValueType::kSet;
+  if (e.op == Op::kZSetSet || e.op == Op::kZSetRem) want = ValueType::kZSet;
   if (db.Type(key, now_ms) != want) return false;
   switch (e.op) {
     case Op::kListPush:
@@ -529,6 +550,14 @@ bool ApplyEdit(Db& db, std::string_view key, const JournalEdit& e, int64_t now_m
       return db.SetAdd(key, e.items, now_ms).ok();
     case Op::kSetRem:
       return db.SetRem(key, e.items, now_ms).ok();
+    case Op::kZSetSet: {
+      std::vector<std::pair<double, std::string_view>> pairs;
+      pairs.reserve(e.items.size());
+      for (size_t i = 0; i < e.items.size(); i++) pairs.emplace_back(e.scores[i], e.items[i]);
+      return db.ZAdd(key, ZAddOptions{}, pairs, now_ms).ok();
+    }
+    case Op::kZSetRem:
+      return db.ZRem(key, e.items, now_ms).ok();
   }
   return false;
 }

@@ -76,6 +76,7 @@ struct JournalEdit {
   uint64_t first = 0;
   uint64_t last = 0;
   std::vector<std::string_view> items;
+  std::vector<double> scores;  // kZSetSet
 };
 
 struct TxTag {

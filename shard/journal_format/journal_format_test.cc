@@ -87,6 +87,9 @@ TEST(JournalFormatTest, EveryRecordKindRoundTrips) {
       EditRec(1, Binary(), KeyEdit::Op::kHashDel, {"f"}),
       EditRec(1, "s", KeyEdit::Op::kSetAdd, {"1", "x"}),
       EditRec(1, "s", KeyEdit::Op::kSetRem, {}),
+      EditRec(2, "z", KeyEdit::Op::kZSetSet, {"a", "", Binary()}, ListEnd::kRight, 0, 0,
+              {1.5, -INFINITY, 1e300}),
+      EditRec(2, "z", KeyEdit::Op::kZSetRem, {"a", Binary()}),
   };
   // One record per frame, and all in one frame.
   for (bool one_frame : {false, true}) {
@@ -537,7 +540,6 @@ TEST(JournalScanTest, AValidChecksumAroundRecordsThatDoNotParseIsDamage) {
                                                             "ab",
                                                             5)},
       {"edit of op 0", std::string("\x09\x00\x01k\x00\x01\x00\x00\x00", 9)},
-      {"edit of op 8", std::string("\x09\x00\x01k\x08\x01\x00\x00\x00", 9)},
       {"edit of end 2", std::string("\x09\x00\x01k\x01\x02\x00\x00\x00", 9)},
       {"edit hash set of an odd count", std::string("\x09\x00\x01k\x04\x01\x00\x00\x01\x01"
                                                     "f",
@@ -549,6 +551,14 @@ TEST(JournalScanTest, AValidChecksumAroundRecordsThatDoNotParseIsDamage) {
                                     "m",
                                     11)},
       {"edit without its fields", std::string("\x09\x00\x01k\x06", 5)},
+      {"edit of op 10", std::string("\x09\x00\x01k\x0a\x01\x00\x00\x00", 9)},
+      {"zset edit without its scores", std::string("\x09\x00\x01k\x08\x01\x00\x00\x01\x01"
+                                                   "m",
+                                                   11)},
+      {"zset edit of a NaN score", std::string("\x09\x00\x01k\x08\x01\x00\x00\x01\x01"
+                                               "m",
+                                               11) +
+                                       std::string("\x00\x00\x00\x00\x00\x00\xf8\x7f", 8)},
   };
   Built b = Typical();
   for (const auto& [what, payload] : bad) {

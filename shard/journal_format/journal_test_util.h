@@ -33,6 +33,7 @@ struct Rec {
   uint64_t first = 0;
   uint64_t last = 0;
   std::vector<std::string> items;
+  std::vector<double> scores;
 };
 
 inline Rec Own(const JournalRecord& r) {
@@ -50,6 +51,7 @@ inline Rec Own(const JournalRecord& r) {
     o.first = r.edit.first;
     o.last = r.edit.last;
     o.items.assign(r.edit.items.begin(), r.edit.items.end());
+    o.scores = r.edit.scores;
   }
   return o;
 }
@@ -121,6 +123,7 @@ inline void ExpectSame(const Rec& want, const Rec& got, const std::string& where
       EXPECT_EQ(got.first, want.first);
       EXPECT_EQ(got.last, want.last);
       EXPECT_EQ(got.items, want.items);
+      EXPECT_EQ(got.scores, want.scores);
       break;
   }
 }
@@ -166,6 +169,7 @@ inline void Write(JournalWriter& w, const Rec& r) {
                          .first = r.first,
                          .last = r.last,
                          .items = items,
+                         .scores = r.scores,
                          .size_after = 0});
       w.Append(bytes);
       break;
@@ -239,7 +243,8 @@ inline Rec TokenRec(uint32_t db, uint64_t token) {
 }
 
 inline Rec EditRec(uint32_t db, std::string key, KeyEdit::Op op, std::vector<std::string> items,
-                   ListEnd end = ListEnd::kRight, uint64_t first = 0, uint64_t last = 0) {
+                   ListEnd end = ListEnd::kRight, uint64_t first = 0, uint64_t last = 0,
+                   std::vector<double> scores = {}) {
   Rec r;
   r.kind = RecordKind::kEdit;
   r.db = db;
@@ -249,6 +254,7 @@ inline Rec EditRec(uint32_t db, std::string key, KeyEdit::Op op, std::vector<std
   r.end = end;
   r.first = first;
   r.last = last;
+  r.scores = std::move(scores);
   return r;
 }
 

@@ -1,5 +1,5 @@
 """The journal's edit records (kEdit, shard/journal_format/journal_format.h): a change to a large
-list, hash or set is journalled as the change (the elements pushed, the count popped, the fields
+list, hash, set or sorted set is journalled as the change (the elements pushed, the count popped, the fields
 set), not as the whole collection, and everything still comes back.
 
 Each test starts its own servers with a temporary --dir (test_journal.py's JournalCase), runs
@@ -25,6 +25,7 @@ BIG = 300
 LISTS = ["{a}list", "{b}list", "queue"]
 HASHES = ["{a}hash", "hash"]
 SETS = ["{b}set", "set"]
+ZSETS = ["{a}zset", "delayed"]
 
 
 def setUpModule():
@@ -38,12 +39,14 @@ def populate(c):
         c.cmd("HSET", k, *[x for i in range(BIG) for x in ("field%d" % i, "value%d" % i)])
     for k in SETS:
         c.cmd("SADD", k, *["member%d" % i for i in range(BIG)])
+    for k in ZSETS:
+        c.cmd("ZADD", k, *[x for i in range(BIG) for x in (str(i), "job%d" % i)])
 
 
 def random_command(rng, whole=True):
     """One command on the collections above, of a kind that is journalled as an edit, or with
     `whole`, now and then one that is not (LINSERT)."""
-    k = rng.choice(LISTS + HASHES + SETS)
+    k = rng.choice(LISTS + HASHES + SETS + ZSETS)
     v = "x%d" % rng.randrange(1000)
     if k in LISTS:
         if whole and rng.randrange(8) == 0:
@@ -65,6 +68,17 @@ def random_command(rng, whole=True):
             ("HINCRBY", k, "counter", str(rng.randrange(1, 9))),
             ("HINCRBYFLOAT", k, "float", "0.25"),
             ("HSETNX", k, f, v),
+        ])
+    if k in ZSETS:
+        m = "job%d" % rng.randrange(BIG + 50)
+        return rng.choice([
+            ("ZADD", k, str(rng.randrange(1000) / 4), m, "1e3", v),
+            ("ZADD", k, "GT", "CH", str(rng.randrange(1000)), m),
+            ("ZADD", k, "XX", "INCR", "2", m),
+            ("ZINCRBY", k, "-1.5", m),
+            ("ZREM", k, m, v),
+            ("ZPOPMIN", k),
+            ("ZPOPMAX", k, "2"),
         ])
     return rng.choice([
         ("SADD", k, v, "member%d" % rng.randrange(BIG)),
@@ -88,6 +102,7 @@ def pipeline(c, cmds):
 READ = {b"+list\r\n": lambda k: ("LRANGE", k, "0", "-1"),
         b"+hash\r\n": lambda k: ("HGETALL", k),
         b"+set\r\n": lambda k: ("SMEMBERS", k),
+        b"+zset\r\n": lambda k: ("ZRANGE", k, "0", "-1", "WITHSCORES"),
         b"+string\r\n": lambda k: ("GET", k)}
 
 
@@ -145,7 +160,7 @@ class JournalEditTest(JournalCase):
         self.assertGreater(self.edits(c), n // 2)
         self.run_commands(c, rng, 300)
         before = snapshot(c)
-        self.assertEqual(len(before), len(LISTS) + len(HASHES) + len(SETS))
+        self.assertEqual(len(before), len(LISTS) + len(HASHES) + len(SETS) + len(ZSETS))
         c = self.assert_comes_back(before, threads=2)
         # The restart wrote fresh files: more edits after it, then other layouts.
         self.run_commands(c, rng, 300)
@@ -190,7 +205,7 @@ class JournalEditTest(JournalCase):
             self.assertEqual(errors, [])
             self.run_commands(c, rng, 200)
         before = snapshot(c)
-        self.assertEqual(len(before), len(LISTS) + len(HASHES) + len(SETS) + 20000)
+        self.assertEqual(len(before), len(LISTS) + len(HASHES) + len(SETS) + len(ZSETS) + 20000)
         self.assert_comes_back(before, threads=2)
         self.stop()
 
