@@ -272,8 +272,9 @@ struct KeyEdit {
     kSetRem = 7,    // SetRem(items): members
     kZSetSet = 8,   // ZAdd of items with scores: each member's score (added or changed)
     kZSetRem = 9,   // ZRem(items): members
+    kStream = 10,   // XApplyChanges(items[0]): StreamValue::TakeChanges' bytes
   };
-  static constexpr uint8_t kLastOp = 9;
+  static constexpr uint8_t kLastOp = 10;
   Op op = Op::kListPush;
   ListEnd end = ListEnd::kRight;  // the list ops'
   uint64_t first = 0;
@@ -747,6 +748,10 @@ class Db {
   // max_deleted leave those counters.
   OpStatus XSetId(std::string_view key, StreamId id, int64_t entries_added, StreamId max_deleted,
                   int64_t now_ms);
+  // A journal replay of a stream's edit (KeyEdit::Op::kStream): applies `changes`
+  // (StreamValue::TakeChanges) to the key's stream. False when there is none or the bytes are
+  // not whole changes.
+  bool XApplyChanges(std::string_view key, std::string_view changes, int64_t now_ms);
   // The stream's last generated ID ("$" in XREAD); nullopt for a missing key.
   OpResult<std::optional<StreamId>> XLastId(std::string_view key, int64_t now_ms);
 

@@ -29,6 +29,21 @@ size_t Trim(StreamValue* s, const StreamTrim& trim) {
   return 0;
 }
 
+// Reports a change to pos's stream: as an edit with what changed (StreamValue::TakeChanges)
+// when anyone listens, else as a change, forgetting what changed. (ImplT is Db::Impl.)
+template <typename ImplT>
+void StreamChanged(ImplT& impl, Dict::Pos pos) {
+  StreamValue* s = StreamOf(pos.entry());
+  if (!impl.observed()) {
+    s->ForgetChanges();
+    impl.Modified(pos);
+    return;
+  }
+  const std::string changes = s->TakeChanges();
+  const std::string_view items[1] = {changes};
+  impl.Edited(pos, KeyEdit{.op = KeyEdit::Op::kStream, .items = items, .size_after = s->size()});
+}
+
 }  // namespace
 
 OpResult<StreamId> Db::XAdd(std::string_view key, const XAddSpec& spec,
@@ -73,14 +88,24 @@ OpResult<StreamId> Db::XAdd(std::string_view key, const XAddSpec& spec,
     s = owned.get();
     s->Append(id, std::move(values));
     Trim(s, spec.trim);
+    s->ForgetChanges();  // a new key: written whole
     impl_->Add(MakeStreamEntry(key, owned.release(), Entry::kNoExpire), hash);
     return id;
   }
   s = StreamOf(pos.entry());
   s->Append(id, std::move(values));
   Trim(s, spec.trim);
-  impl_->Modified(pos);
+  StreamChanged(*impl_, pos);
   return id;
+}
+
+bool Db::XApplyChanges(std::string_view key, std::string_view changes, int64_t now_ms) {
+  uint64_t hash;
+  Dict::Pos pos = impl_->Lookup(key, now_ms, &hash);
+  if (!pos || pos.entry()->kind() != Entry::Kind::kStream) return false;
+  if (!StreamOf(pos.entry())->ApplyChanges(changes)) return false;
+  impl_->Modified(pos);
+  return true;
 }
 
 OpResult<int64_t> Db::XTrim(std::string_view key, const StreamTrim& trim, int64_t now_ms) {
@@ -89,7 +114,7 @@ OpResult<int64_t> Db::XTrim(std::string_view key, const StreamTrim& trim, int64_
   if (!pos) return int64_t{0};
   if (pos.entry()->kind() != Entry::Kind::kStream) return OpStatus::kWrongType;
   const size_t n = Trim(StreamOf(pos.entry()), trim);
-  if (n > 0) impl_->Modified(pos);
+  if (n > 0) StreamChanged(*impl_, pos);
   return static_cast<int64_t>(n);
 }
 
@@ -138,7 +163,7 @@ OpResult<int64_t> Db::XDel(std::string_view key, std::span<const StreamId> ids, 
   StreamValue* s = StreamOf(pos.entry());
   int64_t n = 0;
   for (StreamId id : ids) n += s->Delete(id) ? 1 : 0;
-  if (n > 0) impl_->Modified(pos);
+  if (n > 0) StreamChanged(*impl_, pos);
   return n;
 }
 
@@ -159,7 +184,7 @@ OpStatus Db::XSetId(std::string_view key, StreamId id, int64_t entries_added, St
   s->SetLastId(id);
   if (entries_added >= 0) s->SetEntriesAdded(static_cast<uint64_t>(entries_added));
   if (!max_deleted.IsZero()) s->SetMaxDeletedId(max_deleted);
-  impl_->Modified(pos);
+  StreamChanged(*impl_, pos);
   return OpStatus::kOk;
 }
 
@@ -278,13 +303,14 @@ OpStatus Db::XGroupCreate(std::string_view key, std::string_view group, bool dol
     impl_->Lookup(key, now_ms, &hash);
     auto owned = std::make_unique<StreamValue>();
     owned->groups().emplace(std::string(group), StreamGroup{id, entries_read, {}, {}});
+    owned->ForgetChanges();  // a new key: written whole
     impl_->Add(MakeStreamEntry(key, owned.release(), Entry::kNoExpire), hash);
     return OpStatus::kOk;
   }
   if (s->groups().count(std::string(group))) return OpStatus::kBusyGroup;
   if (dollar) id = s->last_id();
   s->groups().emplace(std::string(group), StreamGroup{id, entries_read, {}, {}});
-  impl_->Modified(pos);
+  StreamChanged(*impl_, pos);
   return OpStatus::kOk;
 }
 
@@ -297,7 +323,7 @@ OpStatus Db::XGroupSetId(std::string_view key, std::string_view group, bool doll
   if (!g) return st;
   g->last_id = dollar ? s->last_id() : id;
   g->entries_read = entries_read;
-  impl_->Modified(pos);
+  StreamChanged(*impl_, pos);
   return OpStatus::kOk;
 }
 
@@ -307,7 +333,7 @@ OpResult<int64_t> Db::XGroupDestroy(std::string_view key, std::string_view group
   StreamValue* s = FindStream(key, now_ms, &pos, &st);
   if (!s) return st;
   if (s->groups().erase(std::string(group)) == 0) return int64_t{0};
-  impl_->Modified(pos);
+  StreamChanged(*impl_, pos);
   return int64_t{1};
 }
 
@@ -321,7 +347,7 @@ OpResult<int64_t> Db::XGroupCreateConsumer(std::string_view key, std::string_vie
   auto [it, added] = g->consumers.try_emplace(std::string(consumer));
   if (!added) return int64_t{0};
   it->second.seen_ms = now_ms;
-  impl_->Modified(pos);
+  StreamChanged(*impl_, pos);
   return int64_t{1};
 }
 
@@ -337,7 +363,7 @@ OpResult<int64_t> Db::XGroupDelConsumer(std::string_view key, std::string_view g
   const auto pending = static_cast<int64_t>(c->second.pending.size());
   for (StreamId id : c->second.pending) g->pel.erase(id);
   g->consumers.erase(c);
-  impl_->Modified(pos);
+  StreamChanged(*impl_, pos);
   return pending;
 }
 
@@ -381,7 +407,7 @@ OpResult<std::optional<std::vector<StreamEntryOut>>> Db::XReadGroup(std::string_
       }
       out.push_back({eid, it->second});
     }
-    impl_->Modified(pos);
+    StreamChanged(*impl_, pos);
     return std::optional<std::vector<StreamEntryOut>>(std::move(out));
   }
   // The consumer's history: its pending entries after `id`, delivered again.
@@ -402,7 +428,7 @@ OpResult<std::optional<std::vector<StreamEntryOut>>> Db::XReadGroup(std::string_
       }
     }
   }
-  impl_->Modified(pos);
+  StreamChanged(*impl_, pos);
   return std::optional<std::vector<StreamEntryOut>>(std::move(out));
 }
 
@@ -433,7 +459,7 @@ OpResult<int64_t> Db::XAck(std::string_view key, std::string_view group,
     g.pel.erase(it);
     acked++;
   }
-  if (acked > 0) impl_->Modified(pos);
+  if (acked > 0) StreamChanged(*impl_, pos);
   return acked;
 }
 
@@ -550,7 +576,7 @@ OpResult<std::vector<StreamEntryOut>> Db::XClaim(std::string_view key, std::stri
     out.push_back(EntryAt(*s, id, opts.justid));
     changed = true;
   }
-  if (changed) impl_->Modified(pos);
+  if (changed) StreamChanged(*impl_, pos);
   return out;
 }
 
@@ -599,7 +625,7 @@ OpResult<XAutoClaimResult> Db::XAutoClaim(std::string_view key, std::string_view
     ++it;
   }
   out.cursor = it == g.pel.end() ? StreamId{} : it->first;
-  if (seen || !out.deleted.empty()) impl_->Modified(pos);
+  if (seen || !out.deleted.empty()) StreamChanged(*impl_, pos);
   return out;
 }
 

@@ -107,6 +107,8 @@ class JournalEditTest : public ::testing::Test {
       EXPECT_EQ(a->type, b->type) << k;
       if (a->type == ValueType::kList) {
         EXPECT_EQ(a->members, b->members) << k;
+      } else if (a->type == ValueType::kStream) {
+        EXPECT_EQ(a->stream, b->stream) << k;  // Serialize's bytes: entries, counters, groups
       } else {
         std::sort(a->members.begin(), a->members.end());
         std::sort(b->members.begin(), b->members.end());
@@ -204,7 +206,7 @@ TEST_F(JournalEditTest, RandomCommandsMirrorThroughTheRecords) {
   Db& db = src.db(0);
   std::mt19937_64 rng(12345);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
-  const char* keys[] = {"l1", "l2", "h1", "h2", "s1", "s2", "z1", "z2"};
+  const char* keys[] = {"l1", "l2", "h1", "h2", "s1", "s2", "z1", "z2", "x1", "x2"};
   std::vector<std::string> vals;
   auto items = [&](int n, int range) {
     vals.clear();
@@ -212,7 +214,7 @@ TEST_F(JournalEditTest, RandomCommandsMirrorThroughTheRecords) {
     return std::vector<std::string_view>(vals.begin(), vals.end());
   };
   for (int step = 0; step < 20'000; step++) {
-    const std::string key = keys[pick(8)];
+    const std::string key = keys[pick(10)];
     const int range = pick(2) ? 20 : 500;
     const int n = 1 + pick(pick(10) == 0 ? 60 : 4);
     std::string what = key;
@@ -268,6 +270,63 @@ TEST_F(JournalEditTest, RandomCommandsMirrorThroughTheRecords) {
         case 4:
           (void)db.HSetNx(key, "v" + std::to_string(pick(range)), "nx", now);
           what += " hsetnx";
+          break;
+      }
+    } else if (key[0] == 'x') {
+      const StreamId some{static_cast<uint64_t>(now - pick(40)), static_cast<uint64_t>(pick(3))};
+      const char* groups[] = {"g1", "g2"};
+      const std::string group = groups[pick(2)];
+      const std::string consumer = pick(2) ? "alice" : "bob";
+      switch (pick(9)) {
+        case 0:
+        case 1:
+        case 2: {
+          XAddSpec spec;
+          if (pick(5) == 0) {
+            spec.trim.by = StreamTrim::By::kMaxLen;
+            spec.trim.maxlen = static_cast<uint64_t>(20 + pick(60));
+          }
+          (void)db.XAdd(key, spec, items(2 * (1 + pick(2)), range), now);
+          what += " xadd";
+          break;
+        }
+        case 3: {
+          const StreamId ids[] = {some};
+          (void)db.XDel(key, ids, now);
+          what += " xdel";
+          break;
+        }
+        case 4: {
+          StreamTrim t;
+          t.by = StreamTrim::By::kMinId;
+          t.minid = StreamId{static_cast<uint64_t>(now - 30), 0};
+          (void)db.XTrim(key, t, now);
+          what += " xtrim";
+          break;
+        }
+        case 5:
+          (void)db.XGroupCreate(key, group, pick(2) == 0, StreamId{}, pick(4) == 0, -1, now);
+          what += " xgroup create";
+          break;
+        case 6:
+          (void)db.XReadGroup(key, group, consumer, StreamId::Max(), 1 + pick(3), pick(8) == 0,
+                              now);
+          what += " xreadgroup";
+          break;
+        case 7: {
+          auto pending =
+              db.XPendingRange(key, group, StreamId{}, StreamId::Max(), 2, 0, std::nullopt, now);
+          if (pending.ok() && !pending->empty()) {
+            std::vector<StreamId> ids;
+            for (const auto& p : *pending) ids.push_back(p.id);
+            (void)db.XAck(key, group, ids, now);
+          }
+          what += " xack";
+          break;
+        }
+        case 8:
+          (void)db.XAutoClaim(key, group, consumer, 0, StreamId{}, 2, false, now);
+          what += " xautoclaim";
           break;
       }
     } else if (key[0] == 'z') {

@@ -237,6 +237,7 @@ bool ReadRecord(Reader& in, JournalRecord* r) {
       r->edit.op = static_cast<KeyEdit::Op>(op);
       r->edit.end = end == 0 ? ListEnd::kLeft : ListEnd::kRight;
       if (r->edit.op == KeyEdit::Op::kHashSet && n % 2 != 0) return false;
+      if (r->edit.op == KeyEdit::Op::kStream && n != 1) return false;
       r->edit.items.resize(n);
       for (std::string_view& item : r->edit.items) {
         if (!in.Str(&item)) return false;
@@ -532,6 +533,7 @@ bool ApplyEdit(Db& db, std::string_view key, const JournalEdit& e, int64_t now_m
   if (e.op == Op::kHashSet || e.op == Op::kHashDel) want = ValueType::kHash;
   if (e.op == Op::kSetAdd || e.op == Op::kSetRem) want = ValueType::kSet;
   if (e.op == Op::kZSetSet || e.op == Op::kZSetRem) want = ValueType::kZSet;
+  if (e.op == Op::kStream) want = ValueType::kStream;
   if (db.Type(key, now_ms) != want) return false;
   switch (e.op) {
     case Op::kListPush:
@@ -558,6 +560,8 @@ bool ApplyEdit(Db& db, std::string_view key, const JournalEdit& e, int64_t now_m
     }
     case Op::kZSetRem:
       return db.ZRem(key, e.items, now_ms).ok();
+    case Op::kStream:
+      return db.XApplyChanges(key, e.items[0], now_ms);
   }
   return false;
 }

@@ -77,7 +77,10 @@ class StreamValue {
   // Consumer groups by name (ordered, as Redis's radix tree lists them). Changed in place by the
   // group commands' logic (shard/db_stream.cc), which keeps a nack's consumer and that
   // consumer's `pending` in step.
-  std::map<std::string, StreamGroup>& groups() { return groups_; }
+  std::map<std::string, StreamGroup>& groups() {
+    changes_.groups = true;  // may be about to change them
+    return groups_;
+  }
   const std::map<std::string, StreamGroup>& groups() const { return groups_; }
   bool Has(StreamId id) const { return entries_.count(id) > 0; }
   // Bytes this value owns (an estimate: the map's nodes and the strings' heap blocks).
@@ -103,12 +106,30 @@ class StreamValue {
   std::string Serialize() const;
   static bool Parse(std::string_view bytes, StreamValue* out);
 
+  // What changed since the last TakeChanges or ForgetChanges (the journal's edit records for a
+  // large stream): entries appended and deleted (by Append, Delete, the trims), and whether the
+  // groups may have changed (the non-const groups() was called). TakeChanges returns it as bytes
+  // and forgets it: the counters, the IDs deleted, the entries appended that are still there,
+  // and all the groups when they may have changed. ApplyChanges applies such bytes to the stream
+  // as it was before them; false (nothing changed) when they do not read back exactly. A
+  // value's owner that does not take the changes forgets them after each change, so that they
+  // do not pile up.
+  std::string TakeChanges();
+  void ForgetChanges();
+  bool ApplyChanges(std::string_view bytes);
+
  private:
   Entries entries_;
   StreamId last_id_;
   StreamId max_deleted_id_;
   uint64_t entries_added_ = 0;
   std::map<std::string, StreamGroup> groups_;
+  struct Changes {
+    std::vector<StreamId> appended;
+    std::vector<StreamId> deleted;
+    bool groups = false;
+  };
+  Changes changes_;
 };
 
 }  // namespace deadbolt::shard

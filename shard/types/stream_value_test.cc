@@ -132,5 +132,36 @@ TEST(StreamValue, GroupsSerializeAndDamageIsRefused) {
   EXPECT_FALSE(StreamValue::Parse(bad, &t));
 }
 
+TEST(StreamValue, ChangesApplyToTheStateBeforeThemAndDamageIsRefused) {
+  StreamValue a, b;
+  for (uint64_t i = 1; i <= 5; i++) a.Append({i, 0}, {"f", std::to_string(i)});
+  a.groups().emplace("g", StreamGroup{{2, 0}, 2, {}, {}});
+  ASSERT_TRUE(StreamValue::Parse(a.Serialize(), &b));  // b: a's state before the change
+  a.ForgetChanges();
+  // One change: appended, deleted (one of them just appended), trimmed, a group delivered.
+  a.Append({6, 0}, {"f", "6"});
+  a.Append({7, 0}, {"f", "7", "g", ""});
+  ASSERT_TRUE(a.Delete({6, 0}));
+  ASSERT_TRUE(a.Delete({3, 0}));
+  ASSERT_EQ(a.TrimMaxLen(3, 0), 2u);  // 1-0 and 2-0
+  StreamGroup& g = a.groups().at("g");
+  g.last_id = {4, 0};
+  g.consumers["c"].pending.insert({4, 0});
+  g.pel.emplace(StreamId{4, 0}, StreamNack{"c", 1000, 1});
+  const std::string changes = a.TakeChanges();
+  EXPECT_EQ(a.TakeChanges().size(), 2u + 40u + 16u);  // nothing more: counters, no lists
+  // Cut anywhere, or with a byte more, the bytes are refused and b is unchanged.
+  const std::string before = b.Serialize();
+  for (size_t n = 0; n < changes.size(); n++) {
+    EXPECT_FALSE(b.ApplyChanges(changes.substr(0, n))) << n;
+    EXPECT_EQ(b.Serialize(), before);
+  }
+  EXPECT_FALSE(b.ApplyChanges(changes + "x"));
+  EXPECT_FALSE(b.ApplyChanges("\x02" + changes.substr(1)));  // another version
+  ASSERT_TRUE(b.ApplyChanges(changes));
+  EXPECT_EQ(b.Serialize(), a.Serialize());
+  EXPECT_EQ(b.size(), 3u);
+}
+
 }  // namespace
 }  // namespace deadbolt::shard
