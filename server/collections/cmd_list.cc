@@ -293,9 +293,10 @@ void MoveOnShard(CmdArgs args, ShardCtx& ctx) {
   if (r.ok()) ServeWaiters(ctx, args[2]);
 }
 
-// Source and destination on two shards, under both keys' locks: (1) each shard checks its key
-// (the source: a list, or missing; the destination: a list or missing), (2) the source pops,
-// (3) the destination pushes. Nobody sees the element in both lists or in neither.
+// Source and destination on two shards, under both keys' locks: (1) the destination checks its
+// key (a list, or missing), (2) the source checks its key (a list, or missing) and pops if both
+// are lists, (3) the destination pushes. Nobody sees the element in both lists or in neither.
+// Each phase runs on its key's shard only, so the one on this reactor's shard costs no message.
 // `deadline`: a BLMOVE / BRPOPLPUSH outside MULTI, which waits when the source is empty (or has
 // earlier waiters) until then (WaitToMoveAcross); -1 for LMOVE / RPOPLPUSH.
 void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, int64_t deadline) {
@@ -319,36 +320,29 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, int64_t deadli
   st->to = to;
   std::vector<Connection::ShardFn> phases;
   const bool may_wait = deadline >= 0;
+  phases.push_back(
+      [st](ShardCtx& ctx) { st->dst_status = ctx.db.ListCheckType(st->dst, ctx.now_ms); });
   phases.push_back([st, may_wait](ShardCtx& ctx) {
-    if (ctx.shard.index() == st->src_shard) {
-      if (may_wait && OthersWait(ctx, st->src)) {  // behind the waiters already there
-        st->src_status = OpStatus::kKeyNotFound;
-        return;
-      }
-      auto len = ctx.db.ListLen(st->src, ctx.now_ms);
-      st->src_status = !len.ok()   ? len.status()
-                       : *len == 0 ? OpStatus::kKeyNotFound
-                                   : OpStatus::kOk;
+    if (may_wait && OthersWait(ctx, st->src)) {  // behind the waiters already there
+      st->src_status = OpStatus::kKeyNotFound;
+      return;
     }
-    if (ctx.shard.index() == st->dst_shard) {
-      st->dst_status = ctx.db.ListCheckType(st->dst, ctx.now_ms);
-    }
-  });
-  phases.push_back([st](ShardCtx& ctx) {
+    auto len = ctx.db.ListLen(st->src, ctx.now_ms);
+    st->src_status = !len.ok() ? len.status() : *len == 0 ? OpStatus::kKeyNotFound : OpStatus::kOk;
     if (st->src_status != OpStatus::kOk || st->dst_status != OpStatus::kOk) return;
-    if (ctx.shard.index() != st->src_shard) return;
     auto r = ctx.db.ListPop(st->src, st->from, 1, ctx.now_ms);
     if (r.ok() && !r->empty()) st->value = std::move(r->front());
   });
   phases.push_back([st](ShardCtx& ctx) {
-    if (!st->value || ctx.shard.index() != st->dst_shard) return;
+    if (!st->value) return;
     const std::string_view one[1] = {*st->value};
     ctx.db.ListPush(st->dst, one, st->to, false, ctx.now_ms);
     ServeWaiters(ctx, st->dst);
   });
-  conn.FanOutPhases(
+  conn.FanOutPhasesOn(
       {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
-      std::move(phases), [st, deadline, c = &conn](ReplyBuilder& rb) {
+      std::move(phases), {st->dst_shard, st->src_shard, st->dst_shard},
+      [st, deadline, c = &conn](ReplyBuilder& rb) {
         if (deadline >= 0 && st->src_status == OpStatus::kKeyNotFound) {
           // Redis blocks on an empty source whatever the destination is.
           WaitToMoveAcross(*c, MoveAcrossWait{st->src, st->dst, st->src_shard, st->dst_shard,

@@ -186,7 +186,9 @@ void SMoveOnShard(CmdArgs args, ShardCtx& ctx) {
   ctx.rb.Integer(1);
 }
 
-// Across two shards: (1) both types checked, (2) the source removes, (3) the destination adds.
+// Across two shards: (1) the destination's type checked, (2) the source's, and it removes if
+// both are sets (or the destination is missing), (3) the destination adds. Each phase runs on its
+// key's shard only (Connection::FanOutPhasesOn).
 void SMove(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   const Server& server = conn.reactor().server();
   struct State {
@@ -206,31 +208,29 @@ void SMove(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
            (s.dst_type == shard::ValueType::kNone || s.dst_type == shard::ValueType::kSet);
   };
   std::vector<Connection::ShardFn> phases;
-  phases.push_back([st](ShardCtx& ctx) {
-    if (ctx.shard.index() == st->src_shard) st->src_type = ctx.db.Type(st->src, ctx.now_ms);
-    if (ctx.shard.index() == st->dst_shard) st->dst_type = ctx.db.Type(st->dst, ctx.now_ms);
-  });
+  phases.push_back([st](ShardCtx& ctx) { st->dst_type = ctx.db.Type(st->dst, ctx.now_ms); });
   phases.push_back([st, ok](ShardCtx& ctx) {
-    if (!ok(*st) || ctx.shard.index() != st->src_shard) return;
+    st->src_type = ctx.db.Type(st->src, ctx.now_ms);
+    if (!ok(*st)) return;
     const std::string_view one[1] = {st->member};
     st->moved = *ctx.db.SetRem(st->src, one, ctx.now_ms) == 1;
   });
   phases.push_back([st](ShardCtx& ctx) {
-    if (!st->moved || ctx.shard.index() != st->dst_shard) return;
+    if (!st->moved) return;
     const std::string_view one[1] = {st->member};
     ctx.db.SetAdd(st->dst, one, ctx.now_ms);
   });
-  conn.FanOutPhases({std::min(st->src_shard, st->dst_shard),
-                     std::max(st->src_shard, st->dst_shard)},
-                    std::move(phases), [st, ok](ReplyBuilder& rb) {
-                      if (st->src_type == shard::ValueType::kNone) {
-                        rb.Integer(0);
-                      } else if (!ok(*st)) {
-                        rb.Error(errors::kWrongType);
-                      } else {
-                        rb.Integer(st->moved ? 1 : 0);
-                      }
-                    });
+  conn.FanOutPhasesOn(
+      {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
+      std::move(phases), {st->dst_shard, st->src_shard, st->dst_shard}, [st, ok](ReplyBuilder& rb) {
+        if (st->src_type == shard::ValueType::kNone) {
+          rb.Integer(0);
+        } else if (!ok(*st)) {
+          rb.Error(errors::kWrongType);
+        } else {
+          rb.Integer(st->moved ? 1 : 0);
+        }
+      });
 }
 
 // --- SINTER SUNION SDIFF SINTERCARD and the STORE forms ---

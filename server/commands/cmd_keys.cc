@@ -590,9 +590,12 @@ void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
       if (st->done && ctx.shard.index() == st->src_shard) ctx.db.Del(st->src, ctx.now_ms);
     });
   }
-  conn.FanOutPhases(
+  // Each phase on its key's shard only: the ones on this reactor's shard cost no message.
+  std::vector<int> on = {st->src_shard, st->dst_shard};
+  if (kind != MoveKind::kCopy) on.push_back(st->src_shard);
+  conn.FanOutPhasesOn(
       {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
-      std::move(phases),
+      std::move(phases), std::move(on),
       [st](ReplyBuilder& rb) { ReplyMove(kind, st->snap.has_value(), st->done, rb); });
 }
 

@@ -198,13 +198,20 @@ class Connection {
   // write).
   void FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
                     absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
+  // The same with each phase run only where it has work: on `on[k]` alone, or on every shard
+  // when it is -1. A phase on this reactor's shard alone costs no message (LMOVE across shards:
+  // the pop runs on the source only, the push on the destination only).
+  void FanOutPhasesOn(const std::vector<int>& shards, std::vector<ShardFn> phases,
+                      std::vector<int> on,
+                      absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
   // The same with phases done in bounded chunks, for commands with many keys: a ChunkFn does
   // some of its shard's work and returns true if some is left; it then runs again, in another
   // hop, on the shards that said so (the locks still held), and the reactors serve other clients
   // in between. The next phase starts once no shard has work left.
   using ChunkFn = std::function<bool(ShardCtx&)>;
   void FanOutChunked(const std::vector<int>& shards, std::vector<ChunkFn> phases,
-                     absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish);
+                     absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish,
+                     std::vector<int> on = {});
 
   // For a command whose reply waits on something other than a key (WAITAOF waiting for
   // fsyncs): takes this command's reply slot and holds back the connection's later commands

@@ -347,6 +347,12 @@ void Connection::FanOut(const std::vector<int>& shards, ShardFn per_shard,
 
 void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardFn> phases,
                               absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+  FanOutPhasesOn(shards, std::move(phases), {}, std::move(finish));
+}
+
+void Connection::FanOutPhasesOn(const std::vector<int>& shards, std::vector<ShardFn> phases,
+                                std::vector<int> on,
+                                absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
   std::vector<ChunkFn> whole;
   whole.reserve(phases.size());
   for (ShardFn& p : phases) {
@@ -355,7 +361,7 @@ void Connection::FanOutPhases(const std::vector<int>& shards, std::vector<ShardF
       return false;
     });
   }
-  FanOutChunked(shards, std::move(whole), std::move(finish));
+  FanOutChunked(shards, std::move(whole), std::move(finish), std::move(on));
 }
 
 // One fan-out in progress: its transaction, the phases left and where its reply goes.
@@ -364,6 +370,7 @@ struct Connection::FanOutRun {
   Transaction tx;
   std::vector<int> shards;
   std::vector<ChunkFn> phases;
+  std::vector<int> on;  // per phase: the one shard it runs on, or -1 (or none): all of `shards`
   size_t next = 0;
   // Per shard (by index): the current phase has work left there. Written by each shard for
   // itself during a hop, read here after it; shared so that a shard never writes into a run
@@ -403,7 +410,11 @@ struct Connection::FanOutRun {
       tx.Release([this] { Finish(); });
       return;
     }
-    RunPhaseOn(shards);
+    if (next < on.size() && on[next] >= 0) {
+      RunPhaseOn({on[next]});
+    } else {
+      RunPhaseOn(shards);
+    }
   }
 
   void RunPhaseOn(const std::vector<int>& on) {
@@ -481,7 +492,8 @@ std::vector<int> SortedUnique(std::vector<int> v) {
 }  // namespace
 
 void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<ChunkFn> phases,
-                               absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish) {
+                               absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish,
+                               std::vector<int> on) {
   std::vector<Transaction::Part> parts;
   bool for_exec = exec_ && exec_in_handler_;
   bool few_keys = false;  // so few that one step of each phase does a shard's whole part
@@ -520,6 +532,7 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
   }
   run->shards = shards;
   run->phases = std::move(phases);
+  run->on = std::move(on);
   run->more = std::make_shared<std::vector<char>>(reactor_->server().num_shards(), 0);
   run->finish = std::move(finish);
   run->db = db_index_;
@@ -546,8 +559,8 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
   // One phase of a few keys, no journal to commit to: lock, run and release in one pass along
   // the shards (Transaction::LockRunRelease), with no stop at the coordinator in between.
   std::vector<int> locked = run->tx.Shards();
-  if (!for_exec && run->phases.size() == 1 && !reactor_->journal() && !locked.empty() &&
-      locked == SortedUnique(run->shards) && few_keys) {
+  if (!for_exec && run->phases.size() == 1 && run->on.empty() && !reactor_->journal() &&
+      !locked.empty() && locked == SortedUnique(run->shards) && few_keys) {
     ChunkFn phase = run->phases[0];
     int d = db_index_;
     std::shared_ptr<const acl::User> user = run->acl_user;

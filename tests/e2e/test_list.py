@@ -237,6 +237,10 @@ class MoveTest(ListTestCase):
             (("LRANGE", dst, "0", "-1"), bulks("b", "c", "a")),  # nothing popped
             (("LMOVE", str0, dst, "LEFT", "LEFT"), WRONGTYPE),
             (("LMOVE", on_shard(0, "nokey"), dst, "LEFT", "LEFT"), NIL),
+            (("LMOVE", on_shard(1, "nokey"), str0, "LEFT", "LEFT"), NIL),  # source first
+            (("LPUSH", on_shard(1, "str"), "x"), integer(1)),
+            (("SET", on_shard(1, "str"), "y"), OK),
+            (("LMOVE", on_shard(1, "str"), str0, "LEFT", "LEFT"), WRONGTYPE),
         ])
 
     def test_rotation_keeps_the_key_and_ttl(self):
