@@ -42,12 +42,15 @@ struct Db::Impl {
 
   // The single hook point for keyspace changes. Called while the key's entry still exists
   // (for kAdded and kOverwritten: once the new entry is linked).
-  void OnChange(std::string_view key, Change change) {
+  // `edit`: a kModified change that it describes (KeyEdit), told to observers as an edit.
+  void OnChange(std::string_view key, Change change, const KeyEdit* edit = nullptr) {
     if (!locks.empty()) [[unlikely]] {
       LockKeyChanged(key, change);
     }
     if (change == Change::kExpired) {
       for (KeyObserver* o : observers) o->OnKeyExpired(key);
+    } else if (edit) {
+      for (KeyObserver* o : observers) o->OnKeyEdited(key, *edit);
     } else {
       for (KeyObserver* o : observers) o->OnKeyChanged(key);
     }
@@ -91,19 +94,11 @@ struct Db::Impl {
   void Modified(Dict::Pos pos) { OnChange(pos.entry()->key(), Change::kModified); }
   // The same, for a change `edit` describes (KeyEdit's rules). Observers hear of it as an edit.
   void Edited(Dict::Pos pos, const KeyEdit& edit) {
-    std::string_view key = pos.entry()->key();
-    if (!locks.empty()) [[unlikely]] {
-      LockKeyChanged(key, Change::kModified);
-    }
-    for (KeyObserver* o : observers) o->OnKeyEdited(key, edit);
+    OnChange(pos.entry()->key(), Change::kModified, &edit);
   }
   // Modified, or Edited with `edit` when it is given.
   void Modified(Dict::Pos pos, const KeyEdit* edit) {
-    if (edit) {
-      Edited(pos, *edit);
-    } else {
-      Modified(pos);
-    }
+    OnChange(pos.entry()->key(), Change::kModified, edit);
   }
   // Whether anyone hears of changes (an edit's items are gathered only then).
   bool observed() const { return !observers.empty(); }
