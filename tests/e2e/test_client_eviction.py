@@ -112,6 +112,11 @@ class ClientEvictionTest(harness.ServerTestCase):
         # 100 MB of replies asked for, never read.
         hog.sendall(harness.encode_command("CLIENT", "SETNAME", "hog") +
                     b"".join(harness.encode_command("GET", keys[i % 2]) for i in range(100)))
+        # It never reads: wait for the server to drop it (reading here could keep its output
+        # under the limit), then see the connection closed.
+        deadline = time.monotonic() + 30
+        while self.evicted() == before and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.assertTrue(harness.drain_until_closed(hog), "the reader was not evicted")
         self.assertEqual(other.cmd("PING"), b"+PONG\r\n")
         names = [n for n, _ in self.client_names()]
