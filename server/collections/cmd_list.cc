@@ -293,10 +293,16 @@ void MoveOnShard(CmdArgs args, ShardCtx& ctx) {
   if (r.ok()) ServeWaiters(ctx, args[2]);
 }
 
-// Source and destination on two shards, under both keys' locks: (1) the destination checks its
-// key (a list, or missing), (2) the source checks its key (a list, or missing) and pops if both
-// are lists, (3) the destination pushes. Nobody sees the element in both lists or in neither.
-// Each phase runs on its key's shard only, so the one on this reactor's shard costs no message.
+// Source and destination on two shards, under both keys' locks, in three phases, each on its
+// key's shard only (the one on this reactor's shard costs no message). With the destination on
+// the lower shard: (1) the destination checks its key (a list, or missing), (2) the source
+// checks its key and pops if both are lists, (3) the destination pushes. With the source on the
+// lower shard: (1) the source checks its key and reads the element it would pop, (2) the
+// destination checks its key and pushes that element if both are lists, (3) the source pops it.
+// Either way the phases visit the lower shard, the higher, then the lower again, so they run in
+// one pass along the shards when they can (Transaction::LockRunPhases). Nobody sees the
+// element in both lists or in neither: each key stays locked from before its first phase to
+// after its last.
 // `deadline`: a BLMOVE / BRPOPLPUSH outside MULTI, which waits when the source is empty (or has
 // earlier waiters) until then (WaitToMoveAcross); -1 for LMOVE / RPOPLPUSH.
 void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, int64_t deadline) {
@@ -320,29 +326,53 @@ void MoveAcross(CmdArgs args, Connection& conn, ReplyBuilder& rb, int64_t deadli
   st->to = to;
   std::vector<Connection::ShardFn> phases;
   const bool may_wait = deadline >= 0;
-  phases.push_back(
-      [st](ShardCtx& ctx) { st->dst_status = ctx.db.ListCheckType(st->dst, ctx.now_ms); });
-  phases.push_back([st, may_wait](ShardCtx& ctx) {
+  // The source's state (the element at `from` in `value`, not popped yet).
+  auto check_src = [st, may_wait](ShardCtx& ctx) {
     if (may_wait && OthersWait(ctx, st->src)) {  // behind the waiters already there
       st->src_status = OpStatus::kKeyNotFound;
       return;
     }
     auto len = ctx.db.ListLen(st->src, ctx.now_ms);
     st->src_status = !len.ok() ? len.status() : *len == 0 ? OpStatus::kKeyNotFound : OpStatus::kOk;
-    if (st->src_status != OpStatus::kOk || st->dst_status != OpStatus::kOk) return;
-    auto r = ctx.db.ListPop(st->src, st->from, 1, ctx.now_ms);
-    if (r.ok() && !r->empty()) st->value = std::move(r->front());
-  });
-  phases.push_back([st](ShardCtx& ctx) {
-    if (!st->value) return;
+  };
+  auto push = [st](ShardCtx& ctx) {
     const std::string_view one[1] = {*st->value};
     ctx.db.ListPush(st->dst, one, st->to, false, ctx.now_ms);
     ServeWaiters(ctx, st->dst);
-  });
+  };
+  if (st->dst_shard < st->src_shard) {
+    phases.push_back(
+        [st](ShardCtx& ctx) { st->dst_status = ctx.db.ListCheckType(st->dst, ctx.now_ms); });
+    phases.push_back([st, check_src](ShardCtx& ctx) {
+      check_src(ctx);
+      if (st->src_status != OpStatus::kOk || st->dst_status != OpStatus::kOk) return;
+      auto r = ctx.db.ListPop(st->src, st->from, 1, ctx.now_ms);
+      if (r.ok() && !r->empty()) st->value = std::move(r->front());
+    });
+    phases.push_back([st, push](ShardCtx& ctx) {
+      if (st->value) push(ctx);
+    });
+  } else {
+    phases.push_back([st, check_src](ShardCtx& ctx) {
+      check_src(ctx);
+      if (st->src_status != OpStatus::kOk) return;
+      auto r = ctx.db.ListIndex(st->src, st->from == ListEnd::kLeft ? 0 : -1, ctx.now_ms);
+      if (r.ok()) st->value = std::move(*r);
+    });
+    phases.push_back([st, push](ShardCtx& ctx) {
+      st->dst_status = ctx.db.ListCheckType(st->dst, ctx.now_ms);
+      if (st->dst_status != OpStatus::kOk) st->value.reset();
+      if (st->value) push(ctx);
+    });
+    phases.push_back([st](ShardCtx& ctx) {
+      if (st->value) ctx.db.ListPop(st->src, st->from, 1, ctx.now_ms);
+    });
+  }
+  std::vector<int> on = {st->dst_shard, st->src_shard, st->dst_shard};
+  if (st->src_shard < st->dst_shard) on = {st->src_shard, st->dst_shard, st->src_shard};
   conn.FanOutPhasesOn(
       {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
-      std::move(phases), {st->dst_shard, st->src_shard, st->dst_shard},
-      [st, deadline, c = &conn](ReplyBuilder& rb) {
+      std::move(phases), std::move(on), [st, deadline, c = &conn](ReplyBuilder& rb) {
         if (deadline >= 0 && st->src_status == OpStatus::kKeyNotFound) {
           // Redis blocks on an empty source whatever the destination is.
           WaitToMoveAcross(*c, MoveAcrossWait{st->src, st->dst, st->src_shard, st->dst_shard,

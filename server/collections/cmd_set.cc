@@ -186,9 +186,12 @@ void SMoveOnShard(CmdArgs args, ShardCtx& ctx) {
   ctx.rb.Integer(1);
 }
 
-// Across two shards: (1) the destination's type checked, (2) the source's, and it removes if
-// both are sets (or the destination is missing), (3) the destination adds. Each phase runs on its
-// key's shard only (Connection::FanOutPhasesOn).
+// Across two shards, in three phases, each on its key's shard only (Connection::FanOutPhasesOn).
+// With the destination on the lower shard: (1) the destination's type checked, (2) the source's,
+// and it removes if both are sets (or the destination is missing), (3) the destination adds.
+// With the source on the lower shard: (1) the source's type checked and whether it holds the
+// member, (2) the destination's, and it adds if the move goes ahead, (3) the source removes.
+// Either way lower, higher, lower: one pass along the shards (Transaction::LockRunPhases).
 void SMove(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   const Server& server = conn.reactor().server();
   struct State {
@@ -208,21 +211,45 @@ void SMove(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
            (s.dst_type == shard::ValueType::kNone || s.dst_type == shard::ValueType::kSet);
   };
   std::vector<Connection::ShardFn> phases;
-  phases.push_back([st](ShardCtx& ctx) { st->dst_type = ctx.db.Type(st->dst, ctx.now_ms); });
-  phases.push_back([st, ok](ShardCtx& ctx) {
-    st->src_type = ctx.db.Type(st->src, ctx.now_ms);
-    if (!ok(*st)) return;
-    const std::string_view one[1] = {st->member};
-    st->moved = *ctx.db.SetRem(st->src, one, ctx.now_ms) == 1;
-  });
-  phases.push_back([st](ShardCtx& ctx) {
-    if (!st->moved) return;
+  auto add = [st](ShardCtx& ctx) {
     const std::string_view one[1] = {st->member};
     ctx.db.SetAdd(st->dst, one, ctx.now_ms);
-  });
+  };
+  auto rem = [st](ShardCtx& ctx) {
+    const std::string_view one[1] = {st->member};
+    return *ctx.db.SetRem(st->src, one, ctx.now_ms) == 1;
+  };
+  std::vector<int> on;
+  if (st->dst_shard < st->src_shard) {
+    phases.push_back([st](ShardCtx& ctx) { st->dst_type = ctx.db.Type(st->dst, ctx.now_ms); });
+    phases.push_back([st, ok, rem](ShardCtx& ctx) {
+      st->src_type = ctx.db.Type(st->src, ctx.now_ms);
+      if (ok(*st)) st->moved = rem(ctx);
+    });
+    phases.push_back([st, add](ShardCtx& ctx) {
+      if (st->moved) add(ctx);
+    });
+    on = {st->dst_shard, st->src_shard, st->dst_shard};
+  } else {
+    phases.push_back([st](ShardCtx& ctx) {
+      st->src_type = ctx.db.Type(st->src, ctx.now_ms);
+      if (st->src_type != shard::ValueType::kSet) return;
+      auto is = ctx.db.SetIsMember(st->src, st->member, ctx.now_ms);
+      st->moved = is.ok() && *is;
+    });
+    phases.push_back([st, ok, add](ShardCtx& ctx) {
+      st->dst_type = ctx.db.Type(st->dst, ctx.now_ms);
+      if (!ok(*st)) st->moved = false;
+      if (st->moved) add(ctx);
+    });
+    phases.push_back([st, rem](ShardCtx& ctx) {
+      if (st->moved) rem(ctx);
+    });
+    on = {st->src_shard, st->dst_shard, st->src_shard};
+  }
   conn.FanOutPhasesOn(
       {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
-      std::move(phases), {st->dst_shard, st->src_shard, st->dst_shard}, [st, ok](ReplyBuilder& rb) {
+      std::move(phases), std::move(on), [st, ok](ReplyBuilder& rb) {
         if (st->src_type == shard::ValueType::kNone) {
           rb.Integer(0);
         } else if (!ok(*st)) {

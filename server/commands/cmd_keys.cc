@@ -547,8 +547,12 @@ void MoveOnShard(CmdArgs args, ShardCtx& ctx) {
 }
 
 // Source and destination on different shards: under both keys' locks, the source shard copies
-// the value out (phase 1), then the destination shard writes it and, for RENAME, the source
-// shard deletes it (phase 2). No client sees the key in both places or in neither.
+// the value out (phase 1), then the destination shard writes it (phase 2) and, for RENAME, the
+// source shard deletes it (phase 3). A RENAME whose destination is on the lower shard goes
+// the other way round: the destination checks whether it may be written (phase 1), the source
+// copies the value out and deletes it (phase 2), the destination writes it (phase 3). Every
+// phase runs on its key's shard only, and the order is lower, higher, lower: one pass along the
+// shards (Transaction::LockRunPhases). No client sees the key in both places or in neither.
 template <MoveKind kind>
 void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   MoveArgs m;
@@ -565,6 +569,7 @@ void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     int src_shard, dst_shard, dst_db;
     bool replace;
     std::optional<shard::KeySnapshot> snap;
+    bool dst_exists = false;
     bool done = false;
   };
   auto st = std::make_shared<State>();
@@ -575,6 +580,24 @@ void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   st->dst_db = m.dst_db >= 0 ? m.dst_db : conn.db_index();
   st->replace = kind == MoveKind::kRename || m.replace;
   std::vector<Connection::ShardFn> phases;
+  if (kind != MoveKind::kCopy && st->dst_shard < st->src_shard) {
+    phases.push_back([st](ShardCtx& ctx) {
+      st->dst_exists = ctx.shard.db(st->dst_db).Exists(st->dst, ctx.now_ms);
+    });
+    phases.push_back([st](ShardCtx& ctx) {
+      st->snap = ctx.db.Snapshot(st->src, ctx.now_ms);
+      st->done = st->snap && (st->replace || !st->dst_exists);
+      if (st->done) ctx.db.Del(st->src, ctx.now_ms);
+    });
+    phases.push_back([st](ShardCtx& ctx) {
+      if (st->done) ctx.shard.db(st->dst_db).Restore(st->dst, *st->snap, st->replace, ctx.now_ms);
+    });
+    conn.FanOutPhasesOn({st->dst_shard, st->src_shard}, std::move(phases),
+                        {st->dst_shard, st->src_shard, st->dst_shard}, [st](ReplyBuilder& rb) {
+                          ReplyMove(kind, st->snap.has_value(), st->done, rb);
+                        });
+    return;
+  }
   phases.push_back([st](ShardCtx& ctx) {
     if (ctx.shard.index() == st->src_shard) st->snap = ctx.db.Snapshot(st->src, ctx.now_ms);
   });

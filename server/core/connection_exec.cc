@@ -7,6 +7,8 @@
 // and releases the locks. No other client sees it half done. When every key lives on this
 // reactor's shard the whole EXEC runs inline, with no message at all.
 
+#include <algorithm>
+
 #include "server/base/error_strings.h"
 #include "server/base/log.h"
 #include "server/base/str_util.h"
@@ -556,25 +558,33 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
       paused_ = true;
     }
   }
-  // One phase of a few keys, no journal to commit to: lock, run and release in one pass along
-  // the shards (Transaction::LockRunRelease), with no stop at the coordinator in between.
+  // A few keys, no journal to commit to, and either one phase or phases that each run on one
+  // shard (whole steps, FanOutPhasesOn): lock, run and release in one pass along the shards
+  // (Transaction::LockRunPhases), with no stop at the coordinator in between, when the phases
+  // fit that pass.
   std::vector<int> locked = run->tx.Shards();
-  if (!for_exec && run->phases.size() == 1 && run->on.empty() && !reactor_->journal() &&
-      !locked.empty() && locked == SortedUnique(run->shards) && few_keys) {
-    ChunkFn phase = run->phases[0];
+  std::vector<int> on_each = run->on;
+  if (run->phases.size() == 1 && on_each.empty()) on_each.push_back(-1);
+  const bool each_on_one = on_each.size() == run->phases.size() &&
+                           (run->phases.size() == 1 || std::all_of(on_each.begin(), on_each.end(),
+                                                                   [](int s) { return s >= 0; }));
+  if (!for_exec && each_on_one && !reactor_->journal() && !locked.empty() &&
+      locked == SortedUnique(run->shards) && few_keys) {
+    std::vector<ChunkFn> phases = run->phases;
     int d = db_index_;
     std::shared_ptr<const acl::User> user = run->acl_user;
-    run->tx.LockRunRelease(
-        [phase, d, user](Reactor& r) {
+    bool one_pass = run->tx.LockRunPhases(
+        on_each,
+        [phases = std::move(phases), d, user](Reactor& r, size_t k) {
           protocol::ReplyBuilder sink(&NullSink, 2);
           ShardCtx ctx{r.shard(), r.shard().db(d), d, r.now_ms(), r.config(), sink};
           ctx.acl_user = user.get();
-          while (phase(ctx)) {
+          while (phases[k](ctx)) {
           }
           NullSink.clear();
         },
         [run] { run->Finish(); });
-    return;
+    if (one_pass) return;
   }
   run->tx.Lock([run] { run->NextPhase(); });
 }

@@ -7,6 +7,7 @@
 #include "server/core/journal.h"
 #include "server/core/reactor.h"
 #include "server/txn/lock_table.h"
+#include "server/txn/pass_plan.h"
 
 namespace deadbolt::server {
 namespace {
@@ -80,8 +81,18 @@ std::vector<int> Transaction::Shards() const {
   return s;
 }
 
-// LockRunRelease: runs on parts[i]'s shard once every part's locks are held and every later
-// part has run and let go; runs this part, lets go, and passes on down (or home).
+namespace {
+// The pass's visit of part i going up (i < last) or at the top (i == last), or going down.
+size_t UpVisit(size_t i) { return i; }
+size_t DownVisit(size_t i, size_t parts) { return 2 * parts - 2 - i; }
+}  // namespace
+
+void Transaction::RunSteps(Reactor& r, const Plan& plan, size_t visit) {
+  for (uint8_t k : plan.steps[visit]) plan.run(r, k);
+}
+
+// LockRunPhases: runs on parts[i]'s shard once every part's locks are held and every later
+// part has run and let go; runs this part's last phases, lets go, and passes on down (or home).
 struct Transaction::RunStep {
   std::shared_ptr<const Plan> plan;
   size_t i;
@@ -90,7 +101,7 @@ struct Transaction::RunStep {
   void operator()() {
     Reactor* r = Reactor::Current();
     const Part& p = plan->parts[i];
-    plan->run(*r);
+    RunSteps(*r, *plan, DownVisit(i, plan->parts.size()));
     r->locks().Unlock(plan->id, p.names, p.whole);
     if (i > 0) {
       r->Send(plan->parts[i - 1].shard, RunStep{plan, i - 1, tx});
@@ -131,6 +142,7 @@ struct Transaction::LockStep {
       return;
     }
     if (i + 1 < plan->parts.size()) {
+      if (plan->run) RunSteps(*r, *plan, UpVisit(i));
       int next = plan->parts[i + 1].shard;
       r->Send(next, LockStep{plan, i + 1, tx});
     } else if (plan->run) {
@@ -146,9 +158,21 @@ struct Transaction::LockStep {
 
 void Transaction::LockRunRelease(std::function<void(Reactor&)> fn,
                                  absl::AnyInvocable<void()> done) {
-  plan_->run = std::move(fn);
+  bool fits = LockRunPhases(
+      {-1}, [fn = std::move(fn)](Reactor& r, size_t) { fn(r); }, std::move(done));
+  (void)fits;  // one phase on every shard always fits
+}
+
+bool Transaction::LockRunPhases(const std::vector<int>& on,
+                                std::function<void(Reactor&, size_t)> run,
+                                absl::AnyInvocable<void()> done) {
+  auto steps = PlanPass(Shards(), on);
+  if (!steps) return false;
+  plan_->steps = std::move(*steps);
+  plan_->run = std::move(run);
   released_ = true;  // nothing is left to release when `done` runs
   Lock(std::move(done));
+  return true;
 }
 
 void Transaction::Lock(absl::AnyInvocable<void()> on_locked) {

@@ -80,6 +80,18 @@ class Transaction {
   // single-key command sees a shard's change only when the earlier shards' are bound to follow
   // (their keys stay locked until they have). Abandon() works as with Lock().
   void LockRunRelease(std::function<void(Reactor&)> fn, absl::AnyInvocable<void()> done);
+  // The same pass for several phases that must run one after another: phase k runs on shard
+  // `on[k]` (which must be one this transaction locks), or on every shard it locks (-1), after
+  // every earlier phase has run wherever it runs. The pass visits the shards up in ascending order
+  // taking their locks, then back down; each phase runs at the latest visit that still leaves
+  // room for the phases after it, so with `on` = {-1} this is LockRunRelease. A phase may so run
+  // on a shard before a later shard's locks are taken, but never after any lock has been let go
+  // (every lock is held before the first is released, two-phase locking): the result is the
+  // same as running the phases in order under all the locks. False, and nothing is done, when
+  // the phases do not fit one pass (for two shards A < B, the visits are A, B, A: phases on
+  // B, A, B do not fit); the caller then takes Lock(), Hop()s and Release().
+  bool LockRunPhases(const std::vector<int>& on, std::function<void(Reactor&, size_t)> run,
+                     absl::AnyInvocable<void()> done);
   // Ends the transaction in two steps. First every shard writes its part to its journal (one
   // frame tagged with the transaction, see Journal::CommitTx) and answers; with appendfsync
   // always the answer waits until that part is on disk. Then, on the coordinator, every lock
@@ -102,12 +114,16 @@ class Transaction {
     std::vector<uint32_t> participants;     // that transaction's shards; empty: nothing to tag
     int64_t commit_ns = 0;                  // set by Release before any part is committed
     std::atomic<bool> abandoned{false};     // set by the coordinator (Abandon), read by shards
-    std::function<void(Reactor&)> run;      // LockRunRelease: run on each shard, locks held
+    // LockRunPhases: runs phase k on the calling reactor's shard, with its locks held.
+    std::function<void(Reactor&, size_t)> run;
+    // Per visit of the pass (PlanPass): the phases it runs, in order.
+    std::vector<std::vector<uint8_t>> steps;
   };
   static uint64_t Enter(Reactor& r, const Plan& plan);
   static void Leave(Reactor& r, const Plan& plan, uint64_t prev);
   static void Commit(Reactor& r, const Plan& plan);
   static void Settle(Reactor& r, const Plan& plan);
+  static void RunSteps(Reactor& r, const Plan& plan, size_t visit);
   void CommitAck();
   void Unlock();
   struct LockStep;

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Two-key commands whose keys live on different shards, deadbolt beside redis-server in one run:
+LMOVE and SMOVE (the moves a reliable queue or a set of jobs makes) and MSET, each with one
+connection (the round trips one command costs) and with 50 on the same two keys (how fast a
+crowd on them drains: each command holds both keys' locks while it runs).
+
+deadbolt runs with its defaults (one reactor per core, unpinned), its two keys on different
+shards; a row on one shard ({tag} keys) is the reference. redis-server runs pinned to core 1,
+redis-benchmark on core 0, as bench/compare.py does. Rounds alternate the servers' order.
+
+  /usr/bin/python3 bench/cross_shard_moves.py
+  /usr/bin/python3 bench/cross_shard_moves.py --baseline /path/to/older/deadbolt-server
+"""
+
+import argparse
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from slots import on_shard  # noqa: E402
+
+A, B = on_shard(0, "q"), on_shard(1, "q")  # shard 0 and shard 1 with two reactors
+SA, SB = on_shard(0, "s"), on_shard(1, "s")
+MEMBERS = 100000
+
+
+def rows():
+    """(name, redis-benchmark arguments): each command in both shard orders."""
+    return [
+        ("LMOVE shard 0 -> 1", ["lmove", A, B, "left", "right"]),
+        ("LMOVE shard 1 -> 0", ["lmove", B, A, "left", "right"]),
+        ("LMOVE one shard", ["lmove", "{t}a", "{t}b", "left", "right"]),
+        ("SMOVE shard 0 -> 1", ["smove", SA, SB, "__rand_int__"]),
+        ("SMOVE shard 1 -> 0", ["smove", SB, SA, "__rand_int__"]),
+        ("MSET two shards", ["mset", A + ":m", "v", B + ":m", "v"]),
+    ]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(port, *args):
+    return subprocess.run(["redis-cli", "-p", str(port)] + list(args), capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def start(kind, binary):
+    port = free_port()
+    if kind == "redis":
+        argv = ["taskset", "-c", "1", binary, "--port", str(port), "--save", "", "--appendonly",
+                "no", "--loglevel", "warning"]
+    else:
+        argv = [binary, "--port", str(port)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if call(port, "PING") == "PONG":
+                return proc, port
+        except subprocess.CalledProcessError:
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    sys.exit("%s did not start" % binary)
+
+
+def load(port, elements):
+    """Lists long enough that every LMOVE moves an element; sets of MEMBERS members each (in
+    redis-benchmark's __rand_int__ form), so that most SMOVEs move one."""
+    lines = []
+    for key in (A, B, "{t}a", "{t}b"):
+        for i in range(0, elements, 1000):
+            lines.append("RPUSH %s " % key + " ".join("e%d" % j for j in range(i, min(elements,
+                                                                                     i + 1000))))
+    for key in (SA, SB):
+        for i in range(0, MEMBERS, 1000):
+            lines.append("SADD %s " % key + " ".join("%012d" % j for j in range(i, i + 1000)))
+    subprocess.run(["redis-cli", "-p", str(port)], input="\n".join(lines) + "\n", text=True,
+                   stdout=subprocess.DEVNULL, check=True)
+
+
+def bench(port, args, clients, requests):
+    out = subprocess.run(["taskset", "-c", "0", "redis-benchmark", "-p", str(port), "-c",
+                          str(clients), "-n", str(requests), "-r", str(MEMBERS), "-q"] + args,
+                         capture_output=True, text=True, check=True).stdout
+    m = re.findall(r"([0-9.]+) requests per second", out.replace("\r", "\n"))
+    if not m:
+        sys.exit("no result from redis-benchmark: %r" % out[-300:])
+    return float(m[-1])
+
+
+def run_server(kind, binary, a):
+    proc, port = start(kind, binary)
+    try:
+        load(port, a.requests_one + a.requests_crowd + 1000)
+        return {(name, c): bench(port, args, c, a.requests_one if c == 1 else a.requests_crowd)
+                for name, args in rows() for c in (1, a.crowd)}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--deadbolt", default="build/release/server/deadbolt-server")
+    p.add_argument("--baseline", help="an older deadbolt-server, run beside the others")
+    p.add_argument("--redis", default=shutil.which("redis-server") or "redis-server")
+    p.add_argument("--crowd", type=int, default=50)
+    p.add_argument("--requests-one", type=int, default=5000)
+    p.add_argument("--requests-crowd", type=int, default=50000)
+    p.add_argument("--rounds", type=int, default=2)
+    a = p.parse_args()
+    servers = [("deadbolt", a.deadbolt)] + ([("baseline", a.baseline)] if a.baseline else []) + [
+        ("redis", a.redis)]
+    runs = {name: [] for name, _ in servers}
+    for r in range(a.rounds):
+        for name, binary in (servers if r % 2 == 0 else servers[::-1]):
+            runs[name].append(run_server("redis" if name == "redis" else "deadbolt", binary, a))
+    names = [n for n, _ in servers]
+    print("ops/s, medians of %d round(s); deadbolt with its defaults (%d reactors), keys on the "
+          "shards named; ratio: deadbolt ÷ redis per round, median." % (a.rounds, os.cpu_count()))
+    print()
+    print("| command | connections | " + " | ".join(names) + " | deadbolt ÷ redis |")
+    print("|---|---:|" + "---:|" * len(names) + "---:|")
+    for name, _args in rows():
+        for c in (1, a.crowd):
+            med = [statistics.median(x[(name, c)] for x in runs[n]) for n in names]
+            ratio = statistics.median(x[(name, c)] / y[(name, c)]
+                                      for x, y in zip(runs["deadbolt"], runs["redis"]))
+            print("| %s | %d | " % (name, c) + " | ".join("%.1fk" % (m / 1000) for m in med)
+                  + " | %.2f× |" % ratio)
+
+
+if __name__ == "__main__":
+    main()
