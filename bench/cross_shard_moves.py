@@ -14,15 +14,16 @@ redis-benchmark on core 0, as bench/compare.py does. Rounds alternate the server
 
 import argparse
 import os
-import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+from rb_helpers import bench, free_port  # noqa: E402
+from rb_helpers import start as start_server  # noqa: E402
 from slots import on_shard  # noqa: E402
 
 A, B = on_shard(0, "q"), on_shard(1, "q")  # shard 0 and shard 1 with two reactors
@@ -42,17 +43,6 @@ def rows():
     ]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def call(port, *args):
-    return subprocess.run(["redis-cli", "-p", str(port)] + list(args), capture_output=True,
-                          text=True, check=True).stdout.strip()
-
-
 def start(kind, binary):
     port = free_port()
     if kind == "redis":
@@ -60,17 +50,7 @@ def start(kind, binary):
                 "no", "--loglevel", "warning"]
     else:
         argv = [binary, "--port", str(port)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if call(port, "PING") == "PONG":
-                return proc, port
-        except subprocess.CalledProcessError:
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit("%s did not start" % binary)
+    return start_server(argv, port, binary), port
 
 
 def load(port, elements):
@@ -88,21 +68,12 @@ def load(port, elements):
                    stdout=subprocess.DEVNULL, check=True)
 
 
-def bench(port, args, clients, requests):
-    out = subprocess.run(["taskset", "-c", "0", "redis-benchmark", "-p", str(port), "-c",
-                          str(clients), "-n", str(requests), "-r", str(MEMBERS), "-q"] + args,
-                         capture_output=True, text=True, check=True).stdout
-    m = re.findall(r"([0-9.]+) requests per second", out.replace("\r", "\n"))
-    if not m:
-        sys.exit("no result from redis-benchmark: %r" % out[-300:])
-    return float(m[-1])
-
-
 def run_server(kind, binary, a):
     proc, port = start(kind, binary)
     try:
         load(port, a.requests_one + a.requests_crowd + 1000)
-        return {(name, c): bench(port, args, c, a.requests_one if c == 1 else a.requests_crowd)
+        return {(name, c): bench(port, args, c, a.requests_one if c == 1 else a.requests_crowd,
+                                 MEMBERS)
                 for name, args in rows() for c in (1, a.crowd)}
     finally:
         proc.terminate()

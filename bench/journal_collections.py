@@ -21,14 +21,16 @@ command (the --dir's bytes after less before, over R).
 
 import argparse
 import os
-import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rb_helpers import bench, call, free_port  # noqa: E402
+from rb_helpers import start as start_server  # noqa: E402
 
 COMMANDS = [
     ("RPUSH", ["rpush", "big:list", "x"]),
@@ -38,17 +40,6 @@ COMMANDS = [
     ("ZINCRBY", ["zincrby", "big:zset", "1", "m__rand_int__"]),
     ("XADD", ["xadd", "big:stream", "*", "f", "v"]),
 ]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def call(port, *args):
-    return subprocess.run(["redis-cli", "-p", str(port)] + list(args), capture_output=True,
-                          text=True, check=True).stdout.strip()
 
 
 def dir_bytes(d):
@@ -67,17 +58,7 @@ def start(kind, binary, fsync, d):
     else:
         argv = [binary, "--port", str(port), "--appendonly", "yes", "--appendfsync", fsync,
                 "--dir", d]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if call(port, "PING") == "PONG":
-                return proc, port
-        except subprocess.CalledProcessError:
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit("%s did not start" % kind)
+    return start_server(argv, port, kind), port
 
 
 def load(port, n):
@@ -93,16 +74,6 @@ def load(port, n):
                    stdout=subprocess.DEVNULL, check=True)
     if call(port, "LLEN", "big:list") != str(n):
         sys.exit("loading failed")
-
-
-def bench(port, args, clients, requests, keyspace):
-    out = subprocess.run(["taskset", "-c", "0", "redis-benchmark", "-p", str(port), "-c",
-                          str(clients), "-n", str(requests), "-r", str(keyspace), "-q"] + args,
-                         capture_output=True, text=True, check=True).stdout
-    m = re.findall(r"([0-9.]+) requests per second", out.replace("\r", "\n"))
-    if not m:
-        sys.exit("no result from redis-benchmark: %r" % out[-300:])
-    return float(m[-1])
 
 
 def run_server(kind, binary, a):
