@@ -10,6 +10,7 @@ redis-benchmark on core 0, as bench/compare.py does. Rounds alternate the server
 
   /usr/bin/python3 bench/cross_shard_moves.py
   /usr/bin/python3 bench/cross_shard_moves.py --baseline /path/to/older/deadbolt-server
+  /usr/bin/python3 bench/cross_shard_moves.py --fsync everysec     # both with their journal
 """
 
 import argparse
@@ -18,6 +19,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -43,13 +45,16 @@ def rows():
     ]
 
 
-def start(kind, binary):
+def start(kind, binary, fsync, d):
+    """`fsync`: None for no journal, else both servers journal to `d` with that appendfsync."""
     port = free_port()
+    journal = ["--appendonly", "no"] if not fsync else [
+        "--appendonly", "yes", "--appendfsync", fsync, "--dir", d]
     if kind == "redis":
-        argv = ["taskset", "-c", "1", binary, "--port", str(port), "--save", "", "--appendonly",
-                "no", "--loglevel", "warning"]
+        argv = ["taskset", "-c", "1", binary, "--port", str(port), "--save", "", "--loglevel",
+                "warning"] + journal
     else:
-        argv = [binary, "--port", str(port)]
+        argv = [binary, "--port", str(port)] + journal
     return start_server(argv, port, binary), port
 
 
@@ -69,7 +74,8 @@ def load(port, elements):
 
 
 def run_server(kind, binary, a):
-    proc, port = start(kind, binary)
+    d = tempfile.mkdtemp(prefix="cross-shard-moves-")
+    proc, port = start(kind, binary, a.fsync, d)
     try:
         load(port, a.requests_one + a.requests_crowd + 1000)
         return {(name, c): bench(port, args, c, a.requests_one if c == 1 else a.requests_crowd,
@@ -78,6 +84,7 @@ def run_server(kind, binary, a):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def main():
@@ -89,6 +96,8 @@ def main():
     p.add_argument("--requests-one", type=int, default=5000)
     p.add_argument("--requests-crowd", type=int, default=50000)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--fsync", choices=["always", "everysec", "no"],
+                   help="both servers with their journal on, this appendfsync (default: off)")
     a = p.parse_args()
     servers = [("deadbolt", a.deadbolt)] + ([("baseline", a.baseline)] if a.baseline else []) + [
         ("redis", a.redis)]
@@ -98,7 +107,8 @@ def main():
             runs[name].append(run_server("redis" if name == "redis" else "deadbolt", binary, a))
     names = [n for n, _ in servers]
     print("ops/s, medians of %d round(s); deadbolt with its defaults (%d reactors), keys on the "
-          "shards named; ratio: deadbolt ÷ redis per round, median." % (a.rounds, os.cpu_count()))
+          "shards named; journal %s; ratio: deadbolt ÷ redis per round, median."
+          % (a.rounds, os.cpu_count(), "appendfsync " + a.fsync if a.fsync else "off"))
     print()
     print("| command | connections | " + " | ".join(names) + " | deadbolt ÷ redis |")
     print("|---|---:|" + "---:|" * len(names) + "---:|")
