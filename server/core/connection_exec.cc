@@ -558,8 +558,8 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
       paused_ = true;
     }
   }
-  // A few keys, no journal to commit to, and either one phase or phases that each run on one
-  // shard (whole steps, FanOutPhasesOn): lock, run and release in one pass along the shards
+  // A few keys, and either one phase or phases that each run on one shard (whole steps,
+  // FanOutPhasesOn): lock, run, commit to the journal and release in one pass along the shards
   // (Transaction::LockRunPhases), with no stop at the coordinator in between, when the phases
   // fit that pass.
   std::vector<int> locked = run->tx.Shards();
@@ -568,8 +568,8 @@ void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<Chunk
   const bool each_on_one = on_each.size() == run->phases.size() &&
                            (run->phases.size() == 1 || std::all_of(on_each.begin(), on_each.end(),
                                                                    [](int s) { return s >= 0; }));
-  if (!for_exec && each_on_one && !reactor_->journal() && !locked.empty() &&
-      locked == SortedUnique(run->shards) && few_keys) {
+  if (!for_exec && each_on_one && !locked.empty() && locked == SortedUnique(run->shards) &&
+      few_keys) {
     std::vector<ChunkFn> phases = run->phases;
     int d = db_index_;
     std::shared_ptr<const acl::User> user = run->acl_user;

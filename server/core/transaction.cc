@@ -82,6 +82,12 @@ std::vector<int> Transaction::Shards() const {
 }
 
 namespace {
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
 // The pass's visit of part i going up (i < last) or at the top (i == last), or going down.
 size_t UpVisit(size_t i) { return i; }
 size_t DownVisit(size_t i, size_t parts) { return 2 * parts - 2 - i; }
@@ -91,8 +97,30 @@ void Transaction::RunSteps(Reactor& r, const Plan& plan, size_t visit) {
   for (uint8_t k : plan.steps[visit]) plan.run(r, k);
 }
 
+bool Transaction::PassJournalled(Reactor& r, const Plan& plan) {
+  return r.journal() != nullptr && plan.journal_id == plan.id;
+}
+
+void Transaction::NotePassFailure(const Plan& plan) {
+  if (const std::string* e = Reactor::FailedReplyError()) plan.failed = *e;
+}
+
+// LockRunPhases, going up: the steps of part i's first visit, its locks just taken.
+void Transaction::UpSteps(Reactor& r, const Plan& plan, size_t i) {
+  NotePassFailure(plan);
+  uint64_t prev = Enter(r, plan);
+  RunSteps(r, plan, UpVisit(i));
+  Leave(r, plan, prev);
+}
+
 // LockRunPhases: runs on parts[i]'s shard once every part's locks are held and every later
-// part has run and let go; runs this part's last phases, lets go, and passes on down (or home).
+// part has run; runs this part's last phases and passes on down (or home). Without a journal
+// each part lets go here. With one, every change was made by the top (the phases took their
+// earliest visits), and each part is committed here instead: the top first, stamping commit_ns
+// after every change of the transaction, as Release() does after the hops. The message down
+// leaves once the part is written (with `always`, on disk: Reactor::FlushOutboxes), and the
+// first part, the last to commit, lets every part go: its messages too wait for its part, so no
+// key of the transaction is seen before every part is written, as with Release().
 struct Transaction::RunStep {
   std::shared_ptr<const Plan> plan;
   size_t i;
@@ -101,8 +129,30 @@ struct Transaction::RunStep {
   void operator()() {
     Reactor* r = Reactor::Current();
     const Part& p = plan->parts[i];
-    RunSteps(*r, *plan, DownVisit(i, plan->parts.size()));
-    r->locks().Unlock(plan->id, p.names, p.whole);
+    const size_t n = plan->parts.size();
+    NotePassFailure(*plan);
+    uint64_t prev = Enter(*r, *plan);
+    RunSteps(*r, *plan, DownVisit(i, n));
+    Leave(*r, *plan, prev);
+    const bool journalled = PassJournalled(*r, *plan);
+    if (journalled) {
+      if (i == n - 1) plan->commit_ns = NowNs();
+      Commit(*r, *plan);
+    }
+    if (!journalled || i == 0) {
+      if (journalled) {
+        for (size_t j = 1; j < n; j++) {
+          r->Send(plan->parts[j].shard, [plan = plan, j] {
+            const Part& part = plan->parts[j];
+            Reactor* rj = Reactor::Current();
+            Settle(*rj, *plan);
+            rj->locks().Unlock(plan->id, part.names, part.whole);
+          });
+        }
+        Settle(*r, *plan);
+      }
+      r->locks().Unlock(plan->id, p.names, p.whole);
+    }
     if (i > 0) {
       r->Send(plan->parts[i - 1].shard, RunStep{plan, i - 1, tx});
     } else if (plan->origin == r->id()) {
@@ -142,7 +192,7 @@ struct Transaction::LockStep {
       return;
     }
     if (i + 1 < plan->parts.size()) {
-      if (plan->run) RunSteps(*r, *plan, UpVisit(i));
+      if (plan->run) UpSteps(*r, *plan, i);
       int next = plan->parts[i + 1].shard;
       r->Send(next, LockStep{plan, i + 1, tx});
     } else if (plan->run) {
@@ -166,8 +216,16 @@ void Transaction::LockRunRelease(std::function<void(Reactor&)> fn,
 bool Transaction::LockRunPhases(const std::vector<int>& on,
                                 std::function<void(Reactor&, size_t)> run,
                                 absl::AnyInvocable<void()> done) {
-  auto steps = PlanPass(Shards(), on);
+  // With a journal, every change must be made before the first part is committed (a rewrite
+  // that starts after commit_ns must find every key of the transaction in its part), so the
+  // phases go as early as they can and none may be left for the way down.
+  const bool journalled = origin_->journal() != nullptr && plan_->journal_id == plan_->id;
+  auto steps = PlanPass(Shards(), on, journalled);
   if (!steps) return false;
+  const size_t n = plan_->parts.size();
+  for (size_t v = n; journalled && v < steps->size(); v++) {
+    if (!(*steps)[v].empty()) return false;
+  }
   plan_->steps = std::move(*steps);
   plan_->run = std::move(run);
   released_ = true;  // nothing is left to release when `done` runs
@@ -190,6 +248,7 @@ void Transaction::Lock(absl::AnyInvocable<void()> on_locked) {
 }
 
 void Transaction::OnLocked() {
+  if (!plan_->failed.empty()) failed_error_ = plan_->failed;
   if (plan_->abandoned.load(std::memory_order_relaxed)) {  // given up meanwhile
     // LockRunRelease: every part ran and let go already.
     OnAbandoned(plan_->run ? 0 : plan_->parts.size());
@@ -275,9 +334,7 @@ void Transaction::Release(absl::AnyInvocable<void()> then) {
   release_then_ = std::move(then);
   // Before any part is written (read by the messages below); a fresh reading in ns, so that a
   // rewrite started on a participant after its hops there is seen as started before the commit.
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  plan_->commit_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  plan_->commit_ns = NowNs();
   int origin = origin_->id();
   commit_remaining_ = 1;  // the coordinator's own step, last
   // Without a journal (every reactor has one, or none) there is nothing to commit: the locks go

@@ -112,7 +112,12 @@ class Transaction {
     bool writes = false;
     uint64_t journal_id = 0;                // id, or an enclosing EXEC's
     std::vector<uint32_t> participants;     // that transaction's shards; empty: nothing to tag
-    int64_t commit_ns = 0;                  // set by Release before any part is committed
+    // Set by Release before any part is committed; by a pass (LockRunPhases) at its top, on
+    // that shard, before the first part is committed (the parts below read it after).
+    mutable int64_t commit_ns = 0;
+    // A pass: a part's message arrived held for a journal batch that could not be written
+    // (Reactor::FailedReplyError); read by the coordinator once the pass is home.
+    mutable std::string failed;
     std::atomic<bool> abandoned{false};     // set by the coordinator (Abandon), read by shards
     // LockRunPhases: runs phase k on the calling reactor's shard, with its locks held.
     std::function<void(Reactor&, size_t)> run;
@@ -124,6 +129,9 @@ class Transaction {
   static void Commit(Reactor& r, const Plan& plan);
   static void Settle(Reactor& r, const Plan& plan);
   static void RunSteps(Reactor& r, const Plan& plan, size_t visit);
+  static void UpSteps(Reactor& r, const Plan& plan, size_t i);
+  static bool PassJournalled(Reactor& r, const Plan& plan);
+  static void NotePassFailure(const Plan& plan);
   void CommitAck();
   void Unlock();
   struct LockStep;

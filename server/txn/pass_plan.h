@@ -27,10 +27,27 @@ namespace deadbolt::server {
 // For parts on `part_shards` (ascending, distinct): per visit, the phases it runs in order; or
 // nullopt when the phases do not fit one pass (over A < B the visits are A, B, A: phases on
 // B, A, B do not fit), or name a shard not in `part_shards`, or number over 255.
+//
+// With `earliest`, each phase takes the earliest visit after the phases before it instead (a
+// journalled pass, whose changes must all be made by the top: see Transaction::RunStep). The
+// visits read the same backwards (part i going up, part i going down), so that is the latest
+// placement of the phases in reverse order, read backwards.
 inline std::optional<std::vector<std::vector<uint8_t>>> PlanPass(
-    const std::vector<int>& part_shards, const std::vector<int>& on) {
+    const std::vector<int>& part_shards, const std::vector<int>& on, bool earliest = false) {
   const size_t n = part_shards.size();
   if (n == 0 || on.empty() || on.size() > 255) return std::nullopt;
+  if (earliest) {
+    auto late = PlanPass(part_shards, std::vector<int>(on.rbegin(), on.rend()));
+    if (!late) return std::nullopt;
+    std::vector<std::vector<uint8_t>> steps(late->size());
+    const size_t last = late->size() - 1;
+    for (size_t v = 0; v <= last; v++) {
+      for (auto it = (*late)[v].rbegin(); it != (*late)[v].rend(); ++it) {
+        steps[last - v].push_back(static_cast<uint8_t>(on.size() - 1 - *it));
+      }
+    }
+    return steps;
+  }
   // The latest visit each phase can take, from the last phase back: a phase on one shard takes
   // that shard's latest visit at or before where the next phase ran; a phase on every shard
   // takes each one's latest visit down to the earliest of them, where the phase before it may

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -39,6 +40,16 @@ TEST(PlanPass, PhasesOnEveryShardAroundOneOnOne) {
   EXPECT_EQ(PlanPass({0, 1}, {-1, -1}), (Steps{{0}, {0, 1}, {1}}));
   // Three times does not fit.
   EXPECT_EQ(PlanPass({0, 1}, {-1, -1, -1}), std::nullopt);
+}
+
+TEST(PlanPass, EarliestRunsEachPhaseAsSoonAsItCan) {
+  EXPECT_EQ(PlanPass({0, 1}, {-1}, true), (Steps{{0}, {0}, {}}));
+  EXPECT_EQ(PlanPass({0, 2, 5}, {-1}, true), (Steps{{0}, {0}, {0}, {}, {}}));
+  EXPECT_EQ(PlanPass({0, 1}, {0, 1, 0}, true), (Steps{{0}, {1}, {2}}));
+  EXPECT_EQ(PlanPass({0, 1}, {1, 0}, true), (Steps{{}, {0}, {1}}));
+  EXPECT_EQ(PlanPass({0, 1}, {0, 1}, true), (Steps{{0}, {1}, {}}));
+  EXPECT_EQ(PlanPass({0, 1}, {-1, 1}, true), (Steps{{0}, {0, 1}, {}}));
+  EXPECT_EQ(PlanPass({0, 1}, {1, 0, 1}, true), std::nullopt);
 }
 
 TEST(PlanPass, RefusesWhatItCannotDo) {
@@ -92,8 +103,19 @@ TEST(PlanPass, FindsAPlacementWheneverOneExistsAndEveryPlacementKeepsOrder) {
       on_part.push_back(part);
       on.push_back(part < 0 ? -1 : shards[part]);
     }
-    auto steps = PlanPass(shards, on);
+    const bool earliest = trial % 2 == 1;
+    auto steps = PlanPass(shards, on, earliest);
     ASSERT_EQ(steps.has_value(), AnyPlacement(n, on_part)) << "trial " << trial;
+    if (steps) {
+      // Latest puts the last phase's steps as late as they go, earliest the first phase's as
+      // early: each is at the end it favours.
+      const auto& edge = earliest ? steps->front() : steps->back();
+      const size_t k = earliest ? 0 : phases - 1;
+      bool at_edge = std::find(edge.begin(), edge.end(), k) != edge.end();
+      bool can =
+          earliest ? (on_part[0] < 0 || on_part[0] == 0) : (on_part[k] < 0 || on_part[k] == 0);
+      ASSERT_EQ(at_edge, can) << "trial " << trial;
+    }
     if (!steps) {
       not_fits++;
       continue;

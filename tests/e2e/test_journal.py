@@ -886,6 +886,52 @@ class JournalCrossShardCrashTest(JournalCase):
         self.stop()
         self.assertEqual(broken, [])
 
+    def test_moves_across_shards_survive_sigkill_whole(self):
+        # LMOVE and SMOVE between keys on the two shards, both ways (each direction orders its
+        # steps differently: Transaction::LockRunPhases), SIGKILLed mid-stream with `always`,
+        # then again with `everysec`: every element is in exactly one of the two keys.
+        lists = (on_shard(0, "mvl"), on_shard(1, "mvl"))
+        sets = (on_shard(0, "mvs"), on_shard(1, "mvs"))
+        items = ["i%d" % i for i in range(16)]
+        broken = []
+        for rnd in range(self.ROUNDS + 1):
+            c = self.start(threads=2, fsync="always" if rnd % 2 == 0 else "everysec")
+            if rnd == 0:
+                self.assertEqual(decode(c.cmd("RPUSH", lists[0], *items)), len(items))
+                self.assertEqual(decode(c.cmd("SADD", sets[0], *items)), len(items))
+            got = decode(c.cmd("LRANGE", lists[0], 0, -1)) + decode(c.cmd("LRANGE", lists[1], 0, -1))
+            if sorted(x.decode() for x in got) != sorted(items):
+                broken.append("round %d: the lists came back as %r" % (rnd, got))
+            got = decode(c.cmd("SMEMBERS", sets[0])) + decode(c.cmd("SMEMBERS", sets[1]))
+            if sorted(x.decode() for x in got) != sorted(items):
+                broken.append("round %d: the sets came back as %r" % (rnd, got))
+            if broken or rnd == self.ROUNDS:
+                break
+            stop = threading.Event()
+
+            def mover(w, port=self.server.port):
+                try:
+                    with harness.RespConn(port) as cc:
+                        src, dst = (0, 1) if w % 2 == 0 else (1, 0)
+                        n = 0
+                        while not stop.is_set():
+                            n += 1
+                            cc.cmd("LMOVE", lists[src], lists[dst], "LEFT", "RIGHT")
+                            cc.cmd("SMOVE", sets[src], sets[dst], items[n % len(items)])
+                except (OSError, ConnectionError):
+                    pass
+
+            threads = [threading.Thread(target=mover, args=(w,)) for w in range(self.WRITERS)]
+            for t in threads:
+                t.start()
+            time.sleep(0.2 + random.random() * 0.3)
+            self.kill()
+            stop.set()
+            for t in threads:
+                t.join(SLACK)
+        self.stop()
+        self.assertEqual(broken, [])
+
     def test_part_absorbed_by_a_rewrite_of_one_shard_still_counts(self):
         # An MSET over both shards, then a rewrite of shard 1 only: its new file holds b's value
         # from the scan but not the MSET's tagged frame, which shard 0's file still has. After a
