@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 from rb_helpers import bench, free_port  # noqa: E402
-from rb_helpers import start as start_server  # noqa: E402
+from rb_helpers import running  # noqa: E402
 from slots import on_shard  # noqa: E402
 
 A, B = on_shard(0, "q"), on_shard(1, "q")  # shard 0 and shard 1 with two reactors
@@ -45,9 +45,8 @@ def rows():
     ]
 
 
-def start(kind, binary, fsync, d):
+def server_argv(kind, binary, fsync, d, port):
     """`fsync`: None for no journal, else both servers journal to `d` with that appendfsync."""
-    port = free_port()
     journal = ["--appendonly", "no"] if not fsync else [
         "--appendonly", "yes", "--appendfsync", fsync, "--dir", d]
     if kind == "redis":
@@ -55,7 +54,7 @@ def start(kind, binary, fsync, d):
                 "warning"] + journal
     else:
         argv = [binary, "--port", str(port)] + journal
-    return start_server(argv, port, binary), port
+    return argv
 
 
 def load(port, elements):
@@ -75,16 +74,12 @@ def load(port, elements):
 
 def run_server(kind, binary, a):
     d = tempfile.mkdtemp(prefix="cross-shard-moves-")
-    proc, port = start(kind, binary, a.fsync, d)
-    try:
+    port = free_port()
+    with running(server_argv(kind, binary, a.fsync, d, port), port, binary, d):
         load(port, a.requests_one + a.requests_crowd + 1000)
         return {(name, c): bench(port, args, c, a.requests_one if c == 1 else a.requests_crowd,
                                  MEMBERS)
                 for name, args in rows() for c in (1, a.crowd)}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def main():

@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rb_helpers import bench, call, free_port  # noqa: E402
-from rb_helpers import start as start_server  # noqa: E402
+from rb_helpers import running  # noqa: E402
 
 COMMANDS = [
     ("RPUSH", ["rpush", "big:list", "x"]),
@@ -50,15 +50,14 @@ def dir_bytes(d):
     return total
 
 
-def start(kind, binary, fsync, d):
-    port = free_port()
+def server_argv(kind, binary, fsync, d, port):
     if kind == "redis":
         argv = ["taskset", "-c", "1", binary, "--port", str(port), "--save", "",
                 "--appendonly", "yes", "--appendfsync", fsync, "--dir", d, "--loglevel", "warning"]
     else:
         argv = [binary, "--port", str(port), "--appendonly", "yes", "--appendfsync", fsync,
                 "--dir", d]
-    return start_server(argv, port, kind), port
+    return argv
 
 
 def load(port, n):
@@ -78,8 +77,8 @@ def load(port, n):
 
 def run_server(kind, binary, a):
     d = tempfile.mkdtemp(prefix="journal-collections-")
-    proc, port = start(kind, binary, a.fsync, d)
-    try:
+    port = free_port()
+    with running(server_argv(kind, binary, a.fsync, d, port), port, kind, d):
         load(port, a.elements)
         time.sleep(1.5)  # past everysec's fsync and any rewrite the load started
         results = {}
@@ -88,10 +87,6 @@ def run_server(kind, binary, a):
             ops = bench(port, args, a.clients, a.requests, a.elements)
             results[name] = (ops, (dir_bytes(d) - before) / a.requests)
         return results
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def main():

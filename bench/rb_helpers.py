@@ -1,7 +1,9 @@
 """What the bench scripts that drive redis-benchmark share: a free port, a server started and
 answering, a redis-cli call, and redis-benchmark's requests per second."""
 
+import contextlib
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -43,3 +45,16 @@ def bench(port, args, clients, requests, keyspace):
     if not m:
         sys.exit("no result from redis-benchmark: %r" % out[-300:])
     return float(m[-1])
+
+
+@contextlib.contextmanager
+def running(argv, port, what, d=None):
+    """start(), then at the end the server stopped and its --dir `d` (if any) removed."""
+    proc = start(argv, port, what)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        if d:
+            shutil.rmtree(d, ignore_errors=True)

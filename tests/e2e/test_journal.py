@@ -824,6 +824,16 @@ class JournalCrossShardCrashTest(JournalCase):
     ROUNDS = 10
     WRITERS = 4
 
+    def kill_while(self, threads, stop):
+        """Starts the writer threads, SIGKILLs the server 0.2-0.5 s later, stops them."""
+        for t in threads:
+            t.start()
+        time.sleep(0.2 + random.random() * 0.3)
+        self.kill()
+        stop.set()
+        for t in threads:
+            t.join(SLACK)
+
     def test_mset_and_rename_across_shards_survive_sigkill_whole(self):
         mset_keys = [[on_shard(i % 2, "m%d:%d" % (w, i)) for i in range(4)]
                      for w in range(self.WRITERS)]
@@ -876,13 +886,7 @@ class JournalCrossShardCrashTest(JournalCase):
 
             threads = [threading.Thread(target=f, args=(w,))
                        for w in range(self.WRITERS) for f in (mset, rename)]
-            for t in threads:
-                t.start()
-            time.sleep(0.2 + random.random() * 0.3)
-            self.kill()
-            stop.set()
-            for t in threads:
-                t.join(SLACK)
+            self.kill_while(threads, stop)
         self.stop()
         self.assertEqual(broken, [])
 
@@ -922,13 +926,7 @@ class JournalCrossShardCrashTest(JournalCase):
                     pass
 
             threads = [threading.Thread(target=mover, args=(w,)) for w in range(self.WRITERS)]
-            for t in threads:
-                t.start()
-            time.sleep(0.2 + random.random() * 0.3)
-            self.kill()
-            stop.set()
-            for t in threads:
-                t.join(SLACK)
+            self.kill_while(threads, stop)
         self.stop()
         self.assertEqual(broken, [])
 
