@@ -641,7 +641,7 @@ def run_redis_benchmark(cfg, server, pipeline, requests, cores):
 
 
 def line_round_trip_ns(cfg):
-    """What a cache line's round trip between CPUs 0 and 1 costs now (bench/core_pingpong.cc),
+    """What a cache line's round trip between CPUs 0 and 1 costs now (bench/programs/core_pingpong.cc),
     or None."""
     if not cfg.pingpong or (os.cpu_count() or 1) < 2:
         return None
