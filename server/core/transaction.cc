@@ -107,7 +107,6 @@ void Transaction::NotePassFailure(const Plan& plan) {
 
 // LockRunPhases, going up: the steps of part i's first visit, its locks just taken.
 void Transaction::UpSteps(Reactor& r, const Plan& plan, size_t i) {
-  NotePassFailure(plan);
   uint64_t prev = Enter(r, plan);
   RunSteps(r, plan, UpVisit(i));
   Leave(r, plan, prev);
@@ -130,7 +129,7 @@ struct Transaction::RunStep {
     Reactor* r = Reactor::Current();
     const Part& p = plan->parts[i];
     const size_t n = plan->parts.size();
-    NotePassFailure(*plan);
+    if (i + 1 < n) NotePassFailure(*plan);  // sent down after the part above was committed
     uint64_t prev = Enter(*r, *plan);
     RunSteps(*r, *plan, DownVisit(i, n));
     Leave(*r, *plan, prev);
@@ -219,7 +218,7 @@ bool Transaction::LockRunPhases(const std::vector<int>& on,
   // With a journal, every change must be made before the first part is committed (a rewrite
   // that starts after commit_ns must find every key of the transaction in its part), so the
   // phases go as early as they can and none may be left for the way down.
-  const bool journalled = origin_->journal() != nullptr && plan_->journal_id == plan_->id;
+  const bool journalled = PassJournalled(*origin_, *plan_);
   auto steps = PlanPass(Shards(), on, journalled);
   if (!steps) return false;
   const size_t n = plan_->parts.size();
@@ -248,7 +247,10 @@ void Transaction::Lock(absl::AnyInvocable<void()> on_locked) {
 }
 
 void Transaction::OnLocked() {
-  if (!plan_->failed.empty()) failed_error_ = plan_->failed;
+  if (plan_->run) {  // a pass, home after every part was committed
+    NotePassFailure(*plan_);
+    if (!plan_->failed.empty()) failed_error_ = plan_->failed;
+  }
   if (plan_->abandoned.load(std::memory_order_relaxed)) {  // given up meanwhile
     // LockRunRelease: every part ran and let go already.
     OnAbandoned(plan_->run ? 0 : plan_->parts.size());
