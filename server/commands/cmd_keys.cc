@@ -579,7 +579,9 @@ void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   st->dst_shard = server.ShardOf(args[2]);
   st->dst_db = m.dst_db >= 0 ? m.dst_db : conn.db_index();
   st->replace = kind == MoveKind::kRename || m.replace;
+  // Each phase on its key's shard only: the ones on this reactor's shard cost no message.
   std::vector<Connection::ShardFn> phases;
+  std::vector<int> on;
   if (kind != MoveKind::kCopy && st->dst_shard < st->src_shard) {
     phases.push_back([st](ShardCtx& ctx) {
       st->dst_exists = ctx.shard.db(st->dst_db).Exists(st->dst, ctx.now_ms);
@@ -592,30 +594,22 @@ void Move(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     phases.push_back([st](ShardCtx& ctx) {
       if (st->done) ctx.shard.db(st->dst_db).Restore(st->dst, *st->snap, st->replace, ctx.now_ms);
     });
-    conn.FanOutPhasesOn({st->dst_shard, st->src_shard}, std::move(phases),
-                        {st->dst_shard, st->src_shard, st->dst_shard}, [st](ReplyBuilder& rb) {
-                          ReplyMove(kind, st->snap.has_value(), st->done, rb);
-                        });
-    return;
-  }
-  phases.push_back([st](ShardCtx& ctx) {
-    if (ctx.shard.index() == st->src_shard) st->snap = ctx.db.Snapshot(st->src, ctx.now_ms);
-  });
-  phases.push_back([st](ShardCtx& ctx) {
-    if (!st->snap) return;
-    if (ctx.shard.index() == st->dst_shard) {
-      st->done = ctx.shard.db(st->dst_db).Restore(st->dst, *st->snap, st->replace, ctx.now_ms);
-    }
-  });
-  if (kind != MoveKind::kCopy) {
-    // A third step: the source goes only once the destination is written.
+    on = {st->dst_shard, st->src_shard, st->dst_shard};
+  } else {
+    phases.push_back([st](ShardCtx& ctx) { st->snap = ctx.db.Snapshot(st->src, ctx.now_ms); });
     phases.push_back([st](ShardCtx& ctx) {
-      if (st->done && ctx.shard.index() == st->src_shard) ctx.db.Del(st->src, ctx.now_ms);
+      if (!st->snap) return;
+      st->done = ctx.shard.db(st->dst_db).Restore(st->dst, *st->snap, st->replace, ctx.now_ms);
     });
+    on = {st->src_shard, st->dst_shard};
+    if (kind != MoveKind::kCopy) {
+      // A third step: the source goes only once the destination is written.
+      phases.push_back([st](ShardCtx& ctx) {
+        if (st->done) ctx.db.Del(st->src, ctx.now_ms);
+      });
+      on.push_back(st->src_shard);
+    }
   }
-  // Each phase on its key's shard only: the ones on this reactor's shard cost no message.
-  std::vector<int> on = {st->src_shard, st->dst_shard};
-  if (kind != MoveKind::kCopy) on.push_back(st->src_shard);
   conn.FanOutPhasesOn(
       {std::min(st->src_shard, st->dst_shard), std::max(st->src_shard, st->dst_shard)},
       std::move(phases), std::move(on),
