@@ -191,6 +191,8 @@ const std::vector<Setting>& Settings() {
       {"move-connections", true, BoolSetter(&Config::move_connections),
        BoolGetter(&Config::move_connections)},
       {"spin-us", true, IntSetter(&Config::spin_us, 0, 1000), IntGetter(&Config::spin_us)},
+      {"tracking-table-max-keys", true, IntSetter(&Config::tracking_table_max_keys, 0, INT64_MAX),
+       IntGetter(&Config::tracking_table_max_keys)},
       {"timeout", true, IntSetter(&Config::timeout, 0, INT32_MAX), IntGetter(&Config::timeout)},
       {"busy-reply-threshold", true, IntSetter(&Config::busy_reply_threshold_ms, 0, INT64_MAX),
        IntGetter(&Config::busy_reply_threshold_ms)},
@@ -406,7 +408,7 @@ std::string Config::Usage() {
          "                       [--maxmemory-samples N] [--maxmemory-clients BYTES|PCT%]\n"
          "                       [--client-output-buffer-limit \"CLASS HARD SOFT SECS ...\"]\n"
          "                       [--databases N] [--proto-max-bulk-len BYTES] [--maxclients N]\n"
-         "                       [--max-multibulk-len N]\n"
+         "                       [--max-multibulk-len N] [--tracking-table-max-keys N]\n"
          "                       [--client-query-buffer-limit BYTES] [--hz N] [--timeout SECS]\n"
          "                       [--loglevel LEVEL] [--pin auto|yes|no] [--spin-us US]\n"
          "                       [--busy-reply-threshold MS] [--lua-time-limit MS]\n"

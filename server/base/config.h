@@ -76,6 +76,9 @@ struct Config {
   // on a 2-core machine shared with the load it cost more CPU per op than the wake-ups it
   // saved, at P1 and P16 alike (bench/RESULTS.md).
   int spin_us = 0;
+  // tracking-table-max-keys: at most this many keys remembered for CLIENT TRACKING over the
+  // shards (each holds its share); past it keys are invalidated as if changed. 0: no limit.
+  int64_t tracking_table_max_keys = 1000000;
   // What a pipeline's order promises (docs/ARCHITECTURE.md). kSent, the default, as Redis:
   // others see its effects in the order sent. kKey: only commands on the same key keep their
   // order, so commands for different shards run at once; replies still leave in order.

@@ -419,4 +419,38 @@ inline constexpr std::string_view kCountNotPositive = "ERR count should be great
 inline constexpr std::string_view kLimitNegative = "ERR LIMIT can't be negative";
 inline constexpr std::string_view kTimeoutNotFloat = "ERR timeout is not a float or out of range";
 
+// CLIENT TRACKING and CLIENT CACHING (client-side caching).
+inline constexpr std::string_view kTrackingOneRedirect =
+    "ERR A client can only redirect to a single other client";
+inline constexpr std::string_view kTrackingNoRedirectClient =
+    "ERR The client ID you want redirect to does not exist";
+inline constexpr std::string_view kTrackingPrefixNeedsBcast =
+    "ERR PREFIX option requires BCAST mode to be enabled";
+inline constexpr std::string_view kTrackingSwitchBcast =
+    "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then "
+    "re-enabling it with a different mode.";
+inline constexpr std::string_view kTrackingOptWithBcast =
+    "ERR OPTIN and OPTOUT are not compatible with BCAST";
+inline constexpr std::string_view kTrackingOptinAndOptout =
+    "ERR You can't specify both OPTIN mode and OPTOUT mode";
+inline constexpr std::string_view kTrackingSwitchOpt =
+    "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then "
+    "re-enabling it with a different mode.";
+inline constexpr std::string_view kCachingNotTracking =
+    "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or "
+    "OPTOUT mode enabled";
+inline constexpr std::string_view kCachingYesNotOptin =
+    "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.";
+inline constexpr std::string_view kCachingNoNotOptout =
+    "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.";
+inline std::string TrackingPrefixOverlapsExisting(std::string_view prefix,
+                                                  std::string_view existing) {
+  return "ERR Prefix '" + std::string(prefix) + "' overlaps with an existing prefix '" +
+         std::string(existing) + "'. Prefixes for a single client must not overlap.";
+}
+inline std::string TrackingPrefixOverlapsGiven(std::string_view prefix, std::string_view other) {
+  return "ERR Prefix '" + std::string(prefix) + "' overlaps with another provided prefix '" +
+         std::string(other) + "'. Prefixes for a single client must not overlap.";
+}
+
 }  // namespace deadbolt::server::errors

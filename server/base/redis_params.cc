@@ -155,7 +155,6 @@ const std::vector<std::pair<const char*, const char*>>& NoEffectParams() {
       {"tls-session-cache-size", "20480"},
       {"tls-session-cache-timeout", "300"},
       {"tls-session-caching", "yes"},
-      {"tracking-table-max-keys", "1000000"},
       {"unixsocket", ""},
       {"unixsocketperm", "0"},
       {"zset-max-listpack-entries", "128"},

@@ -30,6 +30,7 @@ void AsRedisSubcommand(CommandSpec& sub) {
 
 CommandTable::CommandTable() {
   RegisterServerCommands(this);
+  RegisterClientCommands(this);
   RegisterCommandCommands(this);
   RegisterAclCommands(this);
   RegisterStringCommands(this);

@@ -45,6 +45,14 @@ struct ShardCtx {
   // command they call against it (server/lua/lua_redis.cc, server/scripts/script_run.cc). Valid
   // for the call, on the thread running it (a copy travels with a forwarded call).
   const acl::User* acl_user = nullptr;
+  // CLIENT TRACKING (server/tracking/): the calling client when it tracks keys, so that a change
+  // it makes is known as its own (NOLOOP), and whether the keys of this call are to be
+  // remembered for it (a read in default mode, not opted out). Zero for every other client.
+  struct Track {
+    uint64_t client = 0;
+    int reactor = 0;
+    bool remember = false;
+  } track = {};
 };
 
 // A command that touches the keys of one shard. Runs on the reactor owning its keys: inline when
@@ -266,6 +274,7 @@ CommandSpec MultiKeyCommand(std::string name, int arity, uint32_t flags, ConnHan
 
 // Each command family registers its commands (cmd_*.cc).
 void RegisterServerCommands(CommandTable* t);
+void RegisterClientCommands(CommandTable* t);  // server/clients/cmd_client.cc
 void RegisterAclCommands(CommandTable* t);  // server/commands/cmd_acl.cc
 void RegisterStringCommands(CommandTable* t);
 void RegisterKeyCommands(CommandTable* t);

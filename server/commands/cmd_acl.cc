@@ -26,8 +26,6 @@
 
 namespace deadbolt::server {
 
-std::string ClientLine(Connection& c, int64_t now_ms);  // cmd_server.cc
-
 namespace {
 
 using protocol::ReplyBuilder;
@@ -427,7 +425,6 @@ void Acl(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }  // namespace
 
 void RegisterAclCommands(CommandTable* t) {
-  Connection::client_info_line = [](Connection& c) { return ClientLine(c, c.reactor().now_ms()); };
   // kAdmin: MONITOR does not show ACL calls (their arguments hold passwords).
   const uint32_t kFlags = kAdmin | kNoScript | kLoading | kStale;
   CommandSpec acl = ConnCommand("acl", -2, kFlags, Acl, {"@slow"});

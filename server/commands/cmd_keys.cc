@@ -441,7 +441,10 @@ void FlushDb(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   conn.FanOut(
       AllShards(conn.reactor().server()),
       [](ShardCtx& ctx) { Reactor::FreeingMuch([&] { ctx.db.Flush(); }); },
-      [](ReplyBuilder& rb) { rb.Ok(); });
+      [r = &conn.reactor()](ReplyBuilder& rb) {
+        TellFlushToTrackers(*r);
+        rb.Ok();
+      });
 }
 
 void FlushAll(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
@@ -456,7 +459,10 @@ void FlushAll(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
           for (int i = 0; i < ctx.shard.num_dbs(); i++) ctx.shard.db(i).Flush();
         });
       },
-      [](ReplyBuilder& rb) { rb.Ok(); });
+      [r = &conn.reactor()](ReplyBuilder& rb) {
+        TellFlushToTrackers(*r);
+        rb.Ok();
+      });
 }
 
 CommandSpec MultiKey(std::string name, int arity, uint32_t flags, ConnHandler h,

@@ -193,4 +193,22 @@ void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Conn
   rb.Error(errors::UnknownSubcommand(args[1], AsciiUpper(container)));
 }
 
+CommandSpec Subs(CommandSpec parent, std::initializer_list<std::pair<const char*, int>> subs,
+                 std::initializer_list<const char*> admin) {
+  for (auto& [name, arity] : subs) {
+    std::vector<std::string> cats = parent.acl_categories;
+    for (const char* a : admin) {
+      if (std::string_view(a) == name) cats = {"@admin", "@slow", "@dangerous", "@connection"};
+    }
+    parent.subcommands.push_back(
+        ConnCommand(parent.name + "|" + name, arity, parent.flags, nullptr, std::move(cats)));
+  }
+  return parent;
+}
+
+CommandSpec OnlySlow(CommandSpec container) {
+  container.acl_categories = {"@slow"};
+  return container;
+}
+
 }  // namespace deadbolt::server

@@ -125,6 +125,13 @@ struct Sub {
 void RunSub(const char* container, const Sub* subs, size_t n, CmdArgs args, Connection& conn,
             protocol::ReplyBuilder& rb);
 
+// A container and its subcommands, which have its categories (`admin`: those also @admin
+// @dangerous, as Redis 7.0). ACL checks the subcommand called.
+CommandSpec Subs(CommandSpec parent, std::initializer_list<std::pair<const char*, int>> subs,
+                 std::initializer_list<const char*> admin = {});
+// As Redis 7.0: CLIENT and CONFIG themselves are only @slow, their subcommands more.
+CommandSpec OnlySlow(CommandSpec container);
+
 // A HELP subcommand's reply: its lines as simple strings, as Redis's addReplyHelp.
 void WriteHelp(protocol::ReplyBuilder& rb, std::initializer_list<const char*> lines);
 

@@ -35,6 +35,12 @@ struct Snapshot {
   std::vector<std::pair<size_t, size_t>> dbs;  // keys, expires
   size_t clients = 0;
   size_t blocked_clients = 0;  // waiting in LOCK.ACQUIRE ... WAIT, counted where they wait
+  // CLIENT TRACKING: clients that track, keys and (key, client) pairs remembered, and the
+  // BCAST prefixes (every shard has all of them).
+  size_t tracking_clients = 0;
+  size_t tracking_keys = 0;
+  size_t tracking_items = 0;
+  size_t tracking_prefixes = 0;
   PubSubInfoTotals pubsub_totals;
   std::vector<JournalStats> journals;     // one per shard with the journal on
   std::vector<ReactorStats> per_reactor;  // INFO stats' reactor<i> lines
@@ -94,7 +100,8 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
     section("Clients");
     absl::StrAppend(&out, "connected_clients:", snap.clients, "\r\n",
                     "maxclients:", config.maxclients, "\r\n",
-                    "blocked_clients:", snap.blocked_clients, "\r\n", "tracking_clients:0\r\n",
+                    "blocked_clients:", snap.blocked_clients, "\r\n",
+                    "tracking_clients:", snap.tracking_clients, "\r\n",
                     "pubsub_clients:", snap.pubsub_totals.clients, "\r\n");
   }
   if (Wants(sections, "memory", true)) {
@@ -178,6 +185,9 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
         "pubsub_channels:", snap.pubsub_totals.channels, "\r\n",
         "pubsub_patterns:", snap.pubsub_totals.patterns, "\r\n",
         "pubsubshard_channels:", snap.pubsub_totals.shard_channels, "\r\n",
+        "tracking_total_keys:", snap.tracking_keys, "\r\n",
+        "tracking_total_items:", snap.tracking_items, "\r\n",
+        "tracking_total_prefixes:", snap.tracking_prefixes, "\r\n",
         "total_error_replies:", s.total_error_replies, "\r\n",
         "cross_shard_messages:", s.messages_sent, "\r\n", "eventloop_cycles:", s.eventloop_cycles,
         "\r\n", "eventloop_duration_sum:", s.eventloop_duration_us, "\r\n",
@@ -295,6 +305,12 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
         s.stats.tx_locked_keys = r->locks().held();
         s.stats.tx_waiting = r->locks().parked();
         s.blocked_clients = r->lock_waiters().size();
+        s.tracking_keys = r->tracking().keys();
+        s.tracking_items = r->tracking().items();
+        s.tracking_prefixes = r->tracking().prefixes();
+        for (const auto& [id, c] : r->connections()) {
+          if (c->tracking() && c->tracking()->on) s.tracking_clients++;
+        }
         s.pubsub = CollectPubSubInfo(r->pubsub());
         if (r->journal()) s.journals.push_back(r->journal()->Stats());
         for (int d = 0; d < ctx.shard.num_dbs(); d++) {
@@ -311,6 +327,10 @@ void Info(CmdArgs args, Connection& conn, protocol::ReplyBuilder& rb) {
           total.per_reactor.push_back(s.stats);
           for (auto& j : s.journals) total.journals.push_back(j);
           total.blocked_clients += s.blocked_clients;
+          total.tracking_clients += s.tracking_clients;
+          total.tracking_keys += s.tracking_keys;
+          total.tracking_items += s.tracking_items;
+          total.tracking_prefixes = std::max(total.tracking_prefixes, s.tracking_prefixes);
           if (total.dbs.size() < s.dbs.size()) total.dbs.resize(s.dbs.size());
           for (size_t d = 0; d < s.dbs.size(); d++) {
             total.dbs[d].first += s.dbs[d].first;

@@ -94,6 +94,7 @@ struct RemoteCommand {
   // Run by the LockTable once nothing blocks it: its keys are free and it is its client's first.
   bool resumed = false;
   std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
+  ShardCtx::Track track = {};                 // CLIENT TRACKING's, for a tracking client
 
   void operator()() {
     Reactor* r = Reactor::Current();
@@ -113,6 +114,7 @@ struct RemoteCommand {
     protocol::ReplyBuilder rb(&reply, resp);
     ShardCtx ctx{r->shard(), r->shard().db(db), db, r->now_ms(), r->config(), rb};
     ctx.acl_user = acl_user.get();
+    ctx.track = track;
     if (block) {
       // A blocking command: the handler may keep the reply open by taking `pending` (the client
       // now waits); if it does not, the reply goes now. One whose client has already gone is not
@@ -121,7 +123,7 @@ struct RemoteCommand {
           std::make_unique<ConnBlockedReply>(origin, conn, seq, resp, client_id, block);
       if (!pending->cancelled()) {
         ctx.block = &pending;
-        spec->shard_handler(a, ctx);
+        RunShardHandler(spec, a, ctx);
         r->ChargeCall(cs, r->Lap());  // not logged as slow: its client is not here
       }
       if (pending) {
@@ -131,7 +133,7 @@ struct RemoteCommand {
       }
       return;
     }
-    spec->shard_handler(a, ctx);
+    RunShardHandler(spec, a, ctx);
     // A slow call's entry goes home with the reply, where its client's address and name are.
     std::unique_ptr<SlowlogEntry> slow;
     if (r->ChargeCall(cs, r->Lap())) [[unlikely]] {
@@ -702,6 +704,9 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
       return;
     }
   }
+  if (tracking_) [[unlikely]] {
+    DecideTracking(spec);
+  }
   reactor_->stats().commands_processed++;
   if (on_shard) {
     const bool local_busy = key_order ? inflight_local_ > 0 : inflight_ > 0;
@@ -710,8 +715,10 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
       // To the owner, or behind a lock (or earlier work) here.
       if (blocking) {
         ForwardBlocking(spec, args, shard);
-      } else if (key_order || quiet_) {
-        Forward(spec, args, shard);  // quiet: a slot of its own, whose reply is dropped
+      } else if (key_order || quiet_ || cur_track_.client != 0) {
+        // quiet: a slot of its own, whose reply is dropped. A tracking client's commands go
+        // one by one, each noting its keys where it runs (pushed.cc).
+        Forward(spec, args, shard);
       } else {
         RelayAdd(spec, args, shard);  // sent when the input read so far has been gathered
       }
@@ -736,7 +743,8 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
     ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
                  reactor_->now_ms(), reactor_->config(), rb_};
     ctx.acl_user = AclUserHere();
-    spec->shard_handler(args, ctx);
+    ctx.track = cur_track_;
+    RunShardHandler(spec, args, ctx);
     reactor_->EndCall(cs, spec, args, this);
     if (slotted) CompleteSlot(seq, std::move(pending_[seq - pending_base_].data));
     return;
@@ -805,38 +813,6 @@ void Connection::RunDeferred() {
   SendRelay();  // the deferred command may have started one (ProcessInput sends its own)
 }
 
-void Connection::PauseHold(const CommandSpec* spec, CmdArgs args) {
-  // CLIENT PAUSE: held, with the input after it, until the pause ends (Reactor::Unpause).
-  if (relay_) SendRelay();
-  Defer(spec, args);
-  pause_held_ = true;
-  reactor_->AddPauseWaiter(id_);
-}
-
-void Connection::EndPause() {
-  if (!pause_held_) return;
-  pause_held_ = false;
-  if (inflight_ > 0 || !deferred_spec_ || closing_) return;  // OnForwardDone runs it
-  RunDeferred();
-}
-
-bool Connection::PauseHolds(const CommandSpec* spec) const {
-  if (reactor_->pause_all()) return true;
-  if (spec->flags & kWrite) return true;
-  // Commands that may write or replicate without the write flag, as Redis's may-replicate.
-  static constexpr std::string_view kMayReplicate[] = {"eval", "evalsha", "fcall", "publish",
-                                                       "spublish", "pfcount"};
-  for (std::string_view n : kMayReplicate) {
-    if (spec->name == n) return true;
-  }
-  if (spec->name == "exec" && in_multi_) {
-    for (const QueuedCommand& q : queued_) {
-      if (q.spec->flags & kWrite) return true;
-    }
-  }
-  return false;
-}
-
 template <typename F>
 void Connection::RunQuietly(F&& fn) {
   SendRelay();  // an open relay's one slot holds earlier commands' replies
@@ -882,9 +858,18 @@ void Connection::Forward(const CommandSpec* spec, CmdArgs args, int shard,
   inflight_shard_ = shard;
   if (shard == reactor_->id() && !block) inflight_local_++;
   if ((spec->flags & kReadOnly) && !block) inflight_reads_++;
-  RemoteCommand cmd{spec, std::make_unique<OwnedArgs>(args), reactor_->id(), db_index_, resp_,
-                    this, seq, id_, std::move(block), /*resumed=*/false,
-                    /*acl_user=*/user_->unrestricted() ? nullptr : AclSnapshot()};
+  RemoteCommand cmd{spec,
+                    std::make_unique<OwnedArgs>(args),
+                    reactor_->id(),
+                    db_index_,
+                    resp_,
+                    this,
+                    seq,
+                    id_,
+                    std::move(block),
+                    /*resumed=*/false,
+                    /*acl_user=*/user_->unrestricted() ? nullptr : AclSnapshot(),
+                    cur_track_};
   reactor_->Send(shard, std::move(cmd));
 }
 
@@ -909,7 +894,8 @@ void Connection::RunBlockingHere(const CommandSpec* spec, CmdArgs args) {
   protocol::ReplyBuilder rb(&reply, resp_);
   ShardCtx ctx{reactor_->shard(), reactor_->shard().db(db_index_), db_index_,
                reactor_->now_ms(), reactor_->config(), rb, &pending};
-  spec->shard_handler(args, ctx);
+  ctx.track = cur_track_;
+  RunShardHandler(spec, args, ctx);
   if (pending) {  // answered now
     CompleteSlot(seq, std::move(reply));
     return;

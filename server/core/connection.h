@@ -46,6 +46,26 @@ std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db
 bool MustWait(const CommandSpec* spec, CmdArgs args, int db, uint64_t client,
               const LockTable& locks);
 
+// Runs a single-shard command's handler on this reactor's shard. For a tracking client
+// (ShardCtx::track, pushed.cc) its changes are known as its own and the keys it reads
+// are remembered; anyone else's call costs one test more.
+void RunTrackedHandler(const CommandSpec* spec, CmdArgs args, ShardCtx& ctx);
+[[gnu::always_inline]] inline void RunShardHandler(const CommandSpec* spec, CmdArgs args,
+                                                   ShardCtx& ctx) {
+  if (ctx.track.client == 0) [[likely]] {
+    spec->shard_handler(args, ctx);
+    return;
+  }
+  RunTrackedHandler(spec, args, ctx);
+}
+
+// FLUSHALL/FLUSHDB: every tracking client of reactor `r` learns that all its keys are invalid.
+void InvalidateAllTracked(Reactor& r);
+// The same on every reactor, each in its next turn (after the flush's reply).
+void TellFlushToTrackers(Reactor& r);
+// Every shard forgets `client`'s BCAST prefixes: those in `only`, or all of them.
+void ForgetTrackingPrefixes(Reactor& r, uint64_t client, std::vector<std::string> only = {});
+
 // What a connection and the shard its blocking command (LOCK.ACQUIRE ... WAIT) went to share
 // while the call is out. Either thread may read it.
 struct BlockState {
@@ -245,6 +265,25 @@ class Connection {
   void set_monitor(bool on);
   void WriteMonitorLine(std::string_view line);
 
+  // --- CLIENT TRACKING (pushed.cc) ---
+  // Client-side caching's state of this connection; null until tracking is first turned on.
+  struct TrackingState {
+    bool on = false;
+    bool bcast = false;
+    bool optin = false;
+    bool optout = false;
+    bool noloop = false;
+    bool caching = false;          // CLIENT CACHING yes (OPTIN) or no (OPTOUT): the next command
+    bool broken_redirect = false;  // the client invalidations go to has gone
+    uint64_t redirect = 0;         // that client's id (0: none), and its reactor
+    int redirect_reactor = -1;
+    std::vector<std::string> prefixes;  // BCAST's (none: every key)
+  };
+  TrackingState* tracking() const { return tracking_.get(); }
+  TrackingState& EnsureTracking();
+  // Appends pushed output (an invalidation) after every reply so far, as a published message.
+  void WritePushed(std::string_view bytes);
+
   // --- MULTI / EXEC / WATCH (connection_exec.cc) ---
   bool in_multi() const { return in_multi_; }
   // A handler running as part of EXEC.
@@ -327,6 +366,7 @@ class Connection {
     bool async = false;    // the current command went to other shards; ExecNext resumes
     bool in_loop = false;  // ExecNext's loop is running (a nested call only flags a resume)
     bool resumed = false;
+    ShardCtx::Track track;  // CLIENT TRACKING: for its commands (decided at EXEC)
   };
   struct FanOutRun;
   // Fan-outs in flight: each deletes itself when it finishes; those still here when the
@@ -531,6 +571,14 @@ class Connection {
   // The command a conn_handler is running, for FanOut's lock plan.
   const CommandSpec* cur_spec_ = nullptr;
   CmdArgs cur_args_;
+  // CLIENT TRACKING: what the command running now is for its client (TrackCall), zero unless
+  // the client tracks.
+  std::unique_ptr<TrackingState> tracking_;
+  ShardCtx::Track cur_track_;
+  void DecideTracking(const CommandSpec* spec);
+  // A fan-out's phases for a tracking client: its changes known as its own, the keys it reads
+  // remembered on their shards.
+  void TrackPhases(std::vector<ChunkFn>& phases);
 
   // MULTI / EXEC / WATCH
   bool in_multi_ = false;
@@ -549,7 +597,7 @@ class Connection {
   std::vector<Watched> watched_;
   std::shared_ptr<WatchFlag> watch_flag_;
 
-  // --- pub/sub (defined in server/core/pubsub.cc) ---
+  // --- pub/sub (defined in server/core/pushed.cc) ---
  public:
   // This connection's subscriptions; null until its first (P|S)SUBSCRIBE.
   PubSubClient* pubsub_state() { return pubsub_.get(); }

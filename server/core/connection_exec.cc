@@ -136,6 +136,8 @@ void Connection::OnClose() {
   queued_.clear();
   PubSubTeardown();
   set_monitor(false);
+  // BCAST prefixes live on every shard; keys remembered for it are dropped as they fire.
+  if (tracking_ && tracking_->on && tracking_->bcast) ForgetTrackingPrefixes(*reactor_, id_);
 }
 
 void Connection::Exec(protocol::ReplyBuilder& rb) {
@@ -173,6 +175,7 @@ void Connection::Exec(protocol::ReplyBuilder& rb) {
   st->cmds = std::move(queued_);
   queued_.clear();
   st->resp = resp_;
+  st->track = cur_track_;
   st->tx = std::make_unique<Transaction>(reactor_, std::move(parts));
   bool writes = false;
   for (const QueuedCommand& q : st->cmds) writes = writes || (q.spec->flags & kWrite);
@@ -248,9 +251,10 @@ void Connection::ExecNext() {
           ShardCtx ctx{reactor_->shard(), reactor_->shard().db(q.db), q.db, reactor_->now_ms(),
                        reactor_->config(), rb};
           ctx.acl_user = AclUserHere();
+          ctx.track = st.track;
           uint64_t prev = st.tx->EnterJournal(*reactor_);
           reactor_->StartTiming();
-          q.spec->shard_handler(a, ctx);
+          RunShardHandler(q.spec, a, ctx);
           reactor_->EndCallAlone(cs, q.spec, a, this);
           st.tx->LeaveJournal(*reactor_, prev);
           continue;
@@ -264,12 +268,13 @@ void Connection::ExecNext() {
         std::shared_ptr<const acl::User> user = AclSnapshot();
         st.tx->Hop(
             {shard},
-            [spec, owned, out, db, resp, user](Reactor& r) {
+            [spec, owned, out, db, resp, user, track = st.track](Reactor& r) {
               std::vector<std::string_view> v = owned->Views();
               protocol::ReplyBuilder rb(out.get(), resp);
               ShardCtx ctx{r.shard(), r.shard().db(db), db, r.now_ms(), r.config(), rb};
               ctx.acl_user = user.get();
-              spec->shard_handler(CmdArgs(v.data(), v.size()), ctx);
+              ctx.track = track;
+              RunShardHandler(spec, CmdArgs(v.data(), v.size()), ctx);
             },
             [this, out] {
               exec_->replies += *out;
@@ -286,6 +291,7 @@ void Connection::ExecNext() {
     std::string out;
     protocol::ReplyBuilder rb(&out, st.resp);
     exec_in_handler_ = true;
+    cur_track_ = st.track;
     uint64_t prev = st.tx->EnterJournal(*reactor_);
     RunConnHandler(q.spec, a, rb);
     st.tx->LeaveJournal(*reactor_, prev);
@@ -496,6 +502,9 @@ std::vector<int> SortedUnique(std::vector<int> v) {
 void Connection::FanOutChunked(const std::vector<int>& shards, std::vector<ChunkFn> phases,
                                absl::AnyInvocable<void(protocol::ReplyBuilder&)> finish,
                                std::vector<int> on) {
+  if (cur_track_.client != 0) [[unlikely]] {
+    TrackPhases(phases);
+  }
   std::vector<Transaction::Part> parts;
   bool for_exec = exec_ && exec_in_handler_;
   bool few_keys = false;  // so few that one step of each phase does a shard's whole part
@@ -610,7 +619,7 @@ bool Connection::Movable() const {
          hold_marks_.empty() && sending_.empty() && !send_in_flight_ && !processing_ &&
          !in_multi_ && queued_.empty() && watched_.empty() && !exec_ && !exec_releasing_ &&
          fan_outs_.empty() && !block_state_ && !pubsub_ && !monitor_ && !tls_ && !reply_off_ &&
-         !skip_next_ && recv_armed_;
+         !skip_next_ && !tracking_ && recv_armed_;
 }
 
 void Reactor::StartMove(Connection* c) {
@@ -683,6 +692,40 @@ void Reactor::AdoptMoved(MovedConnection m) {
     c->in_ = std::move(m.input);
     c->ProcessInput();
   }
+}
+
+// --- CLIENT PAUSE: commands held until the pause ends ---
+
+void Connection::PauseHold(const CommandSpec* spec, CmdArgs args) {
+  // CLIENT PAUSE: held, with the input after it, until the pause ends (Reactor::Unpause).
+  if (relay_) SendRelay();
+  Defer(spec, args);
+  pause_held_ = true;
+  reactor_->AddPauseWaiter(id_);
+}
+
+void Connection::EndPause() {
+  if (!pause_held_) return;
+  pause_held_ = false;
+  if (inflight_ > 0 || !deferred_spec_ || closing_) return;  // OnForwardDone runs it
+  RunDeferred();
+}
+
+bool Connection::PauseHolds(const CommandSpec* spec) const {
+  if (reactor_->pause_all()) return true;
+  if (spec->flags & kWrite) return true;
+  // Commands that may write or replicate without the write flag, as Redis's may-replicate.
+  static constexpr std::string_view kMayReplicate[] = {"eval",    "evalsha",  "fcall",
+                                                       "publish", "spublish", "pfcount"};
+  for (std::string_view n : kMayReplicate) {
+    if (spec->name == n) return true;
+  }
+  if (spec->name == "exec" && in_multi_) {
+    for (const QueuedCommand& q : queued_) {
+      if (q.spec->flags & kWrite) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace deadbolt::server

@@ -789,6 +789,8 @@ void Reactor::Turn() {
   int64_t worked = 0;
   DrainInbox();
   if (journal_) journal_->EndTurn(now_ms_);
+  if (tracking_.owes()) [[unlikely]]
+    DeliverTracking();
   FlushOutboxes();
   if (client_mem_check_due_) [[unlikely]] CheckClientMemory();  // maxmemory-clients
   FlushConnections();

@@ -24,6 +24,7 @@
 #include "server/core/journal.h"
 #include "server/observe/stats.h"
 #include "server/pubsub/registry.h"
+#include "server/tracking/tracking_table.h"
 #include "server/txn/lock_table.h"
 #include "server/txn/lock_waiters.h"
 #include "server/txn/watch_table.h"
@@ -92,6 +93,10 @@ class Reactor {
   ReactorStats& stats() { return stats_; }
   LockTable& locks() { return locks_; }
   WatchTable& watches() { return watches_; }
+  // CLIENT TRACKING: which clients may cache which keys of this shard (pushed.cc
+  // delivers what its changes owe at the end of each turn).
+  TrackingTable& tracking() { return tracking_; }
+  void DeliverTracking();
   LockWaiters& lock_waiters() { return lock_waiters_; }  // LOCK.ACQUIRE ... WAIT
   // This reactor's copy of the ACL users (server/acl/acl.h); ACL SETUSER changes every copy.
   acl::Users& acl_users() { return acl_users_; }
@@ -424,6 +429,7 @@ class Reactor {
   std::vector<uint64_t> monitors_;       // this reactor's MONITOR connections
   LockTable locks_;
   WatchTable watches_{&shard_};
+  TrackingTable tracking_{&shard_};
   // Clients waiting for this shard's lock keys. A handover after a Db change runs as a task on
   // this reactor, after the command that made the change; its timers wake the loop (Turn).
   LockWaiters lock_waiters_{&shard_, &locks_,
@@ -497,7 +503,7 @@ class Reactor {
   bool journal_failed_ = false;       // OnJournalFailed since the last flush
 };
 
-// --- pub/sub delivery (server/core/pubsub.cc) ---
+// --- pub/sub delivery (server/core/pushed.cc) ---
 
 // Reactor thread: delivers a message on the calling reactor `r` (kind kChannel for PUBLISH,
 // kShard for SPUBLISH) and returns the receivers there. Subscribers whose output goes over the

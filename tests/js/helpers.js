@@ -70,4 +70,4 @@ function onShard(shard, name) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-module.exports = { client, closeAll, ports, keySlot, shardOf, onShard, sleep };
+module.exports = { client, closeAll, port, ports, keySlot, shardOf, onShard, sleep };

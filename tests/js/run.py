@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import harness  # noqa: E402
 
-TEST_FILES = ["redlock.test.js", "semaphore.test.js"]
+TEST_FILES = ["redlock.test.js", "semaphore.test.js", "client_cache.test.js"]
 SERVERS = 3
 TIMEOUT = float(os.environ.get("DEADBOLT_JS_TIMEOUT", "300"))
 
