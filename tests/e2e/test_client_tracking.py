@@ -83,6 +83,17 @@ class TrackingTest(harness.ServerTestCase):
         self.assertReply(b"+OK\r\n", "SET", key, "z", c=self.conn())
         self.assertEqual(n.read_reply(), push_invalidate(key))
 
+    def test_noloop_knows_its_own_change_across_shards(self):
+        a, b = on_shard(0, "ct:nl"), on_shard(1, "ct:nl")
+        n, _ = self.tracker("NOLOOP")
+        self.assertReply(b"*2\r\n_\r\n_\r\n", "MGET", a, b, c=n)
+        self.assertReply(b"+OK\r\n", "MSET", a, "1", b, "1", c=n)
+        self.assertQuiet(n)
+        # As in Redis, a change forgets the key for every reader, its writer too: read again.
+        self.assertReply(b"*2\r\n$1\r\n1\r\n$1\r\n1\r\n", "MGET", a, b, c=n)
+        self.assertReply(b"+OK\r\n", "MSET", a, "2", b, "2", c=self.conn())
+        self.assertEqual(sorted(n.read_replies(2)), sorted([push_invalidate(a), push_invalidate(b)]))
+
     def test_optin_tracks_only_after_caching_yes(self):
         a, b = on_shard(0, "ct:in:a"), on_shard(0, "ct:in:b")
         c, _ = self.tracker("OPTIN")
