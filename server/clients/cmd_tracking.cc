@@ -127,20 +127,13 @@ bool CheckOn(const TrackingArgs& t, const Connection::TrackingState* cur, ReplyB
   return true;
 }
 
-void TurnOff(Connection& conn) {
-  Connection::TrackingState* t = conn.tracking();
-  if (t == nullptr || !t->on) return;
-  if (t->bcast) ForgetTrackingPrefixes(conn.reactor(), conn.id());
-  *t = Connection::TrackingState();
-}
-
 }  // namespace
 
 void ClientTracking(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   TrackingArgs t;
   if (!ParseTracking(args, &t, rb)) return;
   if (!t.on) {
-    TurnOff(conn);
+    conn.StopTracking();
     rb.Ok();
     return;
   }

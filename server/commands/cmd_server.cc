@@ -204,6 +204,7 @@ void Reset(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   conn.set_name("");
   conn.ResetUser();
   conn.set_monitor(false);
+  conn.StopTracking();
   rb.SimpleString("RESET");
 }
 

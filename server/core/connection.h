@@ -281,6 +281,8 @@ class Connection {
   };
   TrackingState* tracking() const { return tracking_.get(); }
   TrackingState& EnsureTracking();
+  // CLIENT TRACKING off (and RESET): its BCAST prefixes are forgotten on every shard.
+  void StopTracking();
   // Appends pushed output (an invalidation) after every reply so far, as a published message.
   void WritePushed(std::string_view bytes);
 

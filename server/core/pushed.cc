@@ -315,15 +315,15 @@ void Deliver(Reactor& r, uint64_t client, bool bcast,
   }
 }
 
-void DeliverOrSend(Reactor& r, int reactor, uint64_t client, bool bcast,
-                   std::vector<std::vector<std::pair<std::string, uint64_t>>> pushes) {
-  if (reactor == r.id()) {
-    Deliver(r, client, bcast, std::move(pushes), false);
-    return;
-  }
-  r.Send(reactor, [client, bcast, pushes = std::move(pushes)]() mutable {
-    Deliver(*Reactor::Current(), client, bcast, std::move(pushes), false);
-  });
+// What one shard owes one client, delivered on the client's reactor.
+struct Owed {
+  uint64_t client;
+  bool bcast;
+  std::vector<std::vector<std::pair<std::string, uint64_t>>> pushes;
+};
+
+void DeliverAll(Reactor& r, std::vector<Owed> owed) {
+  for (Owed& o : owed) Deliver(r, o.client, o.bcast, std::move(o.pushes), false);
 }
 
 // tracking-table-max-keys, this shard's share of it (0: no limit).
@@ -350,18 +350,28 @@ void RunTrackedHandler(const CommandSpec* spec, CmdArgs args, ShardCtx& ctx) {
 }
 
 void Reactor::DeliverTracking() {
+  // One message per reactor that has clients to tell, whatever their number.
+  std::vector<std::vector<Owed>> by_reactor(server_->num_shards());
   for (KeyInvalidation& k : tracking_.TakeKeyInvalidations()) {
     // Default mode: a push per key, as Redis sends them.
-    std::vector<std::vector<std::pair<std::string, uint64_t>>> pushes;
-    pushes.reserve(k.keys.size());
-    for (auto& key : k.keys) pushes.push_back({std::move(key)});
-    DeliverOrSend(*this, k.to.reactor, k.to.client, false, std::move(pushes));
+    Owed o{k.to.client, false, {}};
+    o.pushes.reserve(k.keys.size());
+    for (auto& key : k.keys) o.pushes.push_back({std::move(key)});
+    by_reactor[k.to.reactor].push_back(std::move(o));
   }
   for (PrefixInvalidation& p : tracking_.TakePrefixInvalidations()) {
     // BCAST: one push with every key changed under the prefix since the last delivery.
-    std::vector<std::vector<std::pair<std::string, uint64_t>>> pushes;
-    pushes.push_back(std::move(p.keys));
-    DeliverOrSend(*this, p.to.reactor, p.to.client, true, std::move(pushes));
+    for (const Tracker& t : p.to) by_reactor[t.reactor].push_back(Owed{t.client, true, {p.keys}});
+  }
+  for (int i = 0; i < static_cast<int>(by_reactor.size()); i++) {
+    if (by_reactor[i].empty()) continue;
+    if (i == id_) {
+      DeliverAll(*this, std::move(by_reactor[i]));
+    } else {
+      Send(i, [owed = std::move(by_reactor[i])]() mutable {
+        DeliverAll(*Reactor::Current(), std::move(owed));
+      });
+    }
   }
 }
 
@@ -397,6 +407,12 @@ void ForgetTrackingPrefixes(Reactor& r, uint64_t client, std::vector<std::string
 Connection::TrackingState& Connection::EnsureTracking() {
   if (!tracking_) tracking_ = std::make_unique<TrackingState>();
   return *tracking_;
+}
+
+void Connection::StopTracking() {
+  if (!tracking_ || !tracking_->on) return;
+  if (tracking_->bcast) ForgetTrackingPrefixes(*reactor_, id_);
+  *tracking_ = TrackingState();
 }
 
 void Connection::WritePushed(std::string_view bytes) {

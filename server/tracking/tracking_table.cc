@@ -1,7 +1,5 @@
 #include "server/tracking/tracking_table.h"
 
-#include <absl/container/flat_hash_set.h>
-
 #include <algorithm>
 
 #include "shard/shard.h"
@@ -32,42 +30,54 @@ void TrackingTable::UpdateObserving() {
   }
 }
 
+namespace {
+absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+}  // namespace
+
 void TrackingTable::Remember(std::string_view key, Tracker t) {
-  auto [it, added] = keys_.try_emplace(absl::string_view(key.data(), key.size()));
+  auto [it, added] = keys_.try_emplace(AV(key));
   std::vector<Tracker>& v = it->second;
-  for (const Tracker& x : v) {
+  for (Tracker& x : v) {
     if (x.client == t.client) {
-      if (x.reactor == t.reactor) return;
+      x.reactor = t.reactor;
+      return;
     }
   }
   v.push_back(t);
   items_++;
-  if (added) UpdateObserving();
+  if (added) {
+    order_.emplace_back(key);
+    UpdateObserving();
+  }
 }
 
 void TrackingTable::AddPrefix(std::string_view prefix, Tracker t) {
-  for (const Prefix& p : prefixes_) {
-    if (p.to.client == t.client && p.prefix == prefix) return;
+  std::vector<Tracker>& clients = prefixes_[AV(prefix)].clients;
+  for (const Tracker& x : clients) {
+    if (x.client == t.client) return;
   }
-  prefixes_.push_back({std::string(prefix), t});
+  clients.push_back(t);
   UpdateObserving();
 }
 
 void TrackingTable::RemovePrefixes(uint64_t client) {
-  std::erase_if(prefixes_, [&](const Prefix& p) { return p.to.client == client; });
+  for (auto it = prefixes_.begin(); it != prefixes_.end();) {
+    std::erase_if(it->second.clients, [&](const Tracker& t) { return t.client == client; });
+    if (it->second.clients.empty()) {
+      prefixes_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
   UpdateObserving();
 }
 
 void TrackingTable::RemovePrefix(uint64_t client, std::string_view prefix) {
-  std::erase_if(prefixes_,
-                [&](const Prefix& p) { return p.to.client == client && p.prefix == prefix; });
+  auto it = prefixes_.find(AV(prefix));
+  if (it == prefixes_.end()) return;
+  std::erase_if(it->second.clients, [&](const Tracker& t) { return t.client == client; });
+  if (it->second.clients.empty()) prefixes_.erase(it);
   UpdateObserving();
-}
-
-size_t TrackingTable::prefixes() const {
-  absl::flat_hash_set<absl::string_view> distinct;
-  for (const Prefix& p : prefixes_) distinct.insert(absl::string_view(p.prefix));
-  return distinct.size();
 }
 
 void TrackingTable::Clear() {
@@ -78,27 +88,22 @@ void TrackingTable::Clear() {
 void TrackingTable::ForgetKeys() {
   items_ = 0;
   keys_.clear();
+  order_.clear();
   recheck_ = true;
 }
 
 void TrackingTable::Changed(std::string_view key) {
-  for (const Prefix& p : prefixes_) {
-    if (!key.starts_with(p.prefix)) continue;
-    Owed* o = nullptr;
-    for (Owed& x : owed_prefixes_) {
-      if (x.to.client == p.to.client && x.prefix == p.prefix) o = &x;
-    }
-    if (o == nullptr) {
-      owed_prefixes_.push_back({p.to, p.prefix, {}});
-      o = &owed_prefixes_.back();
-    }
-    o->keys[absl::string_view(key.data(), key.size())] = writer_;
+  // As Redis, every prefix is looked at (a client's own never overlap; others' may).
+  for (auto& [prefix, state] : prefixes_) {
+    if (!key.starts_with(std::string_view(prefix.data(), prefix.size()))) continue;
+    state.changed[AV(key)] = writer_;
+    prefixes_owe_ = true;
   }
   Invalidate(key, writer_);
 }
 
 void TrackingTable::Invalidate(std::string_view key, uint64_t writer) {
-  auto it = keys_.find(absl::string_view(key.data(), key.size()));
+  auto it = keys_.find(AV(key));
   if (it == keys_.end()) return;
   for (const Tracker& t : it->second) {
     KeyInvalidation& k = owed_keys_[t.client];
@@ -107,13 +112,22 @@ void TrackingTable::Invalidate(std::string_view key, uint64_t writer) {
   }
   items_ -= it->second.size();
   keys_.erase(it);
-  // Observers stay until the reactor takes what is owed (never removed from inside one's call).
+  // Its entry in order_ stays until Limit meets it. Observers stay until the reactor takes what
+  // is owed (never removed from inside one's call).
 }
 
 void TrackingTable::Limit(size_t max_keys, size_t effort) {
-  while (max_keys != 0 && keys_.size() > max_keys && effort-- > 0) {
-    const std::string key = keys_.begin()->first;
-    Invalidate(key, 0);
+  while (max_keys != 0 && keys_.size() > max_keys && effort > 0 && !order_.empty()) {
+    const std::string key = std::move(order_.front());
+    order_.pop_front();
+    if (keys_.contains(AV(key))) {
+      Invalidate(key, 0);
+      effort--;
+    }
+  }
+  // Entries of keys forgotten since they were remembered: dropped once they are most of it.
+  if (order_.size() > 2 * keys_.size() + 1024) {
+    std::erase_if(order_, [&](const std::string& k) { return !keys_.contains(AV(k)); });
   }
   UpdateObserving();
 }
@@ -130,14 +144,16 @@ std::vector<KeyInvalidation> TrackingTable::TakeKeyInvalidations() {
 
 std::vector<PrefixInvalidation> TrackingTable::TakePrefixInvalidations() {
   std::vector<PrefixInvalidation> out;
-  out.reserve(owed_prefixes_.size());
-  for (Owed& o : owed_prefixes_) {
-    PrefixInvalidation p{o.to, std::move(o.prefix), {}};
-    p.keys.assign(o.keys.begin(), o.keys.end());
+  if (!prefixes_owe_) return out;
+  for (auto& [prefix, state] : prefixes_) {
+    if (state.changed.empty()) continue;
+    PrefixInvalidation p{prefix, state.clients, {}};
+    p.keys.assign(state.changed.begin(), state.changed.end());
     std::sort(p.keys.begin(), p.keys.end());
+    state.changed.clear();
     out.push_back(std::move(p));
   }
-  owed_prefixes_.clear();
+  prefixes_owe_ = false;
   return out;
 }
 

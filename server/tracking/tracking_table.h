@@ -6,6 +6,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,10 +35,11 @@ struct KeyInvalidation {
   std::vector<std::pair<std::string, uint64_t>> keys;
 };
 
-// Keys changed under one of a BCAST client's prefixes, sorted, each with its last writer.
+// Keys changed under a BCAST prefix since the last delivery, sorted, each with its last writer,
+// for every client that registered the prefix.
 struct PrefixInvalidation {
-  Tracker to;
   std::string prefix;
+  std::vector<Tracker> to;
   std::vector<std::pair<std::string, uint64_t>> keys;
 };
 
@@ -70,13 +72,13 @@ class TrackingTable {
   void Limit(size_t max_keys, size_t effort = 100);
 
   // What the changes so far owe, taken by the reactor to deliver.
-  bool owes() const { return !owed_keys_.empty() || !owed_prefixes_.empty() || recheck_; }
+  bool owes() const { return !owed_keys_.empty() || prefixes_owe_ || recheck_; }
   std::vector<KeyInvalidation> TakeKeyInvalidations();
   std::vector<PrefixInvalidation> TakePrefixInvalidations();
 
   size_t keys() const { return keys_.size(); }  // INFO's tracking_total_keys
   size_t items() const { return items_; }       // INFO's tracking_total_items (key, client pairs)
-  size_t prefixes() const;                      // INFO's tracking_total_prefixes (distinct)
+  size_t prefixes() const { return prefixes_.size(); }  // INFO's tracking_total_prefixes
 
  private:
   struct DbObserver : shard::KeyObserver {
@@ -90,9 +92,10 @@ class TrackingTable {
     }
     TrackingTable* table;
   };
+  // A BCAST prefix: who registered it, and what changed under it since the last delivery.
   struct Prefix {
-    std::string prefix;
-    Tracker to;
+    std::vector<Tracker> clients;
+    absl::flat_hash_map<std::string, uint64_t> changed;  // key -> its last writer
   };
   // A key changed (or is forgotten as if it had): what it owes.
   void Changed(std::string_view key);
@@ -108,18 +111,15 @@ class TrackingTable {
   std::vector<std::unique_ptr<DbObserver>> observers_;  // one per database, while observing
   absl::flat_hash_map<std::string, std::vector<Tracker>> keys_;
   size_t items_ = 0;
-  std::vector<Prefix> prefixes_;
+  // Limit's order: keys in the order they were first remembered; entries of keys forgotten since
+  // are skipped (and dropped when they outnumber the live ones).
+  std::deque<std::string> order_;
+  absl::flat_hash_map<std::string, Prefix> prefixes_;
+  bool prefixes_owe_ = false;  // some prefix has a change to deliver
   uint64_t writer_ = 0;
   bool recheck_ = false;  // ForgetKeys ran: whether to go on observing is decided at the take
   // Owed, by client.
   absl::flat_hash_map<uint64_t, KeyInvalidation> owed_keys_;
-  // Owed by (client, prefix), keys with their last writer.
-  struct Owed {
-    Tracker to;
-    std::string prefix;
-    absl::flat_hash_map<std::string, uint64_t> keys;
-  };
-  std::vector<Owed> owed_prefixes_;
 };
 
 }  // namespace deadbolt::server

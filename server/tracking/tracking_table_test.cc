@@ -115,8 +115,10 @@ TEST_F(TrackingTableTest, PrefixesCollectEveryChangeUnderThem) {
   std::vector<PrefixInvalidation> owed = table_.TakePrefixInvalidations();
   ASSERT_EQ(owed.size(), 2u);
   for (const PrefixInvalidation& p : owed) {
-    if (p.to.client == 7) {
+    ASSERT_EQ(p.to.size(), 1u);
+    if (p.to[0].client == 7) {
       EXPECT_EQ(p.prefix, "user:");
+      EXPECT_EQ(p.to[0].reactor, 1);
       using Keys = std::vector<std::pair<std::string, uint64_t>>;
       EXPECT_EQ(p.keys, (Keys{{"user:1", 7}, {"user:2", 7}}));  // sorted, each once
     } else {
@@ -124,6 +126,7 @@ TEST_F(TrackingTableTest, PrefixesCollectEveryChangeUnderThem) {
       EXPECT_EQ(p.keys.size(), 3u);
     }
   }
+  EXPECT_FALSE(table_.owes());
   EXPECT_EQ(table_.prefixes(), 2u);
   table_.RemovePrefix(7, "user:");
   table_.RemovePrefixes(8);
@@ -132,14 +135,37 @@ TEST_F(TrackingTableTest, PrefixesCollectEveryChangeUnderThem) {
   EXPECT_FALSE(table_.owes());
 }
 
-TEST_F(TrackingTableTest, OverTheLimitKeysAreOwedAsIfChanged) {
+TEST_F(TrackingTableTest, ManyClientsOfOnePrefixShareItsChanges) {
+  for (uint64_t c = 1; c <= 100; c++) table_.AddPrefix("p:", {c, static_cast<int>(c % 2)});
+  Set("p:1");
+  std::vector<PrefixInvalidation> owed = table_.TakePrefixInvalidations();
+  ASSERT_EQ(owed.size(), 1u);
+  EXPECT_EQ(owed[0].to.size(), 100u);
+  EXPECT_EQ(table_.prefixes(), 1u);
+}
+
+TEST_F(TrackingTableTest, OverTheLimitTheFirstRememberedAreOwedAsIfChanged) {
   for (int i = 0; i < 10; i++) table_.Remember("k" + std::to_string(i), {7, 0});
   table_.Limit(4);
   EXPECT_EQ(table_.keys(), 4u);
-  EXPECT_EQ(OwedTo(7).size(), 6u);
+  std::vector<std::pair<std::string, uint64_t>> evicted = OwedTo(7);
+  ASSERT_EQ(evicted.size(), 6u);
+  EXPECT_EQ(evicted.front().first, "k0");
+  EXPECT_EQ(evicted.back().first, "k5");
   table_.Limit(0);  // no limit
   EXPECT_EQ(table_.keys(), 4u);
   table_.Limit(1, /*effort=*/2);  // at most two this time
+  EXPECT_EQ(table_.keys(), 2u);
+  EXPECT_EQ(OwedTo(7).size(), 2u);
+  // Keys forgotten by a change are skipped: the next evicted is the oldest still remembered.
+  Set("k8");
+  EXPECT_EQ(OwedTo(7).size(), 1u);
+  table_.Remember("k10", {7, 0});
+  table_.Remember("k11", {7, 0});
+  table_.Limit(2);
+  std::vector<std::pair<std::string, uint64_t>> last = OwedTo(7);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].first, "k9");
   EXPECT_EQ(table_.keys(), 2u);
 }
 

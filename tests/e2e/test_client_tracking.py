@@ -265,6 +265,16 @@ class TrackingTest(harness.ServerTestCase):
         self.assertReply(b"+OK\r\n", "CLIENT", "TRACKING", "off", c=c)
         self.assertReply(integer(-1), "CLIENT", "GETREDIR", c=c)
 
+    def test_reset_turns_tracking_off(self):
+        key = on_shard(0, "ct:reset")
+        c, _ = self.tracker("BCAST", "PREFIX", "ct:reset")
+        self.assertReply(b"+RESET\r\n", "RESET", c=c)
+        self.assertReply(integer(-1), "CLIENT", "GETREDIR", c=c)
+        c.send(encode_command("HELLO", "3"))
+        c.read_reply()
+        self.assertReply(b"+OK\r\n", "SET", key, "1", c=self.conn())
+        self.assertQuiet(c)
+
     def test_errors(self):
         c = self.conn()
         self.assertReplies([
