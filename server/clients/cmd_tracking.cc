@@ -127,6 +127,26 @@ bool CheckOn(const TrackingArgs& t, const Connection::TrackingState* cur, ReplyB
   return true;
 }
 
+// Tracking on, as `t` asks, with `added` prefixes (already on every shard) beside those it had;
+// the CLIENT CACHING flag and what the shards were sent are kept.
+void Enable(Connection& conn, const TrackingArgs& t, std::vector<std::string> added,
+            int redirect_reactor) {
+  Connection::TrackingState& s = conn.EnsureTracking();
+  Connection::TrackingState next;
+  next.on = true;
+  next.bcast = t.bcast;
+  next.optin = t.optin;
+  next.optout = t.optout;
+  next.noloop = t.noloop;
+  next.caching = s.caching;
+  next.prefixes_sent = s.prefixes_sent;
+  next.redirect = t.redirect;
+  next.redirect_reactor = redirect_reactor;
+  next.prefixes = std::move(s.prefixes);
+  for (std::string& p : added) next.prefixes.push_back(std::move(p));
+  s = std::move(next);
+}
+
 }  // namespace
 
 void ClientTracking(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
@@ -152,18 +172,7 @@ void ClientTracking(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
     }
   }
   if (t.redirect == 0 && added.empty()) {
-    // Nothing to look up or register elsewhere.
-    Connection::TrackingState& s = conn.EnsureTracking();
-    const std::vector<std::string> prefixes = std::move(s.prefixes);
-    const bool caching = s.caching;
-    s = Connection::TrackingState();
-    s.on = true;
-    s.bcast = t.bcast;
-    s.optin = t.optin;
-    s.optout = t.optout;
-    s.noloop = t.noloop;
-    s.caching = caching;
-    s.prefixes = prefixes;
+    Enable(conn, t, {}, -1);  // nothing to look up or register elsewhere
     rb.Ok();
     return;
   }
@@ -173,6 +182,7 @@ void ClientTracking(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
   const int home = conn.reactor().id();
   const uint64_t redirect = t.redirect;
   auto shared_added = std::make_shared<const std::vector<std::string>>(added);
+  if (!added.empty()) conn.EnsureTracking().prefixes_sent = true;
   OnAllReactors(
       conn,
       [self, home, redirect, shared_added](Reactor& r) {
@@ -192,20 +202,7 @@ void ClientTracking(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
           rb.Error(errors::kTrackingNoRedirectClient);
           return;
         }
-        Connection::TrackingState& s = conn.EnsureTracking();
-        std::vector<std::string> prefixes = std::move(s.prefixes);
-        for (std::string& p : added) prefixes.push_back(std::move(p));
-        const bool caching = s.caching;
-        s = Connection::TrackingState();
-        s.on = true;
-        s.bcast = t.bcast;
-        s.optin = t.optin;
-        s.optout = t.optout;
-        s.noloop = t.noloop;
-        s.caching = caching;
-        s.redirect = t.redirect;
-        s.redirect_reactor = redirect_reactor;
-        s.prefixes = std::move(prefixes);
+        Enable(conn, t, std::move(added), redirect_reactor);
         rb.Ok();
       });
 }

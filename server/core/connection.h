@@ -278,6 +278,9 @@ class Connection {
     uint64_t redirect = 0;         // that client's id (0: none), and its reactor
     int redirect_reactor = -1;
     std::vector<std::string> prefixes;  // BCAST's (none: every key)
+    // BCAST prefixes were sent to the shards (even if the reply never came): forgotten there
+    // when the connection closes.
+    bool prefixes_sent = false;
   };
   TrackingState* tracking() const { return tracking_.get(); }
   TrackingState& EnsureTracking();

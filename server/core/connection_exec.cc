@@ -137,7 +137,7 @@ void Connection::OnClose() {
   PubSubTeardown();
   set_monitor(false);
   // BCAST prefixes live on every shard; keys remembered for it are dropped as they fire.
-  if (tracking_ && tracking_->on && tracking_->bcast) ForgetTrackingPrefixes(*reactor_, id_);
+  if (tracking_ && tracking_->prefixes_sent) ForgetTrackingPrefixes(*reactor_, id_);
 }
 
 void Connection::Exec(protocol::ReplyBuilder& rb) {

@@ -410,8 +410,8 @@ Connection::TrackingState& Connection::EnsureTracking() {
 }
 
 void Connection::StopTracking() {
-  if (!tracking_ || !tracking_->on) return;
-  if (tracking_->bcast) ForgetTrackingPrefixes(*reactor_, id_);
+  if (!tracking_) return;
+  if (tracking_->prefixes_sent) ForgetTrackingPrefixes(*reactor_, id_);
   *tracking_ = TrackingState();
 }
 
