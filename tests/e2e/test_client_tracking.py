@@ -130,6 +130,21 @@ class TrackingTest(harness.ServerTestCase):
             self.assertReply(b"+OK\r\n", "SET", k, "1", c=other)
             self.assertEqual(c.read_reply(), push_invalidate(k))
 
+    def test_rueidis_cached_read_in_optin_mode(self):
+        # rueidis's default: CLIENT TRACKING ON OPTIN at connect; DoCache sends CLIENT CACHING
+        # YES, then the read with its PTTL in a transaction, in one write.
+        key = on_shard(1, "ct:rueidis")
+        self.assertReply(b"+OK\r\n", "SET", key, "v", "PX", "60000")
+        c, _ = self.tracker("OPTIN")
+        replies = c.pipeline([("CLIENT", "CACHING", "YES"), ("MULTI",), ("PTTL", key),
+                              ("GET", key), ("EXEC",)])
+        self.assertEqual(replies[:4], [b"+OK\r\n", b"+OK\r\n", b"+QUEUED\r\n", b"+QUEUED\r\n"])
+        pttl, value = decode(replies[4])
+        self.assertTrue(0 < pttl <= 60000, pttl)
+        self.assertEqual(value, b"v")
+        self.assertReply(integer(1), "PEXPIRE", key, "1000", c=self.conn())
+        self.assertEqual(c.read_reply(), push_invalidate(key))
+
     def test_reads_across_shards_are_tracked_on_each(self):
         a, b = on_shard(0, "ct:mget"), on_shard(1, "ct:mget")
         c, _ = self.tracker()
