@@ -677,6 +677,9 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
   // (relay.cc); anything else waits for it.
   if (relay_) {
     if (on_shard && !blocking && !RelayFull()) {
+      if (tracking_) [[unlikely]] {
+        DecideTracking(spec);
+      }
       reactor_->stats().commands_processed++;
       RelayAdd(spec, args, shard);
       return;
@@ -715,10 +718,8 @@ void Connection::Execute(const CommandSpec* spec, CmdArgs args) {
       // To the owner, or behind a lock (or earlier work) here.
       if (blocking) {
         ForwardBlocking(spec, args, shard);
-      } else if (key_order || quiet_ || cur_track_.client != 0) {
-        // quiet: a slot of its own, whose reply is dropped. A tracking client's commands go
-        // one by one, each noting its keys where it runs (pushed.cc).
-        Forward(spec, args, shard);
+      } else if (key_order || quiet_) {
+        Forward(spec, args, shard);  // quiet: a slot of its own, whose reply is dropped
       } else {
         RelayAdd(spec, args, shard);  // sent when the input read so far has been gathered
       }

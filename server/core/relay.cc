@@ -96,7 +96,7 @@ struct Relay {
     uint32_t argc;
     uint32_t size;  // the whole record's bytes, header and padding included
     uint32_t idx;   // its place in the pipeline (in `order`)
-    uint32_t unused;  // (padding, never written)
+    uint32_t flags;  // kRemember: a tracking client's read whose keys are remembered
   };
   // One shard's commands, packed in pipeline order: the shard that runs them reads these lines
   // and no other shard's (a line written on one core and read on another is a miss for each,
@@ -166,6 +166,8 @@ struct Relay {
   int resp = 2;
   uint64_t seq = 0;
   uint64_t client_id = 0;
+  // CLIENT TRACKING: the client when it tracks (0 otherwise), for its commands' ShardCtx.
+  uint64_t track_client = 0;
   Connection* conn = nullptr;                 // dereferenced only on `origin`
   std::shared_ptr<const acl::User> acl_user;  // a restricted caller's, for scripts
 
@@ -178,7 +180,9 @@ struct Relay {
     return nullptr;
   }
 
-  void Add(const CommandSpec* spec, CmdArgs args, int shard) {
+  static constexpr uint32_t kRemember = 1;
+
+  void Add(const CommandSpec* spec, CmdArgs args, int shard, uint32_t flags) {
     if (last >= used || parts[last].shard != shard) {
       last = 0;
       while (last < used && parts[last].shard != shard) last++;
@@ -203,6 +207,7 @@ struct Relay {
     std::memcpy(w + offsetof(Rec, argc), &argc, sizeof(argc));
     std::memcpy(w + offsetof(Rec, size), &rec_size, sizeof(rec_size));
     std::memcpy(w + offsetof(Rec, idx), &idx, sizeof(idx));
+    std::memcpy(w + offsetof(Rec, flags), &flags, sizeof(flags));
     w += sizeof(Rec);
     for (std::string_view a : args) {
       uint32_t n = static_cast<uint32_t>(a.size());
@@ -447,6 +452,7 @@ struct RecArgs {
   CmdArgs args;
   uint32_t size;
   uint32_t idx;
+  uint32_t flags;
 };
 
 // The commands of a part not run yet, each read out of its record once for a visit (asking for
@@ -469,13 +475,13 @@ class PartView {
   // (Its arguments are views into the record, valid until the next Has.)
   RecArgs Get(size_t i) const {
     const Cmd& c = cmds_[i];
-    return RecArgs{c.spec, CmdArgs(views_.data() + c.first, c.argc), c.size, c.idx};
+    return RecArgs{c.spec, CmdArgs(views_.data() + c.first, c.argc), c.size, c.idx, c.flags};
   }
 
  private:
   struct Cmd {
     const CommandSpec* spec;
-    uint32_t argc, first, size, idx;
+    uint32_t argc, first, size, idx, flags;
   };
   void ReadOne() {
     const char* rec = part_->recs.data() + read_to_;
@@ -484,6 +490,7 @@ class PartView {
     std::memcpy(&c.argc, rec + offsetof(Relay::Rec, argc), sizeof(c.argc));
     std::memcpy(&c.size, rec + offsetof(Relay::Rec, size), sizeof(c.size));
     std::memcpy(&c.idx, rec + offsetof(Relay::Rec, idx), sizeof(c.idx));
+    std::memcpy(&c.flags, rec + offsetof(Relay::Rec, flags), sizeof(c.flags));
     c.first = static_cast<uint32_t>(views_.size());
     const char* lens = rec + sizeof(Relay::Rec);
     const char* bytes = lens + c.argc * sizeof(uint32_t);
@@ -531,8 +538,11 @@ void RunOne(Relay& r, Relay::Part& p, const RecArgs& c) {
   protocol::ReplyBuilder rb(&r.replies, r.resp);
   ShardCtx ctx{re->shard(), re->shard().db(r.db), r.db, re->now_ms(), re->config(), rb};
   ctx.acl_user = r.acl_user.get();
+  if (r.track_client != 0) [[unlikely]] {
+    ctx.track = {r.track_client, r.origin, (c.flags & Relay::kRemember) != 0};
+  }
   re->BeginCall(c.spec);
-  c.spec->shard_handler(c.args, ctx);
+  RunShardHandler(c.spec, c.args, ctx);
   if (r.discard) [[unlikely]]
     r.replies.resize(start);  // a client closed at its limit
   if (!r.in_order || r.mixed) {
@@ -827,6 +837,7 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
     relay_->db = db_index_;
     relay_->resp = resp_;
     relay_->client_id = id_;
+    relay_->track_client = cur_track_.client;
     relay_->conn = this;
     relay_->acl_user = AclSnapshot();
     relay_->tally.Reset(relay_->origin);
@@ -839,7 +850,7 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
     inflight_shard_ = kRelayShard;
   }
   if (!CanRunAhead(spec)) relay_->in_order = true;
-  relay_->Add(spec, args, shard);
+  relay_->Add(spec, args, shard, cur_track_.remember ? Relay::kRemember : 0);
 }
 
 bool Connection::RelayFull() const {

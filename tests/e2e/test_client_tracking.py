@@ -262,6 +262,42 @@ class TrackingTest(harness.ServerTestCase):
         self.assertEqual(waiter.pipeline([("SET", key, "tok-b", "NX", "PXAT", deadline),
                                           ("GET", key)]), [b"+OK\r\n", bulk("tok-b")])
 
+    def test_churn_of_readers_writers_and_closes(self):
+        # Readers on both reactors track 50 keys of both shards, in every mode, while a writer
+        # changes them and readers come and go; every reader that stays is told of every key it
+        # read, and nothing is left owed to those that left.
+        keys = [on_shard(i % 2, "ct:churn%d" % i) for i in range(50)]
+        writer = self.conn()
+        modes = [(), ("NOLOOP",), ("OPTOUT",), ("BCAST", "PREFIX", "ct:churn")]
+        for rnd in range(6):
+            stay, leave = [], []
+            for i, mode in enumerate(modes * 2):
+                c, _ = self.tracker(*mode)
+                if "BCAST" not in mode:
+                    c.pipeline([("GET", k) for k in keys])
+                (stay if i % 2 == 0 else leave).append((c, mode))
+            for c, _ in leave:
+                c.close()
+            writer.pipeline([("SET", k, str(rnd)) for k in keys])
+            for c, mode in stay:
+                told = set()
+                while len(told) < len(keys):
+                    push = decode(c.read_reply())
+                    self.assertIsInstance(push, RespPush)
+                    self.assertEqual(push[0], b"invalidate")
+                    told.update(push[1])
+                self.assertEqual(told, {k.encode() for k in keys})
+                c.close()
+        # The closes reach the shards in their own time.
+        deadline = time.monotonic() + 5
+        while True:
+            stats = harness.info(writer, "stats")
+            if stats["tracking_total_prefixes"] == "0" or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        self.assertEqual(stats["tracking_total_prefixes"], "0")
+        self.assertEqual(stats["tracking_total_items"], "0")
+
     def test_trackinginfo_getredir_and_client_list(self):
         c = self.conn()
         self.assertEqual(decode(c.cmd("CLIENT", "TRACKINGINFO")),
@@ -341,11 +377,14 @@ class TrackingTest(harness.ServerTestCase):
             b, _ = self.tracker("BCAST", "PREFIX", "ct:gone")
             c.close()
             b.close()
-        time.sleep(0.2)
         other = self.conn()
         for k in keys:
             self.assertReply(b"+OK\r\n", "SET", k, "1", c=other)
         self.assertReply(b"+PONG\r\n", "PING", c=other)
+        deadline = time.monotonic() + 5
+        while (harness.info(other, "stats")["tracking_total_prefixes"] != "0"
+               and time.monotonic() < deadline):
+            time.sleep(0.02)
         self.assertEqual(harness.info(other, "stats")["tracking_total_prefixes"], "0")
 
 
