@@ -580,6 +580,10 @@ class Connection {
   // the client tracks.
   std::unique_ptr<TrackingState> tracking_;
   ShardCtx::Track cur_track_;
+  // Output pushed to the client unasked (a published message, an invalidation): `write(out)`
+  // appends it to the output, or to a slot of its own behind the replies still owed (pushed.cc).
+  template <typename F>
+  void Push(F&& write);
   void DecideTracking(const CommandSpec* spec);
   // A fan-out's phases for a tracking client: its changes known as its own, the keys it reads
   // remembered on their shards.

@@ -100,16 +100,21 @@ bool Connection::IsDirectReply(const std::string* target) const {
 bool Connection::WritePubSubMessage(PubSubKind kind, const std::string* pattern,
                                     std::string_view channel, std::string_view payload) {
   if (closing_ || close_after_reply_) return true;  // as Redis: nothing more after QUIT
+  Push([&](std::string* out) { EncodePubSubMessage(out, resp_, kind, pattern, channel, payload); });
+  return !OverOutputLimit();
+}
+
+template <typename F>
+void Connection::Push(F&& write) {
   if (pending_.empty()) {
-    EncodePubSubMessage(&out_, resp_, kind, pattern, channel, payload);
+    write(&out_);
     AfterOutput();
   } else {
     // Behind replies still being computed elsewhere: a slot keeps the order.
     uint64_t seq = ReserveSlot();
-    EncodePubSubMessage(&pending_.back().data, resp_, kind, pattern, channel, payload);
+    write(&pending_.back().data);
     CompleteSlot(seq, std::move(pending_.back().data));
   }
-  return !OverOutputLimit();
 }
 
 bool Connection::PubSubFilter(const CommandSpec* spec, CmdArgs args) {
@@ -417,15 +422,7 @@ void Connection::StopTracking() {
 
 void Connection::WritePushed(std::string_view bytes) {
   if (closing_ || close_after_reply_) return;
-  if (pending_.empty()) {
-    out_.append(bytes);
-    AfterOutput();
-  } else {
-    // Behind replies still being computed elsewhere: a slot keeps the order.
-    uint64_t seq = ReserveSlot();
-    pending_.back().data.append(bytes);
-    CompleteSlot(seq, std::move(pending_.back().data));
-  }
+  Push([&](std::string* out) { out->append(bytes); });
   if (OverOutputLimit()) CloseForOutputLimit();
 }
 
