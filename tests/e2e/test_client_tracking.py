@@ -94,30 +94,24 @@ class TrackingTest(harness.ServerTestCase):
         self.assertReply(b"+OK\r\n", "MSET", a, "2", b, "2", c=self.conn())
         self.assertEqual(sorted(n.read_replies(2)), sorted([push_invalidate(a), push_invalidate(b)]))
 
-    def test_optin_tracks_only_after_caching_yes(self):
-        a, b = on_shard(0, "ct:in:a"), on_shard(0, "ct:in:b")
-        c, _ = self.tracker("OPTIN")
-        self.assertReply(b"_\r\n", "GET", a, c=c)
-        self.assertReply(b"+OK\r\n", "CLIENT", "CACHING", "yes", c=c)
-        self.assertReply(b"_\r\n", "GET", b, c=c)
-        other = self.conn()
-        # Same shard, in this order: had `a` been tracked, its push would come first.
-        self.assertReply(b"+OK\r\n", "SET", a, "1", c=other)
-        self.assertReply(b"+OK\r\n", "SET", b, "1", c=other)
-        self.assertEqual(c.read_reply(), push_invalidate(b))
-        self.assertQuiet(c)
-
-    def test_optout_skips_after_caching_no(self):
-        a, b = on_shard(1, "ct:out:a"), on_shard(1, "ct:out:b")
-        c, _ = self.tracker("OPTOUT")
-        self.assertReply(b"+OK\r\n", "CLIENT", "CACHING", "no", c=c)
-        self.assertReply(b"_\r\n", "GET", a, c=c)
-        self.assertReply(b"_\r\n", "GET", b, c=c)
-        other = self.conn()
-        self.assertReply(b"+OK\r\n", "SET", a, "1", c=other)
-        self.assertReply(b"+OK\r\n", "SET", b, "1", c=other)
-        self.assertEqual(c.read_reply(), push_invalidate(b))
-        self.assertQuiet(c)
+    def test_caching_yes_and_no_cover_the_next_command_only(self):
+        # OPTIN: only the read after CACHING yes is tracked; OPTOUT: all but the one after
+        # CACHING no. Either way `a` must go untold and `b` be told.
+        for shard, mode, reads in (
+                (0, "OPTIN", [("GET", "a"), ("CLIENT", "CACHING", "yes"), ("GET", "b")]),
+                (1, "OPTOUT", [("CLIENT", "CACHING", "no"), ("GET", "a"), ("GET", "b")])):
+            with self.subTest(mode=mode):
+                keys = {"a": on_shard(shard, "ct:%s:a" % mode), "b": on_shard(shard, "ct:%s:b" % mode)}
+                c, _ = self.tracker(mode)
+                for cmd in reads:
+                    expected = b"+OK\r\n" if cmd[0] == "CLIENT" else b"_\r\n"
+                    self.assertReply(expected, *[keys.get(x, x) for x in cmd], c=c)
+                other = self.conn()
+                # Same shard, in this order: had `a` been tracked, its push would come first.
+                self.assertReply(b"+OK\r\n", "SET", keys["a"], "1", c=other)
+                self.assertReply(b"+OK\r\n", "SET", keys["b"], "1", c=other)
+                self.assertEqual(c.read_reply(), push_invalidate(keys["b"]))
+                self.assertQuiet(c)
 
     def test_caching_yes_covers_a_whole_transaction(self):
         keys = [on_shard(0, "ct:tx"), on_shard(1, "ct:tx")]
