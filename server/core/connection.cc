@@ -154,7 +154,9 @@ struct RemoteCommand {
                 reply = FailHeldReplies(reply, *e);
               if (local) c->inflight_local_--;
               if (read) c->inflight_reads_--;
-              c->CompleteSlot(s, std::move(reply));
+              // From another shard, its message held for that shard's journal; run here (a
+              // message to itself) it is this reactor's own output.
+              c->CompleteSlot(s, std::move(reply), /*from_shards=*/!local);
               c->OnForwardDone();
               c->Unref();
             });
@@ -405,23 +407,24 @@ uint64_t Connection::ReserveSlot() {
   return pending_base_ + pending_.size() - 1;
 }
 
-void Connection::CompleteSlot(uint64_t seq, std::string data) {
+void Connection::CompleteSlot(uint64_t seq, std::string data, bool from_shards) {
   Slot& s = pending_[seq - pending_base_];
   s.data = std::move(data);
   s.done = true;
+  s.from_shards = from_shards;
   done_slot_bytes_ += s.data.size();
   Journal* j = reactor_->journal();
-  if (j) s.hold = j->TurnBatch();  // what ran this turn is in this turn's batch
+  if (j && !from_shards) s.hold = j->TurnBatch();  // what ran this turn is in this turn's batch
   EmitDoneSlots();
 }
 
-void Connection::CompleteSlotFrom(uint64_t seq, std::string_view data) {
+void Connection::CompleteSlotFrom(uint64_t seq, std::string_view data, bool from_shards) {
   if (seq != pending_base_) {  // waits behind an earlier slot: kept until that one is done
-    CompleteSlot(seq, std::string(data));
+    CompleteSlot(seq, std::string(data), from_shards);
     return;
   }
   Journal* j = reactor_->journal();
-  EmitSlot(data, j ? j->TurnBatch() : 0, pending_.front().discard);
+  EmitSlot(data, j && !from_shards ? j->TurnBatch() : 0, pending_.front().discard, from_shards);
   pending_.pop_front();
   pending_base_++;
   EmitDoneSlots();
@@ -431,16 +434,39 @@ void Connection::EmitDoneSlots() {
   while (!pending_.empty() && pending_.front().done) {
     Slot& front = pending_.front();
     done_slot_bytes_ -= front.data.size();
-    EmitSlot(front.data, front.hold, front.discard);
+    EmitSlot(front.data, front.hold, front.discard, front.from_shards);
     pending_.pop_front();
     pending_base_++;
   }
   AfterOutput();
 }
 
-void Connection::EmitSlot(std::string_view data, uint64_t hold, bool discard) {
-  if (discard) return;  // CLIENT REPLY OFF/SKIP: neither sent nor held
+void Connection::HoldOutputSoFar() {
   Journal* j = reactor_->journal();
+  const size_t marked = hold_marks_.empty() ? 0 : hold_marks_.back().first;
+  if (out_.size() <= marked || out_.size() == unheld_end_) return;
+  const uint64_t batch = j->TurnBatch();
+  if (batch > j->durable_batch()) hold_marks_.emplace_back(out_.size(), batch);
+}
+
+bool Connection::NothingWaitsForJournal() const {
+  const Journal* j = reactor_->journal();
+  return out_.empty() && hold_marks_.empty() && pending_.size() == 1 && !quiet_ &&
+         quiet_batch_ <= j->durable_batch();
+}
+
+void Connection::EmitSlot(std::string_view data, uint64_t hold, bool discard, bool from_shards) {
+  if (discard) {  // CLIENT REPLY OFF/SKIP: neither sent nor held
+    quiet_batch_ = std::max(quiet_batch_, hold);
+    return;
+  }
+  Journal* j = reactor_->journal();
+  if (j && from_shards) {
+    HoldOutputSoFar();
+    out_.append(data);
+    unheld_end_ = out_.size();
+    return;
+  }
   std::string failed;
   if (j && hold && hold > j->durable_batch() && hold <= j->failed_batch()) {
     // Its batch could not be written while it waited behind earlier slots: an error, not OK.
@@ -826,9 +852,11 @@ void Connection::RunQuietly(F&& fn) {
   fn();
   quiet_ = was_quiet;
   SendRelay();
+  if (Journal* j = reactor_->journal()) quiet_batch_ = std::max(quiet_batch_, j->TurnBatch());
   if (reply_on_now_) return;  // CLIENT REPLY ON: its OK goes out
   if (direct && out_.size() > out_mark) {
     out_.resize(out_mark);
+    if (unheld_end_ != std::string::npos && unheld_end_ > out_mark) unheld_end_ = std::string::npos;
     for (auto& mark : hold_marks_) mark.first = std::min(mark.first, out_mark);
   }
   for (uint64_t seq = std::max(first_seq, pending_base_); seq < pending_base_ + pending_.size();

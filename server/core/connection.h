@@ -318,7 +318,7 @@ class Connection {
   bool Unblock(std::string_view error);
   // A relay of this connection's pipeline is back (server/core/relay.cc): first its replies,
   // copied out of the relay, then, once the relay is recycled, what waited for it runs.
-  void OnRelayReplies(uint64_t seq, std::string_view replies);
+  void OnRelayReplies(uint64_t seq, std::string_view replies, bool from_shards);
   void OnRelayDone();
   // A relay back early with the replies of a prefix of its commands (the first `front` bytes of
   // its replies), which reached kMaxUnsentBeforeRunning (server/core/relay.cc, PauseHere): they
@@ -475,13 +475,19 @@ class Connection {
   void ExecReply(ExecState& st, bool aborted);  // ExecFinish's second half, once released
   uint64_t ReserveSlot();
   // A reserved slot's replies are in; out_ takes every done slot at the front, in order.
-  void CompleteSlot(uint64_t seq, std::string data);
+  // `from_shards`: they came in a message from other shards, whose journals they waited for
+  // (that message left only once its shard's writes were written: FlushOutboxes), so they
+  // need no hold for this reactor's journal; what this reactor wrote before them still does.
+  void CompleteSlot(uint64_t seq, std::string data, bool from_shards = false);
   // The same for replies the caller keeps: copied only if the slot must wait for an earlier one.
-  void CompleteSlotFrom(uint64_t seq, std::string_view data);
+  void CompleteSlotFrom(uint64_t seq, std::string_view data, bool from_shards = false);
   void EmitDoneSlots();
   // A slot's replies into out_, unless discarded: as errors if the journal batch they waited
   // for failed, and held until it is on disk if not written yet.
-  void EmitSlot(std::string_view data, uint64_t hold, bool discard);
+  void EmitSlot(std::string_view data, uint64_t hold, bool discard, bool from_shards = false);
+  // appendfsync always: before bytes that need no hold are appended, the output before them
+  // that is not marked yet is held for this turn's batch (FlushConnections would have).
+  void HoldOutputSoFar();
   std::string* ReplyTarget();  // out_ when nothing is pending, else a fresh slot
   void ReplyError(std::string_view msg);
   // Closes a client that left too many replies unread before AUTH (kUnauthMaxUnsentOutput).
@@ -510,6 +516,7 @@ class Connection {
     // The journal batch its reply must wait for (appendfsync's rule, Journal::HoldBatch),
     // taken when it completed: a slot may reach out_ turns later, behind earlier slots.
     uint64_t hold = 0;
+    bool from_shards = false;  // CompleteSlot's: needs no hold of this reactor's journal
   };
   std::deque<Slot> pending_;
   size_t done_slot_bytes_ = 0;  // the replies of done slots in pending_ (not yet in out_)
@@ -517,6 +524,16 @@ class Connection {
   // appendfsync always: (end offset in out_, journal batch) — out_'s bytes up to the offset
   // leave once the batch is on disk. Empty when nothing is held.
   std::deque<std::pair<size_t, uint64_t>> hold_marks_;
+  // out_'s size just after bytes that need no hold here were appended (replies from other
+  // shards); FlushConnections marks nothing while out_ still ends there. npos: none.
+  size_t unheld_end_ = std::string::npos;
+  // The newest journal batch a command of this client whose reply was dropped (CLIENT REPLY
+  // OFF/SKIP) may have written into: nothing of it shows in hold_marks_.
+  uint64_t quiet_batch_ = 0;
+  // appendfsync always: nothing this client did waits for this reactor's journal (no output
+  // held or unsent, no dropped reply whose batch is not on disk), so its relay leaving here
+  // before running anything reveals nothing this shard wrote (Reactor::SendUnheld).
+  bool NothingWaitsForJournal() const;
   bool held_ = false;  // in the reactor's held_conns_
   uint64_t pending_base_ = 0;  // sequence number of pending_.front()
   protocol::ReplyBuilder rb_;

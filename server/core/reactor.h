@@ -249,6 +249,11 @@ class Reactor {
   // target asleep for anything else is not woken for it: it runs in the target's next turn.
   void Send(int target, absl::AnyInvocable<void()> fn, const TaskHints& hints = {},
             bool lazy = false);
+  // The same for a message that reveals nothing this shard wrote (a relay leaving its origin
+  // before running anything there, for a client with nothing of its own waiting for this
+  // journal): with appendfsync always it leaves at the end of this turn even while the journal
+  // holds the other messages, and may so overtake them.
+  void SendUnheld(int target, absl::AnyInvocable<void()> fn, const TaskHints& hints = {});
   // Reactor thread: a connection here has work behind a lazy message on its way (a relay whose
   // replies its last shard sent to the socket itself): until RemoveLazyWaiter, lazy messages
   // wake this reactor as any other does.
@@ -463,6 +468,7 @@ class Reactor {
   static inline std::atomic<bool> msg_ring_ok_{true};
   std::atomic<bool> stop_{false};
   std::vector<std::pair<Task*, Task*>> outbox_;  // per target: chain built this turn
+  std::vector<std::pair<Task*, Task*>> unheld_outbox_;  // the same, for SendUnheld's
   std::vector<uint8_t> outbox_urgent_;           // per target: a message not lazy in the chain
   std::vector<Task*> local_tasks_;
   // Nodes of tasks that ran here, reused by NewTask (DoneTask).

@@ -93,6 +93,7 @@ void Reactor::SubmitSend(Connection* c) {
       // Replies wait in out_ until the handshake is done; its own records go now.
     } else if (c->hold_marks_.empty()) {
       c->sending_.swap(c->out_);
+      c->unheld_end_ = std::string::npos;
     } else {
       // Only the output whose journal batch is on disk may leave.
       uint64_t durable = journal_ ? journal_->durable_batch() : UINT64_MAX;
@@ -110,6 +111,9 @@ void Reactor::SubmitSend(Connection* c) {
       c->sending_.assign(c->out_, 0, n);
       c->out_.erase(0, n);
       for (auto& m : c->hold_marks_) m.first -= n;
+      c->unheld_end_ = c->unheld_end_ != std::string::npos && c->unheld_end_ >= n
+                           ? c->unheld_end_ - n
+                           : std::string::npos;
     }
     c->sending_off_ = 0;
     if (c->tls_) [[unlikely]] {
@@ -215,7 +219,7 @@ void Reactor::FlushConnections() {
       c->CloseForOutputLimit();
       continue;
     }
-    if (hold && !c->out_.empty() &&
+    if (hold && !c->out_.empty() && c->out_.size() != c->unheld_end_ &&
         (c->hold_marks_.empty() || c->hold_marks_.back().first != c->out_.size())) {
       // Written while a journal batch is not on disk yet: leaves once it is (always).
       c->hold_marks_.emplace_back(c->out_.size(), hold);

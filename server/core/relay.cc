@@ -412,7 +412,9 @@ void Release(const Relay& r, Relay::Held& h, Reactor* re) {
 }
 
 // On the origin: the relay is done. Its locks go, then its replies go to the connection's slot.
-void Home(std::unique_ptr<Relay> r) {
+// `by_message`: it came from its last shard (not the origin), which sent it once its writes
+// were in the journal, as every shard before sent it on: its replies need no hold here.
+void Home(std::unique_ptr<Relay> r, bool by_message) {
   PrefetchLines<false>(r.get(), sizeof(Relay));
   if (const std::string* e = Reactor::FailedReplyError()) {
     // The last shard's part waited for a journal batch that could not be written.
@@ -440,7 +442,7 @@ void Home(std::unique_ptr<Relay> r) {
   // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
   // shards): the connection copies them out before the relay is recycled, and only then runs
   // what waited for them (perhaps making its next relay, out of the spare ones).
-  c->OnRelayReplies(r->seq, std::string_view(r->replies).substr(r->written));
+  c->OnRelayReplies(r->seq, std::string_view(r->replies).substr(r->written), by_message);
   Recycle(std::move(r));
   c->OnRelayDone();
 }
@@ -637,8 +639,11 @@ void SkipDone(Relay& r) {
 void SendHome(std::unique_ptr<Relay> r, bool lazy) {
   int origin = r->origin;
   TaskHints h = ToHome(*r);
+  // (Sent to itself when its last part ran on the origin: those replies wait for its journal.)
+  const bool by_message = origin != Reactor::Current()->id();
   Reactor::Current()->Send(
-      origin, [r = std::move(r)]() mutable { Home(std::move(r)); }, h, lazy);
+      origin, [r = std::move(r), by_message]() mutable { Home(std::move(r), by_message); }, h,
+      lazy);
 }
 
 // The send's completion: the relay goes home, lazily if all of its replies went.
@@ -820,7 +825,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     return;
   }
   if (r->origin == me && !direct) {
-    Home(std::move(r));
+    Home(std::move(r), false);  // its last commands ran here: their replies wait for this journal
   } else if (r->origin == me || !SendRepliesHere(r, re)) {
     SendHome(std::move(r), false);
   }
@@ -893,7 +898,12 @@ void Connection::SendRelay(bool run_here) {
     RunRelay(std::move(r), true);  // this shard's part now, no message to itself
   } else {
     TaskHints h = ToShard(*r, first);
-    reactor_->Send(first, Carry(std::move(r)), h);
+    if (reactor_->journal() && NothingWaitsForJournal()) {
+      // It has run nothing here yet: no reason to wait for this journal (appendfsync always).
+      reactor_->SendUnheld(first, Carry(std::move(r)), h);
+    } else {
+      reactor_->Send(first, Carry(std::move(r)), h);
+    }
   }
 }
 
@@ -953,9 +963,9 @@ void Connection::EndDirectReply() {
   }
 }
 
-void Connection::OnRelayReplies(uint64_t seq, std::string_view replies) {
+void Connection::OnRelayReplies(uint64_t seq, std::string_view replies, bool from_shards) {
   if (direct_reply_) EndDirectReply();  // (a connection has one relay out at a time)
-  CompleteSlotFrom(seq, replies);
+  CompleteSlotFrom(seq, replies, from_shards);
 }
 
 void Connection::OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay, size_t front) {

@@ -930,6 +930,51 @@ class JournalCrossShardCrashTest(JournalCase):
         self.stop()
         self.assertEqual(broken, [])
 
+    def test_pipelines_across_shards_leave_a_prefix_after_sigkill(self):
+        # Each writer pipelines INCR on a key of one shard, then INCR on a key of the other (half
+        # of them the other way round), waits for both replies and goes again. With `always`, a
+        # crash must leave a prefix of each pipeline on disk and lose nothing acknowledged: the
+        # first counter equals the second or leads it by one, and neither is below its last
+        # acknowledged value. Writers sit on both reactors, so the first command is this
+        # reactor's in some pipelines and the other's in the rest (a relay that leaves its
+        # origin before running anything there goes without waiting for its journal).
+        pairs = []
+        for w in range(self.WRITERS):
+            a, b = on_shard(0, "pf%d:a" % w), on_shard(1, "pf%d:b" % w)
+            pairs.append((a, b) if w % 2 == 0 else (b, a))
+        acked = [[0, 0] for _ in pairs]
+        broken = []
+        for rnd in range(self.ROUNDS + 1):
+            c = self.start(threads=2, fsync="always")
+            for w, (first, second) in enumerate(pairs):
+                x, y = (int(v or 0) for v in decode(c.cmd("MGET", first, second)))
+                if not 0 <= x - y <= 1:
+                    broken.append("round %d: %s=%d but %s=%d" % (rnd, first, x, second, y))
+                if x < acked[w][0] or y < acked[w][1]:
+                    broken.append("round %d: %s=%d, %s=%d below acknowledged %r"
+                                  % (rnd, first, x, second, y, acked[w]))
+                acked[w] = [x, y]
+                c.cmd("SET", second, x)  # level again for the next round
+                acked[w][1] = x
+            if broken or rnd == self.ROUNDS:
+                break
+            stop = threading.Event()
+
+            def writer(w, port=self.server.port):
+                first, second = pairs[w]
+                try:
+                    with harness.RespConn(port) as cc:
+                        while not stop.is_set():
+                            r1, r2 = cc.pipeline([("INCR", first), ("INCR", second)])
+                            acked[w] = [decode(r1), decode(r2)]
+                except (OSError, ConnectionError):
+                    pass
+
+            threads = [threading.Thread(target=writer, args=(w,)) for w in range(self.WRITERS)]
+            self.kill_while(threads, stop)
+        self.stop()
+        self.assertEqual(broken, [])
+
     def test_part_absorbed_by_a_rewrite_of_one_shard_still_counts(self):
         # An MSET over both shards, then a rewrite of shard 1 only: its new file holds b's value
         # from the scan but not the MSET's tagged frame, which shard 0's file still has. After a
