@@ -4,15 +4,16 @@ beside redis-server with `--appendonly no`, `--appendfsync everysec` and `always
 over rounds. Two measurements, each a table in bench/DURABILITY.md:
 
 * cycle: acquire + release cycles, the same commands on both (SET NX PX, then EVALSHA of the
-  compare-and-delete script); each server single-threaded on one pinned core.
+  compare-and-delete script); each server single-threaded on one pinned core, and deadbolt
+  also with its defaults (a reactor per core, unpinned), as scripts/run.sh starts it.
 * xshard: MSET of two keys (lockload -w mset) against deadbolt with two reactors (`--threads 2`,
   pinning its own), once with the keys on different shards (a cross-shard transaction, whose
   reply with `always` waits for both shards' fsyncs) and once with both on one shard; and against
   redis-server (one thread, one pinned core) with the same keys as the cross-shard run.
 
   scripts/build.sh release
-  /usr/bin/python3 bench/durability.py                  # ~5½ minutes on 2 cores
-  /usr/bin/python3 bench/durability.py --skip xshard    # the cycle table only (~2½ minutes)
+  /usr/bin/python3 bench/durability.py                  # ~7 minutes on 2 cores
+  /usr/bin/python3 bench/durability.py --skip xshard    # the cycle table only (~4 minutes)
   /usr/bin/python3 bench/durability.py --quick          # one short round of each
 
 Journals go to a temporary directory on the same file system as this checkout (not /tmp if that
@@ -40,6 +41,8 @@ PARTS = ["cycle", "xshard"]
 # The cross-shard runs: (server, where the two keys of each MSET live).
 XSHARD = [("deadbolt", "cross"), ("deadbolt", "same"), ("redis", "cross")]
 XSHARD_THREADS = 2  # deadbolt's reactors (= shards) in the cross-shard runs
+# The cycle runs: deadbolt --threads 1 pinned, deadbolt with its defaults, redis-server.
+CYCLE_KINDS = ("deadbolt", "default", "redis")
 
 
 class DurableServer(compare.Server):
@@ -110,11 +113,17 @@ def main():
         for rnd in range(cfg.rounds if "cycle" in parts else 0):
             for depth in depths:
                 for mode in MODES:
-                    for kind in ("deadbolt", "redis"):
-                        with DurableServer(kind, cfg, mode, workdir) as srv:
+                    for kind in CYCLE_KINDS:
+                        # "default": deadbolt as a user starts it (a reactor per core, left to
+                        # the scheduler), the load unpinned too.
+                        default = kind == "default"
+                        with DurableServer("redis" if kind == "redis" else "deadbolt", cfg, mode,
+                                           workdir, threads=0 if default else 1) as srv:
                             args = ["-w", "cycle", "--release", "evalsha", "-P", str(depth),
                                     "-c", str(cfg.connections)]
-                            r = compare.run_lockload(cfg, srv, args, cfg.warmup, cfg.duration)
+                            r = compare.run_lockload(
+                                cfg, srv, args, cfg.warmup, cfg.duration,
+                                cores=compare.ALL_CORES if default else compare.LOAD_CORE)
                         results.setdefault((kind, mode, depth), []).append(r)
                         compare.log(f"round {rnd + 1} P{depth} {kind:8} {mode:8} "
                                     f"{r['ops_per_sec']:>12,.0f} ops/s  p99 {r['p99_us']:>9.0f} us"
@@ -194,39 +203,43 @@ def cycle_report(cfg, results, depths):
         return lines + ["Not measured in this run (`--skip cycle`).", ""]
     lines += [
         f"{cfg.rounds} round(s) of {cfg.duration:g} s (after {cfg.warmup:g} s warm-up) per cell, "
-        f"{cfg.connections} connections; medians over rounds. Each server runs on one pinned "
-        "core with one thread, the load generator (tools/lockload) on the other. The load is "
-        "acquire + release cycles with the same commands on both servers (`SET k tok NX PX`, "
-        "then `EVALSHA` of the compare-and-delete script), so every request writes.",
+        f"{cfg.connections} connections; medians over rounds. *deadbolt* and redis each run "
+        "on one pinned core with one thread, the load generator (tools/lockload) on the other; "
+        "*default* is deadbolt as `scripts/run.sh` starts it (a reactor per core, left to the "
+        "scheduler, keys of either shard), the load unpinned. The load is acquire + release "
+        "cycles with the same commands on every server (`SET k tok NX PX`, then `EVALSHA` of "
+        "the compare-and-delete script), so every request writes.",
         "",
-        "| pipeline | journal | deadbolt ops/s | redis ops/s | deadbolt / redis | "
-        "deadbolt p99 µs | redis p99 µs | deadbolt CPU µs/op | redis CPU µs/op |",
+        "| pipeline | journal | deadbolt ops/s | default ops/s | redis ops/s | deadbolt / redis | "
+        "default / redis | p99 µs: deadbolt · default · redis | CPU µs/op: deadbolt · default · "
+        "redis |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for depth in depths:
         for mode in MODES:
             d = results.get(("deadbolt", mode, depth))
+            f = results.get(("default", mode, depth))
             r = results.get(("redis", mode, depth))
-            if not d or not r:
+            if not d or not f or not r:
                 continue
-            dops, rops = med(d, "ops_per_sec"), med(r, "ops_per_sec")
+            dops, fops, rops = med(d, "ops_per_sec"), med(f, "ops_per_sec"), med(r, "ops_per_sec")
             label = MODE_LABEL[mode]
             lines.append(
-                f"| {depth} | {label} | {dops:,.0f} | {rops:,.0f} | {dops / rops:.2f}× | "
-                f"{med(d, 'p99_us'):,.0f} | {med(r, 'p99_us'):,.0f} | "
-                f"{med(d, 'server_cpu_us_per_op'):.2f} | {med(r, 'server_cpu_us_per_op'):.2f} |")
+                f"| {depth} | {label} | {dops:,.0f} | {fops:,.0f} | {rops:,.0f} | "
+                f"{dops / rops:.2f}× | {fops / rops:.2f}× | "
+                f"{med(d, 'p99_us'):,.0f} · {med(f, 'p99_us'):,.0f} · {med(r, 'p99_us'):,.0f} | "
+                f"{med(d, 'server_cpu_us_per_op'):.2f} · {med(f, 'server_cpu_us_per_op'):.2f} · "
+                f"{med(r, 'server_cpu_us_per_op'):.2f} |")
     lines += ["", "Each server against itself (throughput with the journal / without):", "",
-              "| pipeline | journal | deadbolt | redis |", "|---|---|---|---|"]
+              "| pipeline | journal | deadbolt | default | redis |", "|---|---|---|---|---|"]
     for depth in depths:
         for mode in ("everysec", "always"):
             try:
-                dd = med(results[("deadbolt", mode, depth)], "ops_per_sec") / med(
-                    results[("deadbolt", "off", depth)], "ops_per_sec")
-                rr = med(results[("redis", mode, depth)], "ops_per_sec") / med(
-                    results[("redis", "off", depth)], "ops_per_sec")
+                own = [med(results[(k, mode, depth)], "ops_per_sec") /
+                       med(results[(k, "off", depth)], "ops_per_sec") for k in CYCLE_KINDS]
             except KeyError:
                 continue
-            lines.append(f"| {depth} | {mode} | {dd:.2f} | {rr:.2f} |")
+            lines.append(f"| {depth} | {mode} | " + " | ".join(f"{x:.2f}" for x in own) + " |")
     lines += [
         "",
         "How to read it: with `always` both servers acknowledge a write only after an fsync. "
@@ -235,7 +248,11 @@ def cycle_report(cfg, results, depths):
         "to an fdatasync through io_uring, holding those replies (and only those) until it "
         "completes, while the next turn's requests are already being served. So both amortise "
         "one fsync over many clients, and throughput is bounded by fsync latency times the "
-        "clients that can wait on one fsync. See docs/DURABILITY.md.",
+        "clients that can wait on one fsync. See docs/DURABILITY.md. *default* splits the keys "
+        "over two shards: with `always` a pipeline's relay goes from shard to shard in order, "
+        "and each shard it leaves after writing holds it until that write is on disk (so that a "
+        "crash leaves a prefix of the pipeline), so a pipeline of writes that switches shards "
+        "pays an fsync per switch.",
         "",
     ]
     return lines
