@@ -25,23 +25,6 @@
 
 namespace deadbolt::server {
 
-bool KeysBlocked(const CommandSpec* spec, CmdArgs args, int db, const LockTable& locks) {
-  bool blocked = false;
-  spec->ForEachKey(args, [&](int i) { blocked = blocked || locks.Blocked(db, args[i]); });
-  return blocked;
-}
-
-bool MustWait(const CommandSpec* spec, CmdArgs args, int db, uint64_t client,
-              const LockTable& locks) {
-  return !locks.idle() && (KeysBlocked(spec, args, db, locks) || locks.HasParked(client));
-}
-
-std::vector<std::string> LockNames(const CommandSpec* spec, CmdArgs args, int db) {
-  std::vector<std::string> names;
-  spec->ForEachKey(args, [&](int i) { names.push_back(LockTable::Name(db, args[i])); });
-  return names;
-}
-
 // The reply slot of a blocking command (LOCK.ACQUIRE ... WAIT) kept open on its shard: Finish()
 // sends the reply back to the connection's reactor (see BlockedReply).
 class ConnBlockedReply final : public BlockedReply {
@@ -162,28 +145,6 @@ struct RemoteCommand {
             });
   }
 };
-
-OwnedArgs::OwnedArgs(CmdArgs args) {
-  size_t total = 0;
-  for (auto a : args) total += a.size();
-  bytes.reserve(total);
-  lens.reserve(args.size());
-  for (auto a : args) {
-    bytes.append(a);
-    lens.push_back(a.size());
-  }
-}
-
-std::vector<std::string_view> OwnedArgs::Views() const {
-  std::vector<std::string_view> v;
-  v.reserve(lens.size());
-  size_t off = 0;
-  for (size_t n : lens) {
-    v.emplace_back(bytes.data() + off, n);
-    off += n;
-  }
-  return v;
-}
 
 Connection::Connection(Reactor* reactor, int fd, uint64_t id, std::string peer, std::string local)
     : reactor_(reactor),

@@ -541,15 +541,19 @@ void Reactor::Send(int target, absl::AnyInvocable<void()> fn, const TaskHints& h
     local_tasks_.push_back(t);
     return;
   }
-  auto& [first, last] = outbox_[target];
+  Link(outbox_[target], t);
+  if (!lazy) outbox_urgent_[target] = 1;
+  stats_.messages_sent++;
+}
+
+void Reactor::Link(std::pair<Task*, Task*>& chain, Task* t) {
+  auto& [first, last] = chain;
   if (!first) {
     first = last = t;
   } else {
     last->next.store(t, std::memory_order_relaxed);
     last = t;
   }
-  if (!lazy) outbox_urgent_[target] = 1;
-  stats_.messages_sent++;
 }
 
 void Reactor::SendUnheld(int target, absl::AnyInvocable<void()> fn, const TaskHints& hints) {
@@ -559,13 +563,7 @@ void Reactor::SendUnheld(int target, absl::AnyInvocable<void()> fn, const TaskHi
   }
   Task* t = NewTask(std::move(fn));
   t->hints = hints;
-  auto& [first, last] = unheld_outbox_[target];
-  if (!first) {
-    first = last = t;
-  } else {
-    last->next.store(t, std::memory_order_relaxed);
-    last = t;
-  }
+  Link(unheld_outbox_[target], t);
   outbox_urgent_[target] = 1;
   stats_.messages_sent++;
 }

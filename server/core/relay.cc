@@ -907,41 +907,6 @@ void Connection::SendRelay(bool run_here) {
   }
 }
 
-// The inline side of the same idea as a relay's PrefetchKeys: commands the connection runs here
-// itself, out of its input.
-int Connection::PrefetchPipeline(std::string_view buf) {
-  // Parsed again by Dispatch: the look here costs a fraction of one miss per command. Only whole
-  // multibulk commands (their arguments are views into `buf`) in the first kLookaheadBytes (a
-  // big or unfinished command is not scanned again and again as it arrives), and only this
-  // shard's keys: the others' keyspaces are their reactors' alone.
-  constexpr int kLookahead = 32;
-  constexpr size_t kLookaheadBytes = 4096;
-  thread_local protocol::RespParser look;
-  thread_local std::vector<std::string_view> args;
-  thread_local std::vector<std::string_view> keys;
-  buf = buf.substr(0, std::min(buf.size(), kLookaheadBytes));
-  look.set_limits(parser_.limits());
-  keys.clear();
-  const Server& server = reactor_->server();
-  const int me = reactor_->id();
-  size_t off = 0;
-  int looked = 0;
-  for (; looked < kLookahead && off < buf.size() && buf[off] == '*'; looked++) {
-    size_t consumed = 0;
-    look.Reset();
-    if (look.Parse(buf.substr(off), &consumed, &args) != protocol::ParseStatus::kOk) break;
-    off += consumed;
-    if (args.empty()) continue;
-    const CommandSpec* spec = LookUp(args[0]);
-    if (spec == nullptr || !spec->ArityOk(args.size())) continue;
-    spec->ForEachKey(CmdArgs(args.data(), args.size()), [&](int k) {
-      if (server.ShardOf(args[k]) == me) keys.push_back(args[k]);
-    });
-  }
-  if (!keys.empty()) reactor_->shard().db(db_index_).PrefetchKeys(keys.data(), keys.size());
-  return looked;
-}
-
 bool Connection::RepliesMayLeaveFromShard() const {
   // Not for a connection about to move: it moves once a send of its own has ended (OnSend).
   return !tls_ && !monitor_ && !subscribed() && reactor_->journal() == nullptr && fd_ >= 0 &&
