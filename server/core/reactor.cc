@@ -586,14 +586,9 @@ void Reactor::FlushOutboxes() {
   for (int target = 0; target < static_cast<int>(outbox_.size()); target++) {
     auto& [first, last] = outbox_[target];
     const bool urgent = outbox_urgent_[target];
-    if (auto& [ufirst, ulast] = unheld_outbox_[target]; ufirst) [[unlikely]] {
+    if (unheld_outbox_[target].first) [[unlikely]] {
       // Revealing nothing written here, they need not wait for the journal.
-      Reactor& r = server_->reactor(target);
-      r.inbox_.PushChain(ufirst, ulast);
-      ufirst = ulast = nullptr;
-      stats_.batches_sent++;
-      messages_this_turn_ = true;
-      WakeFromHere(r, true);
+      PushOut(target, unheld_outbox_[target], true);
       if (!first) outbox_urgent_[target] = 0;
     }
     if (!first) continue;
@@ -603,13 +598,17 @@ void Reactor::FlushOutboxes() {
       first = last = nullptr;
       continue;
     }
-    Reactor& r = server_->reactor(target);
-    r.inbox_.PushChain(first, last);
-    first = last = nullptr;
-    stats_.batches_sent++;
-    messages_this_turn_ = true;
-    WakeFromHere(r, urgent);
+    PushOut(target, outbox_[target], urgent);
   }
+}
+
+void Reactor::PushOut(int target, std::pair<Task*, Task*>& chain, bool urgent) {
+  Reactor& r = server_->reactor(target);
+  r.inbox_.PushChain(chain.first, chain.second);
+  chain = {nullptr, nullptr};
+  stats_.batches_sent++;
+  messages_this_turn_ = true;
+  WakeFromHere(r, urgent);
 }
 
 void Reactor::DrainInbox() {

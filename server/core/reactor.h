@@ -470,6 +470,8 @@ class Reactor {
   std::vector<std::pair<Task*, Task*>> outbox_;  // per target: chain built this turn
   std::vector<std::pair<Task*, Task*>> unheld_outbox_;  // the same, for SendUnheld's
   static void Link(std::pair<Task*, Task*>& chain, Task* t);  // t at the chain's end
+  // Hands a chain built this turn to `target`'s inbox, and wakes it if it sleeps.
+  void PushOut(int target, std::pair<Task*, Task*>& chain, bool urgent);
   std::vector<uint8_t> outbox_urgent_;           // per target: a message not lazy in the chain
   std::vector<Task*> local_tasks_;
   // Nodes of tasks that ran here, reused by NewTask (DoneTask).
