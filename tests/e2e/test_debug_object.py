@@ -108,15 +108,17 @@ class DebugTest(harness.ServerTestCase):
             self.assertIn(b"command", events)
             ev = events[b"command"]
             self.assertLess(abs(ev[1] - time.time()), 60)
-            self.assertGreaterEqual(ev[2], 50)
+            # The call is timed with the CPU's time-stamp counter, calibrated against the clock
+            # at start-up: a 50 ms sleep can read a millisecond short (CI once saw 49).
+            self.assertGreaterEqual(ev[2], 45)
             self.assertGreaterEqual(ev[3], ev[2])
             hist = harness.decode(c.cmd("LATENCY", "HISTORY", "command"))
             self.assertGreaterEqual(len(hist), 1)
-            self.assertGreaterEqual(hist[-1][1], 50)
+            self.assertGreaterEqual(hist[-1][1], 45)
             slow = [e for e in harness.decode(c.cmd("SLOWLOG", "GET", "-1"))
                     if e[3][:2] == [b"DEBUG", b"SLEEP"]]
             self.assertEqual(len(slow), 1)
-            self.assertGreaterEqual(slow[0][2], 50000)
+            self.assertGreaterEqual(slow[0][2], 45000)
             self.assertEqual(c.cmd("LATENCY", "RESET", "command"), integer(1))
             self.assertEqual(c.cmd("LATENCY", "LATEST"), b"*0\r\n")
         finally:
