@@ -80,11 +80,6 @@ void TrackingTable::RemovePrefix(uint64_t client, std::string_view prefix) {
   UpdateObserving();
 }
 
-void TrackingTable::Clear() {
-  ForgetKeys();
-  UpdateObserving();
-}
-
 void TrackingTable::ForgetKeys() {
   items_ = 0;
   keys_.clear();

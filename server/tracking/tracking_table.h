@@ -64,9 +64,6 @@ class TrackingTable {
   void RemovePrefix(uint64_t client, std::string_view prefix);
   // The client whose command runs now (0 when none): a change is noted as its (NOLOOP).
   void set_writer(uint64_t client) { writer_ = client; }
-  // Every key is forgotten without an invalidation (FLUSHALL and FLUSHDB tell every tracking
-  // client that all its keys are invalid instead).
-  void Clear();
   // Over `max_keys` keys (0: no limit), forgets keys as if they changed until under it again,
   // at most `effort` of them, as Redis's tracking-table-max-keys.
   void Limit(size_t max_keys, size_t effort = 100);
@@ -100,8 +97,9 @@ class TrackingTable {
   // A key changed (or is forgotten as if it had): what it owes.
   void Changed(std::string_view key);
   void Invalidate(std::string_view key, uint64_t writer);
-  // Clear's part that an observer may call: the observers are updated when what is owed is
-  // taken.
+  // Every key is forgotten without an invalidation (a flush: FLUSHALL and FLUSHDB tell every
+  // tracking client that all its keys are invalid instead). Called from an observer, so the
+  // observers are updated only when what is owed is taken.
   void ForgetKeys();
   // Observes every database while anything is tracked; stops once nothing is (never from inside
   // an observer's call).
