@@ -529,12 +529,14 @@ class CrossShardTransactionTest(AtomicityTestCase):
     TX_PER_CLIENT = 500  # at least; more until every single-key client has done MIN_SINGLE_OPS
     SINGLE_CLIENTS = 4
     MIN_SINGLE_OPS = 20
-    # A single-key client must not wait (for one SET + GET) while more than this many
+    # Nine in ten of a single-key client's SET + GET round trips must see no more than this many
     # transactions commit: counted in transactions, not seconds, so that a slow machine does not
-    # matter. Fair service needs a few dozen at most (6 transaction clients, one transaction in
-    # flight each); a shard that serves its single-key queue only once the transactions are
-    # done, or rarely, goes far past it.
-    MAX_GAP_TX = 1000
+    # matter. Fair service shows 8-18 (6 transaction clients, one transaction in flight each); a
+    # shard that serves its single-key queue only once the transactions are done, or rarely, goes
+    # far past it on most round trips. The single longest wait is reported but not judged: one
+    # client thread (or a reactor, with 4 of them on 2 cores) descheduled for 100 ms sees 1,000
+    # transactions commit meanwhile, whatever the server does.
+    MAX_P90_GAP_TX = 100
 
     def test_all_shard_transactions_with_single_key_traffic(self):
         x0, x1 = on_shard(0, "tx:x"), on_shard(1, "tx:x")
@@ -543,7 +545,7 @@ class CrossShardTransactionTest(AtomicityTestCase):
         # Work-bounded, not time-bounded: the transaction clients run at least TX_PER_CLIENT
         # transactions each and until every single-key client has done MIN_SINGLE_OPS (so those
         # ran alongside the transactions; a single-key client whose reply never comes fails
-        # after WORKER_IO_TIMEOUT, one served too rarely by MAX_GAP_TX); the single-key clients
+        # after WORKER_IO_TIMEOUT, one served too rarely by MAX_P90_GAP_TX); the single-key clients
         # until the transactions are done.
         abort = threading.Event()
         done = Quota(self.TX_CLIENTS)
@@ -582,7 +584,7 @@ class CrossShardTransactionTest(AtomicityTestCase):
             key = on_shard(i % 2, "single:%d" % i)
 
             def body(w, c):
-                ops, max_gap = 0, 0
+                ops, gaps = 0, []
                 with lock:
                     last = committed[0]
                 while not abort.is_set() and not done.is_set():
@@ -591,12 +593,13 @@ class CrossShardTransactionTest(AtomicityTestCase):
                     w.expect(c.cmd("GET", key), bulk(v), "GET")
                     with lock:
                         now = committed[0]
-                    max_gap = max(max_gap, now - last)
+                    gaps.append(now - last)
                     last = now
                     ops += 1
                     if ops == self.MIN_SINGLE_OPS:
                         singles_ready.reached()
-                return ops, max_gap
+                gaps.sort()
+                return ops, gaps[len(gaps) * 9 // 10] if gaps else 0, gaps[-1] if gaps else 0
             return body
 
         started = time.monotonic()
@@ -608,13 +611,14 @@ class CrossShardTransactionTest(AtomicityTestCase):
         total = sum(per_client)
         self.assertReply(array(*[bulk(str(total))] * 4), "MGET", x0, x1, y0, y1)
         singles = [results["single%d" % i] for i in range(self.SINGLE_CLIENTS)]
-        msg = ("single-key clients (ops, most transactions committed during one SET + GET): %r; "
+        msg = ("single-key clients (ops, then transactions committed during one SET + GET: 90th "
+               "percentile, most): %r; "
                "transactions %r, took %.2fs" % (singles, per_client, elapsed))
         for n in per_client:
             self.assertGreaterEqual(n, self.TX_PER_CLIENT, msg)
-        for ops, gap in singles:
+        for ops, p90_gap, _ in singles:
             self.assertGreaterEqual(ops, self.MIN_SINGLE_OPS, msg)
-            self.assertLessEqual(gap, self.MAX_GAP_TX, msg)
+            self.assertLessEqual(p90_gap, self.MAX_P90_GAP_TX, msg)
 
 
 class DelVersusMsetTest(AtomicityTestCase):
