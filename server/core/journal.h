@@ -155,6 +155,8 @@ class Journal {
   void CommitTx(uint64_t id, const std::vector<uint32_t>& participants, int64_t commit_ns,
                 bool writes);
   void SettleTx(uint64_t id);
+  // Whether the transaction changed anything here so far (its changes wait for CommitTx).
+  bool HasTxChanges(uint64_t id) const { return tx_dirty_.contains(id); }
 
   // BGREWRITEAOF, BGSAVE, SAVE. False (with a reason in *why) when one is already running.
   bool StartRewrite(std::string* why);

@@ -19,9 +19,22 @@
 //  * In order: the relay goes to the shard of its next command each time, as a client's own
 //    round trips would. Taken when it needs fewer messages (a pipeline over many shards, each
 //    visited about once anyway: AscendingPays), when a command may have effects beyond its keys
-//    (scripts publish; keyless, pub/sub and admin commands), and under appendfsync always (where
-//    a crash must leave a prefix of the pipeline on disk, never a later command without an
-//    earlier one).
+//    (scripts publish; keyless, pub/sub and admin commands).
+//
+// Under appendfsync always a crash must leave a prefix of the pipeline on disk, never a later
+// command without an earlier one, though each shard has its own journal. Ascending, a relay is
+// then `tagged`: every command placed after one run ahead runs under locks on its keys and is
+// journalled as part of one transaction (Journal::EnterTx, with the relay's lock id), one part
+// on each shard that ran such commands. The commands before the first one run ahead are
+// journalled as usual, and the relay leaves each shard only once those are on disk (its
+// message waits for the journal). The last shard writes its part (even an empty one) and stamps
+// commit_ns, then the relay goes down the other participants, each committing its part once the
+// part above it is on disk (`committing`), and home, where the locks go. Start-up replays the
+// parts only if all of them are on disk (journal_load.cc), so a crash keeps the commands before
+// the first one run ahead, or all of them. Nobody reads a tagged command's keys before every
+// part is on disk. A pipeline over two shards so waits for three fsyncs, in order, where one
+// visiting the shard of each next command waited for one per shard switch (about eight for 16
+// random keys).
 //
 // Why ascending cannot deadlock: the relay takes its locks on a shard all at once, and waits on a
 // shard only while it holds locks on lower shards alone, as a transaction does (lock_table.h).
@@ -52,6 +65,7 @@
 #include "server/base/config.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/core/connection.h"
+#include "server/core/journal.h"
 #include "server/core/reactor.h"
 #include "server/core/server.h"
 #include "server/txn/lock_table.h"
@@ -146,6 +160,16 @@ struct Relay {
   // each next command not yet run since, skipping those done.
   bool mixed = false;
   std::vector<uint8_t> done;       // mixed: which commands have run
+  // appendfsync always, ascending: the commands from the first one run ahead on are one
+  // transaction in the journal (see the top of this file).
+  bool tagged = false;
+  bool writes = false;                  // a command may write (kWrite)
+  bool tx_changed = false;              // tagged: a command run under its locks changed a key
+  uint32_t first_ahead = ~uint32_t{0};  // tagged: the place of the first command run ahead
+  bool committing = false;              // tagged: going down the participants, committing
+  int64_t commit_ns = 0;
+  std::vector<uint32_t> participants;  // tagged: the shards with a part, ascending
+  std::string fail_error;  // tagged: a part's journal write failed: every reply becomes this
   size_t delivered = 0;            // the commands before it had their replies sent home (PauseHere)
   size_t kept = 0;                 // bytes of replies (run ahead) that stayed when it paused
   uint64_t lock_id = 0;            // the LockTable owner of its locks (not a transaction's id)
@@ -318,6 +342,11 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->next = r->segment = r->segment_reply = 0;
   r->resumed = r->in_order = r->discard = r->may_pause = r->paused = r->ahead = r->mixed = false;
   r->done.clear();
+  r->tagged = r->committing = r->writes = r->tx_changed = false;
+  r->first_ahead = ~uint32_t{0};
+  r->commit_ns = 0;
+  r->participants.clear();
+  r->fail_error.clear();
   r->reply_idx.clear();
   r->delivered = r->kept = 0;
   r->lock_id = 0;
@@ -398,15 +427,23 @@ size_t ToPipelineOrder(Relay& r, size_t end) {
   return front;
 }
 
-// Releases the locks of `h` (on its shard, from here).
+// Releases the locks of `h` (on its shard, from here). A tagged relay's part there is settled
+// with them (every part is on disk by then): a rewrite's scan may pass its keys.
 void Release(const Relay& r, Relay::Held& h, Reactor* re) {
+  const bool settle = r.tagged && !r.participants.empty();
   if (h.shard == re->id()) {
     re->locks().Unlock(r.lock_id, *h.names, false);
     GiveNames(std::move(h.names));
+    if (settle) {
+      // Through this journal: the part it settles may be the one just committed here.
+      re->Send(re->id(), [id = r.lock_id] { Reactor::Current()->journal()->SettleTx(id); });
+    }
   } else {
-    re->Send(h.shard, [id = r.lock_id, names = std::move(h.names)]() mutable {
-      Reactor::Current()->locks().Unlock(id, *names, false);
+    re->Send(h.shard, [id = r.lock_id, names = std::move(h.names), settle]() mutable {
+      Reactor* at = Reactor::Current();
+      at->locks().Unlock(id, *names, false);
       GiveNames(std::move(names));
+      if (settle) at->journal()->SettleTx(id);
     });
   }
 }
@@ -418,7 +455,13 @@ void Home(std::unique_ptr<Relay> r, bool by_message) {
   PrefetchLines<false>(r.get(), sizeof(Relay));
   if (const std::string* e = Reactor::FailedReplyError()) {
     // The last shard's part waited for a journal batch that could not be written.
-    FailSegment(*r, *e);
+    if (r->tagged && !r->participants.empty() && r->fail_error.empty()) r->fail_error = *e;
+    if (r->fail_error.empty()) FailSegment(*r, *e);
+  }
+  if (!r->fail_error.empty()) [[unlikely]] {
+    // A part of a tagged relay: whether its commands are on disk is unknown.
+    r->segment = r->segment_reply = 0;
+    FailSegment(*r, r->fail_error);
   }
   PrefetchLines<false>(r->replies.data(), r->replies.size());  // written on the shards
   PrefetchLines<false>(r->reply_lens.data(), r->reply_lens.size() * sizeof(uint32_t));
@@ -597,6 +640,9 @@ bool PauseHere(Relay& r, Reactor* re) {
       r.replies.size() - r.kept < Connection::kMaxUnsentBeforeRunning) {
     return false;  // (those kept from its last pause cannot go before their turn)
   }
+  // Tagged, its locks stay until every part is on disk: it goes on to the end (within
+  // kMaxRelayCommands), as Redis would for any pipeline.
+  if (r.tagged && !r.held.empty()) return false;
   size_t still = 0;
   for (size_t k = 0; k < r.held.size(); k++) {
     if (r.held[k].last < r.next) {
@@ -618,7 +664,8 @@ bool PauseHere(Relay& r, Reactor* re) {
 // precede the one it came for). It waits then only while holding locks on lower shards, as in
 // ascending order, so it cannot deadlock for the same reason.
 bool StopAhead(const Relay& r) {
-  return r.may_pause && !r.discard && r.replies.size() >= Connection::kMaxUnsentBeforeRunning;
+  return r.may_pause && !r.tagged && !r.discard &&
+         r.replies.size() >= Connection::kMaxUnsentBeforeRunning;
 }
 
 void EnterMixed(Relay& r) {
@@ -684,9 +731,68 @@ bool SendRepliesHere(std::unique_ptr<Relay>& r, Reactor* re) {
   return true;
 }
 
+// Tagged: the highest participant below `me`, or -1.
+int ParticipantBelow(const Relay& r, int me) {
+  int below = -1;
+  for (uint32_t p : r.participants) {
+    if (static_cast<int>(p) < me) below = static_cast<int>(p);
+  }
+  return below;
+}
+
+// Tagged, from a shard that committed its part: to the next participant down, or home. The
+// message leaves once the part is on disk; home, the replies wait for it.
+void Descend(std::unique_ptr<Relay> r, int me) {
+  const int below = ParticipantBelow(*r, me);
+  Reactor* re = Reactor::Current();
+  if (below >= 0) {
+    re->Send(below, Carry(std::move(r)), TaskHints{});
+  } else if (r->origin == me) {
+    Home(std::move(r), false);
+  } else {
+    SendHome(std::move(r), false);
+  }
+}
+
+// Tagged, going down: the part above is on disk (the relay's message waited for it); this
+// shard's part is committed, then the relay goes to the next participant down, or home.
+void CommitHere(std::unique_ptr<Relay> r) {
+  Reactor* re = Reactor::Current();
+  const int me = re->id();
+  if (const std::string* e = Reactor::FailedReplyError()) {
+    if (r->fail_error.empty()) r->fail_error = *e;
+  }
+  re->journal()->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
+  Descend(std::move(r), me);
+}
+
+// Tagged, on the last shard: its part (perhaps empty) stamps commit_ns, after every change of
+// the relay was made, as Transaction's last part does; the others are committed on the way down.
+void StartCommit(std::unique_ptr<Relay> r) {
+  Reactor* re = Reactor::Current();
+  const int me = re->id();
+  r->participants.clear();
+  for (const Relay::Held& h : r->held) r->participants.push_back(static_cast<uint32_t>(h.shard));
+  r->participants.push_back(static_cast<uint32_t>(me));
+  std::sort(r->participants.begin(), r->participants.end());
+  r->participants.erase(std::unique(r->participants.begin(), r->participants.end()),
+                        r->participants.end());
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  r->commit_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  r->committing = true;
+  re->stats().relay_tagged++;
+  re->journal()->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
+  Descend(std::move(r), me);
+}
+
 // `direct`: called by the connection on its own reactor rather than from a message, so it must
 // not come home here (the connection is in the middle of its input).
 void RunRelay(std::unique_ptr<Relay> r, bool direct) {
+  if (r->committing) [[unlikely]] {
+    CommitHere(std::move(r));
+    return;
+  }
   PrefetchLines<true>(r.get(), sizeof(Relay));  // its fields' lines, together, not one by one
   Reactor* re = Reactor::Current();
   const int me = re->id();
@@ -738,6 +844,8 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     }
     if (shard != me) break;
     view.Has(at);  // (it is this shard's)
+    // Tagged: after a command run ahead, it is journalled with it, under locks (below).
+    if (r->tagged && view.Get(at).idx > r->first_ahead) break;
     const RecArgs c = view.Get(at++);
     if (!r->resumed && MustWait(c.spec, c.args, r->db, r->client_id, locks)) {
       std::vector<std::string> names = LockNames(c.spec, c.args, r->db);
@@ -792,6 +900,13 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     Relay::Held& held = r->held.back();
     size_t ran_ahead = 0;
     bool stopped = false;
+    Journal* tx_journal = r->tagged ? re->journal() : nullptr;
+    uint64_t outer_tx = 0;
+    if (tx_journal) {
+      view.Has(at);
+      r->first_ahead = std::min(r->first_ahead, view.Get(at).idx);
+      outer_tx = tx_journal->EnterTx(r->lock_id);
+    }
     while (part->pos < part->recs.size()) {
       if (StopAhead(*r)) [[unlikely]] {
         stopped = true;
@@ -804,6 +919,10 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
       ran_ahead++;
       if (OverReplyLimit(*r)) r->discard = true;  // (these ran ahead: OverReplyLimit)
     }
+    if (tx_journal) {
+      tx_journal->LeaveTx(outer_tx);
+      if (tx_journal->HasTxChanges(r->lock_id)) r->tx_changed = true;
+    }
     if (ran_ahead > 0) r->ahead = true;
     re->stats().relay_cmds_ahead += ran_ahead;
     if (stopped) {
@@ -813,6 +932,10 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   }
   re->EndTiming(nullptr);
   if (r->mixed && !stop) SkipDone(*r);
+  if (r->tagged && !stop) {
+    // Every command of this shard has run (some were tagged before `next` got to them).
+    while (r->next < n && r->order[r->next] <= me) r->next++;
+  }
   if (!stop && r->next < n) {
     int to = r->order[r->next];
     if (!r->in_order) {  // the lowest shard above this one
@@ -822,6 +945,11 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     }
     TaskHints h = ToShard(*r, to);
     re->Send(to, Carry(std::move(r)), h);
+    return;
+  }
+  // (When the commands under its locks changed nothing, nothing needs keeping in order.)
+  if (r->tagged && r->tx_changed && !stop) {
+    StartCommit(std::move(r));
     return;
   }
   if (r->origin == me && !direct) {
@@ -849,12 +977,14 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
     const OutputBufferLimits& limits = reactor_->config().client_output_buffer_limit;
     relay_->max_replies =
         static_cast<size_t>(subscribed() ? limits.pubsub.hard : limits.normal.hard);
-    relay_->in_order = reactor_->config().appendfsync == Config::Fsync::kAlways;
+    relay_->tagged =
+        reactor_->journal() && reactor_->config().appendfsync == Config::Fsync::kAlways;
     Ref();
     inflight_++;
     inflight_shard_ = kRelayShard;
   }
   if (!CanRunAhead(spec)) relay_->in_order = true;
+  if (spec->flags & kWrite) relay_->writes = true;
   relay_->Add(spec, args, shard, cur_track_.remember ? Relay::kRemember : 0);
 }
 
@@ -879,6 +1009,8 @@ void Connection::SendRelay(bool run_here) {
   if (!relay_) return;
   std::unique_ptr<Relay> r(relay_.release());
   if (!r->in_order && !AscendingPays(*r)) r->in_order = true;
+  // (Reads alone leave nothing on disk to keep in order.)
+  if (r->in_order || !r->writes) r->tagged = false;
   int first = r->order.front();
   if (!r->in_order) {
     first = r->tally.low();

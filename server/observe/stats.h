@@ -50,6 +50,9 @@ struct ReactorStats {
   uint64_t relay_replies_from_shard = 0;
   uint64_t relay_pauses = 0;  // relays home early, their replies unread (Connection::OnRelayPaused)
   uint64_t relay_ahead_stops = 0;  // shards that stopped running a relay's commands ahead there
+  // appendfsync always: relays whose commands from the first one run ahead on were journalled
+  // as one transaction (server/core/relay.cc), counted on their last shard.
+  uint64_t relay_tagged = 0;
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
   // ACL refusals by reason: command, key, channel (acl::Denial::Reason's order).
@@ -90,6 +93,7 @@ struct ReactorStats {
     spins += o.spins;
     spin_hits += o.spin_hits;
     relay_cmds_ahead += o.relay_cmds_ahead;
+    relay_tagged += o.relay_tagged;
     relay_replies_from_shard += o.relay_replies_from_shard;
     relay_pauses += o.relay_pauses;
     relay_ahead_stops += o.relay_ahead_stops;

@@ -56,6 +56,10 @@ CRLF = b"\r\n"
 # The run's servers keep only per-key order in a pipeline (--pipeline-order key): the tests of
 # what only the default mode promises skip.
 KEY_ORDER = "key" in os.environ.get("DEADBOLT_SERVER_ARGS", "").split()
+# The run's servers fsync every write before acknowledging it (--appendfsync always), where a
+# relay's commands from the first one run ahead on are one transaction in the journal.
+_ARGS = os.environ.get("DEADBOLT_SERVER_ARGS", "").split()
+FSYNC_ALWAYS = any(a == "--appendfsync" and b == "always" for a, b in zip(_ARGS, _ARGS[1:]))
 AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
                  and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
 

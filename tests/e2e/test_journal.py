@@ -977,6 +977,66 @@ class JournalCrossShardCrashTest(JournalCase):
         self.stop()
         self.assertEqual(broken, [])
 
+    @unittest.skipIf(harness.KEY_ORDER,
+                     "--pipeline-order key runs a pipeline's commands for the two shards at once")
+    def test_pipelines_switching_shards_leave_a_prefix_after_sigkill(self):
+        self.check_pipeline_prefixes(shards=2, width=6)
+
+    @unittest.skipIf(harness.KEY_ORDER,
+                     "--pipeline-order key runs a pipeline's commands for the shards at once")
+    def test_pipelines_over_four_shards_leave_a_prefix_after_sigkill(self):
+        self.check_pipeline_prefixes(shards=4, width=8)
+
+    def check_pipeline_prefixes(self, shards, width):
+        # Each writer pipelines INCR on `width` keys whose shards take turns (each writer
+        # starting on another shard): such a relay visits each shard once, running some commands
+        # ahead of earlier ones on other shards, and with `always` journals them from the first
+        # one run ahead on as one transaction, a part on each shard (server/core/relay.cc,
+        # `tagged`). After each SIGKILL the counters must be a prefix of the pipelines: never
+        # increasing along a writer's keys, the first at most one ahead of the last, none below
+        # its last acknowledged value.
+        chains = [[on_shard((w + i) % shards, "pc%d:%d" % (w, i), shards) for i in range(width)]
+                  for w in range(self.WRITERS)]
+        acked = [0] * len(chains)
+        broken = []
+        tagged = 0
+        for rnd in range(self.ROUNDS + 1):
+            c = self.start(threads=shards, fsync="always")
+            for w, keys in enumerate(chains):
+                vals = [int(v or 0) for v in decode(c.cmd("MGET", *keys))]
+                if any(a < b for a, b in zip(vals, vals[1:])) or vals[0] - vals[-1] > 1:
+                    broken.append("round %d: %s came back as %s" % (rnd, keys, vals))
+                if vals[-1] < acked[w]:
+                    broken.append("round %d: %s came back as %s, below acknowledged %d"
+                                  % (rnd, keys, vals, acked[w]))
+                self.assertEqual(c.cmd("MSET", *[x for k in keys for x in (k, vals[0])]), OK)
+                acked[w] = vals[0]
+            if broken or rnd == self.ROUNDS:
+                break
+            stop = threading.Event()
+
+            def writer(w, port=self.server.port):
+                try:
+                    with harness.RespConn(port) as cc:
+                        while not stop.is_set():
+                            got = [decode(r) for r in cc.pipeline([("INCR", k) for k in chains[w]])]
+                            acked[w] = got[-1]
+                except (OSError, ConnectionError):
+                    pass
+
+            threads = [threading.Thread(target=writer, args=(w,)) for w in range(self.WRITERS)]
+            for t in threads:
+                t.start()
+            time.sleep(0.2 + random.random() * 0.3)
+            tagged += int(harness.info(c, "stats")["pipeline_journal_transactions"])
+            self.kill()
+            stop.set()
+            for t in threads:
+                t.join(SLACK)
+        self.stop()
+        self.assertEqual(broken, [])
+        self.assertGreater(tagged, 0, "no relay was journalled as a transaction")
+
     def test_part_absorbed_by_a_rewrite_of_one_shard_still_counts(self):
         # An MSET over both shards, then a rewrite of shard 1 only: its new file holds b's value
         # from the scan but not the MSET's tagged frame, which shard 0's file still has. After a
