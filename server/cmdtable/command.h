@@ -119,6 +119,11 @@ using BlocksFn = bool (*)(CmdArgs args);
 // when the script is one that acquires a lock).
 using MayCreateFn = bool (*)(CmdArgs args);
 
+// For a command that may have effects beyond its keys (a script may publish): whether this call's
+// effects are on its keys alone (EVALSHA of a catalogued lock script that publishes nothing), so
+// that a pipeline may run it ahead of an earlier command under locks on its keys.
+using KeysOnlyFn = bool (*)(CmdArgs args);
+
 struct CommandSpec {
   std::string name;      // lower case; "client|setname" for a subcommand
   int arity = 0;         // Redis convention: N exact, -N at least N (name included)
@@ -142,6 +147,7 @@ struct CommandSpec {
   BlocksFn blocks = nullptr;
   // A kMayCreate command may have this; without it every call may create a key.
   MayCreateFn may_create = nullptr;
+  KeysOnlyFn keys_only = nullptr;
   // Redis 7's ACL categories ("@string", "@keyspace", "@write", ...): COMMAND INFO reports
   // them, ACL rules (+@read) select commands by them (server/acl/).
   std::vector<std::string> acl_categories;

@@ -280,9 +280,15 @@ absl::AnyInvocable<void()> Carry(std::unique_ptr<Relay> r) {
 
 // Whether a command may run before an earlier command of its pipeline that waits on another
 // shard, its keys locked until that one has run: its effects are on its keys alone. Not a
-// script (it may publish), a command without keys or with computed key positions, a pub/sub or
-// admin command. (A call that blocks never joins a relay.)
-bool CanRunAhead(const CommandSpec* spec) {
+// script (it may publish) unless the call says its effects are on its keys (a catalogued lock
+// script: CommandSpec::keys_only) and it has some, a command without keys or with computed key
+// positions, a pub/sub or admin command. (A call that blocks never joins a relay.)
+bool CanRunAhead(const CommandSpec* spec, CmdArgs args) {
+  if (spec->keys_only != nullptr) {
+    bool any = false;
+    spec->ForEachKey(args, [&](int) { any = true; });
+    return any && spec->keys_only(args);
+  }
   return spec->first_key > 0 && !spec->movable_keys() && !(spec->flags & (kPubSub | kAdmin));
 }
 
@@ -983,7 +989,7 @@ void Connection::RelayAdd(const CommandSpec* spec, CmdArgs args, int shard) {
     inflight_++;
     inflight_shard_ = kRelayShard;
   }
-  if (!CanRunAhead(spec)) relay_->in_order = true;
+  if (!relay_->in_order && !CanRunAhead(spec, args)) relay_->in_order = true;
   if (spec->flags & kWrite) relay_->writes = true;
   relay_->Add(spec, args, shard, cur_track_.remember ? Relay::kRemember : 0);
 }

@@ -284,6 +284,12 @@ bool EvalMayCreate(CmdArgs args) {
   return !kBySha || (args[1].size() == 40 && LuaScriptCache::Exists(args[1]));
 }
 
+template <bool kBySha>
+bool EvalKeysOnly(CmdArgs args) {
+  const ScriptInfo* s = kBySha ? FindScriptBySha(args[1]) : FindScriptByText(args[1]);
+  return s != nullptr && s->keys_only;
+}
+
 // --- SCRIPT ---
 
 // A script the catalogue does not know is compiled by this reactor's Lua (a syntax error is
@@ -638,7 +644,7 @@ void FcallAcrossShards(CmdArgs args, Connection& conn, ReplyBuilder& rb) {
 }
 
 CommandSpec EvalSpec(std::string name, uint32_t flags, ShardHandler on_shard, ConnHandler across,
-                     MayCreateFn may_create = nullptr) {
+                     MayCreateFn may_create = nullptr, KeysOnlyFn keys_only = nullptr) {
   CommandSpec s;
   s.name = std::move(name);
   s.arity = -3;
@@ -651,6 +657,7 @@ CommandSpec EvalSpec(std::string name, uint32_t flags, ShardHandler on_shard, Co
   s.shard_handler = on_shard;
   s.conn_handler = across;
   s.may_create = may_create;
+  s.keys_only = keys_only;
   s.acl_categories = {"@slow", "@scripting"};
   return s;
 }
@@ -673,11 +680,13 @@ CommandSpec ScriptSub(std::string_view parent, std::string name, int arity, uint
 void RegisterScriptCommands(CommandTable* t) {
   // EVAL / EVALSHA may create a key when the script acquires a lock; the _RO forms never write.
   t->Add(EvalSpec("eval", kWrite | kMayCreate, EvalOnShard<false, false>,
-                  EvalAcrossShards<false, false>, EvalMayCreate<false>));
+                  EvalAcrossShards<false, false>, EvalMayCreate<false>, EvalKeysOnly<false>));
   t->Add(EvalSpec("evalsha", kWrite | kMayCreate, EvalOnShard<true, false>,
-                  EvalAcrossShards<true, false>, EvalMayCreate<true>));
-  t->Add(EvalSpec("eval_ro", kReadOnly, EvalOnShard<false, true>, EvalAcrossShards<false, true>));
-  t->Add(EvalSpec("evalsha_ro", kReadOnly, EvalOnShard<true, true>, EvalAcrossShards<true, true>));
+                  EvalAcrossShards<true, false>, EvalMayCreate<true>, EvalKeysOnly<true>));
+  t->Add(EvalSpec("eval_ro", kReadOnly, EvalOnShard<false, true>, EvalAcrossShards<false, true>,
+                  nullptr, EvalKeysOnly<false>));
+  t->Add(EvalSpec("evalsha_ro", kReadOnly, EvalOnShard<true, true>, EvalAcrossShards<true, true>,
+                  nullptr, EvalKeysOnly<true>));
   CommandSpec script;
   script.name = "script";
   script.arity = -2;

@@ -279,7 +279,7 @@ ScriptInfo Acquiring(ScriptInfo s) {
   return s;
 }
 
-void AddSingleKeyScripts(std::vector<ScriptInfo>* out) {
+void AddSingleKeyScriptsUnmarked(std::vector<ScriptInfo>* out) {
   constexpr std::string_view kPy = "redis-py Lock";
   out->push_back(
       Entry("c3f8721cbb97f72bc19e972846bd7aaf91901658", kPy, "release", 1, CompareAndDelete<2, 6>));
@@ -342,6 +342,16 @@ void AddSingleKeyScripts(std::vector<ScriptInfo>* out) {
   out->push_back(Entry("0df94f0c181d164030a056e556fe2176c70f0013", kClassic,
                        "six lines as in the SET documentation, final newline", 1,
                        CompareAndDelete<1, 3>));
+}
+
+void AddSingleKeyScripts(std::vector<ScriptInfo>* out) {
+  const size_t first = out->size();
+  AddSingleKeyScriptsUnmarked(out);
+  // Each reads and writes its KEYS[1] alone, but Redisson's releases, which publish the unlock.
+  for (size_t i = first; i < out->size(); i++) {
+    ScriptInfo& s = (*out)[i];
+    s.keys_only = !(s.client == "Redisson RLock" && s.name.starts_with("release"));
+  }
 }
 
 struct DigestHash {

@@ -65,6 +65,9 @@ struct ScriptInfo {
   // extension only acts on a lock that exists (Redisson's release may write its unlock latch,
   // but only after releasing a lock that was held).
   bool acquires = false;
+  // Its effects are on its KEYS alone: no PUBLISH, no other key (a pipeline may run it ahead of
+  // an earlier command, under locks on its keys: server/core/relay.cc).
+  bool keys_only = false;
 };
 
 // Every catalogued script.

@@ -88,6 +88,28 @@ TEST(ScriptCatalogTest, FindByText) {
   EXPECT_EQ(docs->sha, "0df94f0c181d164030a056e556fe2176c70f0013");
 }
 
+// Which scripts a pipeline may run ahead of an earlier command (server/core/relay.cc): those
+// whose effects are on their KEYS alone. Redisson's releases publish the unlock; scripts over
+// several keys or shards are not single-key scripts.
+TEST(ScriptCatalogTest, KeysOnly) {
+  auto keys_only = [](std::string_view sha) {
+    const ScriptInfo* s = FindScriptBySha(sha);
+    EXPECT_NE(s, nullptr) << sha;
+    return s != nullptr && s->keys_only;
+  };
+  EXPECT_TRUE(keys_only("b70c2384248f88e6b75b9f89241a180f856ad852"));   // compare-and-delete
+  EXPECT_TRUE(keys_only("c3f8721cbb97f72bc19e972846bd7aaf91901658"));   // redis-py release
+  EXPECT_TRUE(keys_only("e950836ed1e694540c503ef9972b8de518044d3b"));   // redsync delete
+  EXPECT_TRUE(keys_only("149c5a8bf18676fd99e9e6e24923bd64d9b62f94"));   // Redisson acquire
+  EXPECT_FALSE(keys_only("6866459238a13a701d42f4971f12d9f3a50e2442"));  // Redisson releases
+  EXPECT_FALSE(keys_only("778cea8aada230ae060b432fc333adaec85f2f4c"));
+  EXPECT_FALSE(keys_only("3ffe249c16dee540ac8ab32e39bd408626b9aff7"));
+  EXPECT_FALSE(keys_only("43ebdb49120d170e08af560cb4e46e36f8585936"));  // semaphore acquire
+  for (const ScriptInfo& s : AllScripts()) {
+    if (s.keys_only) EXPECT_EQ(s.multi, nullptr) << s.sha;
+  }
+}
+
 TEST(LuaNumberTest, Conversions) {
   double v;
   EXPECT_TRUE(LuaToNumber("12", &v));

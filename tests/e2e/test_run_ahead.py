@@ -160,6 +160,77 @@ class SeenInOrderPastTheHoldTest(RunAheadTestCase):
                 self.assertGreater(int(after[field]) - int(before[field]), 0, field)
 
 
+# The Redis documentation's compare-and-delete, which deadbolt runs natively (catalogued).
+COMPARE_AND_DELETE = ('if redis.call("get",KEYS[1]) == ARGV[1] then return '
+                      'redis.call("del",KEYS[1]) else return 0 end')
+
+
+@unittest.skipIf(harness.KEY_ORDER, "--pipeline-order key keeps only per-key order")
+class LockScriptsSeenInOrderTest(RunAheadTestCase):
+    def test_releases_by_script_alternating_between_shards_seen_in_order(self):
+        # A catalogued lock script that publishes nothing (here the classic compare-and-delete)
+        # may run ahead too, under locks on its keys. Each round the writer pipelines SET k0..k3
+        # to n, then EVALSHA compare-and-delete of k0..k3, the keys alternating between the
+        # shards. An atomic read must find the keys set so far (a prefix of k0..k3) or those
+        # not yet deleted (a suffix), all holding the same round.
+        keys = [on_shard(1 - i % 2, "cad%d" % i) for i in range(4)]
+        c = self.conn()
+        sha = decode(c.cmd("SCRIPT", "LOAD", COMPARE_AND_DELETE)).decode()
+        c.cmd("DEL", *keys)
+        before = None if harness.AGAINST_REDIS else run_ahead_count(c)
+        writer_done = threading.Event()
+
+        def writer(w, conn):
+            n = 0
+            stop = time.monotonic() + 1.0
+            while time.monotonic() < stop or n < 200:
+                n += 1
+                cmds = [("SET", k, n) for k in keys] + [("EVALSHA", sha, 1, k, n) for k in keys]
+                conn.send(b"".join(harness.encode_command(*cmd) for cmd in cmds))
+                w.expect(conn.read_replies(len(cmds)), [OK] * 4 + [integer(1)] * 4,
+                         "round %d" % n)
+            writer_done.set()
+            return n
+
+        def reader(tx):
+            def body(w, conn):
+                reads = 0
+                while not writer_done.is_set() or reads < 20:
+                    if tx:
+                        conn.send(transaction_bytes(*[("GET", k) for k in keys]))
+                        got = decode(read_transaction(w, conn, len(keys), "MULTI GET.. EXEC"))
+                    else:
+                        got = decode(conn.cmd("MGET", *keys))
+                    present = "".join("1" if v is not None else "0" for v in got)
+                    if (present not in ("0000", "1000", "1100", "1110", "1111", "0111", "0011",
+                                        "0001") or len({v for v in got if v is not None}) > 1):
+                        w.fail("read %d saw %r: the writer, which sets %s in that order and "
+                               "then deletes them in that order, never went through that state"
+                               % (reads, got, keys))
+                    reads += 1
+                return reads
+            return body
+
+        bodies = [("writer", writer), ("mget", reader(False)), ("tx", reader(True))]
+        results = self.run_workers(bodies, on_error=writer_done.set)
+        self.assertGreaterEqual(results["writer"], 200, repr(results))
+        if before is not None:
+            self.assertGreater(run_ahead_count(c) - before, 0, "no command ran ahead")
+
+    @unittest.skipIf(harness.AGAINST_REDIS, "deadbolt's relays and INFO fields")
+    def test_a_pipeline_of_lock_scripts_runs_ahead(self):
+        # Releases alone, alternating between the shards: the relay visits each shard once, and
+        # the scripts of the lower shard run ahead of those before them on the higher one.
+        keys = [on_shard(1 - i % 2, "cadonly%d" % i) for i in range(8)]
+        c = self.conn()
+        sha = decode(c.cmd("SCRIPT", "LOAD", COMPARE_AND_DELETE)).decode()
+        c.cmd("MSET", *[x for k in keys for x in (k, "tok")])
+        before = run_ahead_count(c)
+        got = c.pipeline([("EVALSHA", sha, 1, k, "tok") for k in keys])
+        self.assertEqual(got, [integer(1)] * len(keys))
+        self.assertGreater(run_ahead_count(c) - before, 0, "no script ran ahead")
+
+
 @unittest.skipIf(harness.AGAINST_REDIS, "deadbolt's relays and INFO fields")
 @unittest.skipIf(harness.KEY_ORDER, "--pipeline-order key keeps only per-key order")
 class HeldBackTest(RunAheadTestCase):
