@@ -202,6 +202,7 @@ std::string Format(const std::vector<std::string>& sections, Server& server, con
         "pipeline_relay_pauses:", s.relay_pauses, "\r\n",
         "pipeline_ahead_stops:", s.relay_ahead_stops, "\r\n",
         "pipeline_journal_transactions:", s.relay_tagged, "\r\n",
+        "pipeline_journal_in_order:", s.relay_tagged_backoffs, "\r\n",
         "connections_moved:", s.connections_moved_in, "\r\n");
     // Per reactor: what it sent to the others (messages, in how many chains), what it ran for
     // them, the wake-ups it caused and got, and how often its spin caught a message.

@@ -22,19 +22,21 @@
 //    (scripts publish; keyless, pub/sub and admin commands).
 //
 // Under appendfsync always a crash must leave a prefix of the pipeline on disk, never a later
-// command without an earlier one, though each shard has its own journal. Ascending, a relay is
-// then `tagged`: every command placed after one run ahead runs under locks on its keys and is
-// journalled as part of one transaction (Journal::EnterTx, with the relay's lock id), one part
-// on each shard that ran such commands. The commands before the first one run ahead are
-// journalled as usual, and the relay leaves each shard only once those are on disk (its
-// message waits for the journal). The last shard writes its part (even an empty one) and stamps
-// commit_ns, then the relay goes down the other participants, each committing its part once the
-// part above it is on disk (`committing`), and home, where the locks go. Start-up replays the
-// parts only if all of them are on disk (journal_load.cc), so a crash keeps the commands before
-// the first one run ahead, or all of them. Nobody reads a tagged command's keys before every
-// part is on disk. A pipeline over two shards so waits for three fsyncs, in order, where one
-// visiting the shard of each next command waited for one per shard switch (about eight for 16
-// random keys).
+// command without an earlier one, though each shard has its own journal. An ascending relay
+// that may write is then `tagged`: on each shard its commands run under locks on their keys and
+// are journalled as that shard's part of one transaction (Journal::EnterTx, with the relay's
+// lock id), so it leaves a shard at once: nothing of it is in that journal yet. The last shard
+// stamps commit_ns and writes its part, then the relay goes down the other shards, each writing
+// its part once the part above it is on disk (`committing`), and home, where the locks go.
+// Start-up replays the parts only if all of them are on disk (journal_load.cc), so a crash
+// keeps the whole pipeline or none of it, and nobody reads its keys before every part is on
+// disk. If nothing changed (SET NX on taken locks) nothing is written, but the relay still goes
+// down the shards, its message waiting at each for what it may have read there to be on disk. A
+// pipeline over two shards so waits for two fsyncs, where one visiting the shard of each next
+// command waited for one per shard switch (about eight for 16 random keys). Locks held for
+// fsyncs would serialize relays that share a key (a hot counter in every pipeline), where in
+// order they share each fsync: an origin whose relays meet locks goes in order for a while
+// (TaggedBackoff).
 //
 // Why ascending cannot deadlock: the relay takes its locks on a shard all at once, and waits on a
 // shard only while it holds locks on lower shards alone, as a transaction does (lock_table.h).
@@ -165,7 +167,7 @@ struct Relay {
   bool tagged = false;
   bool writes = false;                  // a command may write (kWrite)
   bool tx_changed = false;              // tagged: a command run under its locks changed a key
-  uint32_t first_ahead = ~uint32_t{0};  // tagged: the place of the first command run ahead
+  bool waited = false;                  // tagged: waited for another relay's lock (TaggedBackoff)
   bool committing = false;              // tagged: going down the participants, committing
   int64_t commit_ns = 0;
   std::vector<uint32_t> participants;  // tagged: the shards with a part, ascending
@@ -254,6 +256,45 @@ void RelayDeleter::operator()(Relay* r) const { delete r; }
 namespace {
 
 void RunRelay(std::unique_ptr<Relay> r, bool direct);
+
+// A relay's lock id has this bit; a transaction's does not.
+constexpr uint64_t kRelayLockBit = uint64_t{1} << 63;
+
+// appendfsync always: how long this reactor's relays go in order rather than tagged. A tagged
+// relay keeps its keys locked for its fsyncs, so relays meeting on a key wait for each other
+// fsync by fsync, where in order they would share each one (a hot counter in every pipeline).
+// Over each kWindow tagged relays of this origin, if more than half waited for another relay's
+// lock, relays go in order for `span_ms`, which doubles each time (up to kMaxSpanMs) and halves
+// after a window where fewer waited. Random keys meet now and then (a few in a hundred relays
+// here), which costs less than going in order.
+struct TaggedBackoff {
+  int64_t until_ms = 0;
+  int64_t span_ms = 0;
+  uint32_t seen = 0;    // tagged relays home in this window
+  uint32_t waited = 0;  // of which waited for another relay's lock
+  static constexpr uint32_t kWindow = 32;
+  static constexpr int64_t kFirstSpanMs = 10;
+  static constexpr int64_t kMaxSpanMs = 1000;
+};
+thread_local TaggedBackoff tagged_backoff;
+
+void NoteTaggedRelay(bool waited, int64_t now_ms) {
+  TaggedBackoff& b = tagged_backoff;
+  b.seen++;
+  if (waited) b.waited++;
+  if (b.seen < TaggedBackoff::kWindow) return;
+  if (2 * b.waited > b.seen) {
+    b.span_ms = b.span_ms == 0 ? TaggedBackoff::kFirstSpanMs
+                               : std::min(2 * b.span_ms, TaggedBackoff::kMaxSpanMs);
+    b.until_ms = now_ms + b.span_ms;
+  } else {
+    b.span_ms /= 2;
+  }
+  b.seen = b.waited = 0;
+}
+
+// Whether a relay that would be tagged goes in order instead (TaggedBackoff).
+bool BackingOff(int64_t now_ms) { return now_ms < tagged_backoff.until_ms; }
 
 // What RunRelay reads first on shard `to`, and Home at home: lines the sender wrote.
 TaskHints ToShard(Relay& r, int to) {
@@ -348,8 +389,7 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->next = r->segment = r->segment_reply = 0;
   r->resumed = r->in_order = r->discard = r->may_pause = r->paused = r->ahead = r->mixed = false;
   r->done.clear();
-  r->tagged = r->committing = r->writes = r->tx_changed = false;
-  r->first_ahead = ~uint32_t{0};
+  r->tagged = r->committing = r->writes = r->tx_changed = r->waited = false;
   r->commit_ns = 0;
   r->participants.clear();
   r->fail_error.clear();
@@ -436,7 +476,7 @@ size_t ToPipelineOrder(Relay& r, size_t end) {
 // Releases the locks of `h` (on its shard, from here). A tagged relay's part there is settled
 // with them (every part is on disk by then): a rewrite's scan may pass its keys.
 void Release(const Relay& r, Relay::Held& h, Reactor* re) {
-  const bool settle = r.tagged && !r.participants.empty();
+  const bool settle = r.tagged && r.tx_changed;
   if (h.shard == re->id()) {
     re->locks().Unlock(r.lock_id, *h.names, false);
     GiveNames(std::move(h.names));
@@ -445,12 +485,19 @@ void Release(const Relay& r, Relay::Held& h, Reactor* re) {
       re->Send(re->id(), [id = r.lock_id] { Reactor::Current()->journal()->SettleTx(id); });
     }
   } else {
-    re->Send(h.shard, [id = r.lock_id, names = std::move(h.names), settle]() mutable {
+    auto unlock = [id = r.lock_id, names = std::move(h.names), settle]() mutable {
       Reactor* at = Reactor::Current();
       at->locks().Unlock(id, *names, false);
       GiveNames(std::move(names));
       if (settle) at->journal()->SettleTx(id);
-    });
+    };
+    if (r.tagged) {
+      // Every part is on disk (the relay came home after them): this journal has nothing to
+      // do with it, and its next pipeline would wait for these keys.
+      re->SendUnheld(h.shard, std::move(unlock));
+    } else {
+      re->Send(h.shard, std::move(unlock));
+    }
   }
 }
 
@@ -486,6 +533,7 @@ void Home(std::unique_ptr<Relay> r, bool by_message) {
     return;
   }
   for (Relay::Held& h : r->held) Release(*r, h, re);
+  if (r->tagged) NoteTaggedRelay(r->waited, re->now_ms());
   // Commands ran ahead exactly when their keys were locked: replies go back in pipeline order.
   if (r->ahead) ToPipelineOrder(*r, r->order.size());
   // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
@@ -768,12 +816,15 @@ void CommitHere(std::unique_ptr<Relay> r) {
   if (const std::string* e = Reactor::FailedReplyError()) {
     if (r->fail_error.empty()) r->fail_error = *e;
   }
-  re->journal()->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
+  if (r->tx_changed) {
+    re->journal()->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
+  }
   Descend(std::move(r), me);
 }
 
 // Tagged, on the last shard: its part (perhaps empty) stamps commit_ns, after every change of
 // the relay was made, as Transaction's last part does; the others are committed on the way down.
+// (Nothing is committed if nothing changed; the way down still waits for each journal.)
 void StartCommit(std::unique_ptr<Relay> r) {
   Reactor* re = Reactor::Current();
   const int me = re->id();
@@ -787,8 +838,10 @@ void StartCommit(std::unique_ptr<Relay> r) {
   clock_gettime(CLOCK_REALTIME, &ts);
   r->commit_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
   r->committing = true;
-  re->stats().relay_tagged++;
-  re->journal()->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
+  if (r->tx_changed) {
+    re->stats().relay_tagged++;
+    re->journal()->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
+  }
   Descend(std::move(r), me);
 }
 
@@ -850,8 +903,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     }
     if (shard != me) break;
     view.Has(at);  // (it is this shard's)
-    // Tagged: after a command run ahead, it is journalled with it, under locks (below).
-    if (r->tagged && view.Get(at).idx > r->first_ahead) break;
+    if (r->tagged) break;  // all of this shard's commands run under locks, in its part (below)
     const RecArgs c = view.Get(at++);
     if (!r->resumed && MustWait(c.spec, c.args, r->db, r->client_id, locks)) {
       std::vector<std::string> names = LockNames(c.spec, c.args, r->db);
@@ -888,7 +940,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
                          [&](int k) { names.push_back(LockTable::Name(r->db, c.args[k])); });
     }
     if (r->lock_id == 0) {  // unique: this reactor's id and its own count
-      r->lock_id = (uint64_t{1} << 63) | (static_cast<uint64_t>(me) << 40) |
+      r->lock_id = kRelayLockBit | (static_cast<uint64_t>(me) << 40) |
                    (++relay_locks_made & ((uint64_t{1} << 40) - 1));
     }
     if (!locks.TryLock(r->lock_id, names, false)) {
@@ -897,6 +949,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
       uint64_t id = r->lock_id;
       std::sort(names.begin(), names.end());  // a waiter is queued once per name
       names.erase(std::unique(names.begin(), names.end()), names.end());
+      if (locks.AnyHeldByMask(names, kRelayLockBit)) r->waited = true;
       re->EndTiming(nullptr);
       locks.ParkTx(id, names, false, Carry(std::move(r)));
       GiveNames(std::move(list));
@@ -908,11 +961,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
     bool stopped = false;
     Journal* tx_journal = r->tagged ? re->journal() : nullptr;
     uint64_t outer_tx = 0;
-    if (tx_journal) {
-      view.Has(at);
-      r->first_ahead = std::min(r->first_ahead, view.Get(at).idx);
-      outer_tx = tx_journal->EnterTx(r->lock_id);
-    }
+    if (tx_journal) outer_tx = tx_journal->EnterTx(r->lock_id);
     while (part->pos < part->recs.size()) {
       if (StopAhead(*r)) [[unlikely]] {
         stopped = true;
@@ -939,7 +988,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   re->EndTiming(nullptr);
   if (r->mixed && !stop) SkipDone(*r);
   if (r->tagged && !stop) {
-    // Every command of this shard has run (some were tagged before `next` got to them).
+    // Every command of this shard has run, `next`'s too.
     while (r->next < n && r->order[r->next] <= me) r->next++;
   }
   if (!stop && r->next < n) {
@@ -950,11 +999,14 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
       }
     }
     TaskHints h = ToShard(*r, to);
-    re->Send(to, Carry(std::move(r)), h);
+    if (r->tagged) {
+      re->SendUnheld(to, Carry(std::move(r)), h);  // nothing of it is in this journal yet
+    } else {
+      re->Send(to, Carry(std::move(r)), h);
+    }
     return;
   }
-  // (When the commands under its locks changed nothing, nothing needs keeping in order.)
-  if (r->tagged && r->tx_changed && !stop) {
+  if (r->tagged && !stop) {
     StartCommit(std::move(r));
     return;
   }
@@ -1017,6 +1069,11 @@ void Connection::SendRelay(bool run_here) {
   if (!r->in_order && !AscendingPays(*r)) r->in_order = true;
   // (Reads alone leave nothing on disk to keep in order.)
   if (r->in_order || !r->writes) r->tagged = false;
+  if (r->tagged && BackingOff(reactor_->now_ms())) {
+    r->tagged = false;
+    r->in_order = true;
+    reactor_->stats().relay_tagged_backoffs++;
+  }
   int first = r->order.front();
   if (!r->in_order) {
     first = r->tally.low();

@@ -53,6 +53,7 @@ struct ReactorStats {
   // appendfsync always: relays whose commands from the first one run ahead on were journalled
   // as one transaction (server/core/relay.cc), counted on their last shard.
   uint64_t relay_tagged = 0;
+  uint64_t relay_tagged_backoffs = 0;  // relays sent in order instead, their keys being contended
   uint64_t total_error_replies = 0;
   uint64_t acl_access_denied_auth = 0;  // wrong passwords (AUTH, HELLO ... AUTH)
   // ACL refusals by reason: command, key, channel (acl::Denial::Reason's order).
@@ -94,6 +95,7 @@ struct ReactorStats {
     spin_hits += o.spin_hits;
     relay_cmds_ahead += o.relay_cmds_ahead;
     relay_tagged += o.relay_tagged;
+    relay_tagged_backoffs += o.relay_tagged_backoffs;
     relay_replies_from_shard += o.relay_replies_from_shard;
     relay_pauses += o.relay_pauses;
     relay_ahead_stops += o.relay_ahead_stops;

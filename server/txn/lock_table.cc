@@ -17,6 +17,15 @@ std::string LockTable::Name(int db, std::string_view key) {
   return n;
 }
 
+bool LockTable::AnyHeldByMask(const std::vector<std::string>& names, uint64_t mask) const {
+  if (whole_holder_ && (whole_holder_ & mask) == mask) return true;
+  for (const std::string& n : names) {
+    auto it = held_.find(n);
+    if (it != held_.end() && (it->second & mask) == mask) return true;
+  }
+  return false;
+}
+
 bool LockTable::Blocked(int db, std::string_view key) const {
   if (whole_holder_) return true;
   if (held_.empty()) return false;

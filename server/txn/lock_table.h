@@ -67,6 +67,9 @@ class LockTable {
               absl::AnyInvocable<void()> granted);
 
   size_t held() const { return held_.size(); }
+  // Whether one of `names` is held by a transaction whose id has every bit of `mask` (relays'
+  // lock ids have the top bit: server/core/relay.cc).
+  bool AnyHeldByMask(const std::vector<std::string>& names, uint64_t mask) const;
   size_t parked() const { return waiters_.size(); }
   // How many times waiting work was looked at (tests: a release costs the work it wakes).
   uint64_t examined() const { return examined_; }

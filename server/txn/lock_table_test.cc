@@ -37,6 +37,18 @@ TEST(LockTableTest, AllOrNothing) {
   EXPECT_TRUE(t.TryLock(1, Names({"b"}), false)) << "a holder may ask again";
 }
 
+TEST(LockTableTest, AnyHeldByMaskTellsWhoseLockBlocks) {
+  constexpr uint64_t kTop = uint64_t{1} << 63;  // relays' lock ids have it
+  LockTable t;
+  ASSERT_TRUE(t.TryLock(7, Names({"tx"}), false));
+  ASSERT_TRUE(t.TryLock(kTop | 7, Names({"relay"}), false));
+  EXPECT_FALSE(t.AnyHeldByMask(Names({"tx"}), kTop));
+  EXPECT_TRUE(t.AnyHeldByMask(Names({"tx", "relay"}), kTop));
+  EXPECT_FALSE(t.AnyHeldByMask(Names({"free"}), kTop));
+  t.Unlock(kTop | 7, Names({"relay"}), false);
+  EXPECT_FALSE(t.AnyHeldByMask(Names({"tx", "relay"}), kTop));
+}
+
 TEST(LockTableTest, FailedTryLockKeepsWhatTheCallerHeldBefore) {
   // A relay asks for more names (and a duplicate) while holding one: a conflict gives back only
   // what this call took.

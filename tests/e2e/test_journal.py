@@ -1037,6 +1037,39 @@ class JournalCrossShardCrashTest(JournalCase):
         self.assertEqual(broken, [])
         self.assertGreater(tagged, 0, "no relay was journalled as a transaction")
 
+    def test_relays_meeting_on_a_hot_key_go_in_order(self):
+        # Every writer's pipeline increments one hot counter among keys of both shards. Tagged,
+        # each relay would hold the counter's lock for its fsyncs and the writers would take
+        # turns fsync by fsync; the origins notice that most of their relays wait for each
+        # other's locks and send them in order for a while (TaggedBackoff). Every increment must
+        # still count once.
+        c = self.start(threads=2, fsync="always")
+        hot = on_shard(0, "hot:counter")
+        writers, rounds = 16, 60
+        done = []
+
+        def writer(w, port=self.server.port):
+            keys = [on_shard(1, "hot:a%d" % w), on_shard(1, "hot:b%d" % w),
+                    on_shard(0, "hot:c%d" % w)]
+            with harness.RespConn(port) as cc:
+                for n in range(rounds):
+                    got = cc.pipeline([("SET", keys[0], n), ("INCR", hot), ("SET", keys[1], n),
+                                       ("SET", keys[2], n)])
+                    if got[0] != OK or got[2] != OK or got[3] != OK:
+                        done.append("writer %d, round %d: %r" % (w, n, got))
+                        return
+            done.append(None)
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(SLACK * 4)
+        self.assertEqual(done, [None] * writers)
+        self.assertEqual(decode(c.cmd("GET", hot)), b"%d" % (writers * rounds))
+        self.assertGreater(int(harness.info(c, "stats")["pipeline_journal_in_order"]), 0)
+        self.stop()
+
     def test_part_absorbed_by_a_rewrite_of_one_shard_still_counts(self):
         # An MSET over both shards, then a rewrite of shard 1 only: its new file holds b's value
         # from the scan but not the MSET's tagged frame, which shard 0's file still has. After a
