@@ -249,10 +249,11 @@ def cycle_report(cfg, results, depths):
         "completes, while the next turn's requests are already being served. So both amortise "
         "one fsync over many clients, and throughput is bounded by fsync latency times the "
         "clients that can wait on one fsync. See docs/DURABILITY.md. *default* splits the keys "
-        "over two shards: with `always` a pipeline's relay goes from shard to shard in order, "
-        "and each shard it leaves after writing holds it until that write is on disk (so that a "
-        "crash leaves a prefix of the pipeline), so a pipeline of writes that switches shards "
-        "pays an fsync per switch.",
+        "over two shards: with `always` a pipeline's relay visits each shard once and "
+        "journals its commands as one transaction, a part on each shard, written one after the "
+        "other (so that a crash keeps the whole pipeline or none of it), so a pipeline of writes "
+        "over both shards waits for two fsyncs in a row (docs/ARCHITECTURE.md, *Under "
+        "`appendfsync always`*).",
         "",
     ]
     return lines
