@@ -21,22 +21,14 @@
 //    visited about once anyway: AscendingPays), when a command may have effects beyond its keys
 //    (scripts publish; keyless, pub/sub and admin commands).
 //
-// Under appendfsync always a crash must leave a prefix of the pipeline on disk, never a later
-// command without an earlier one, though each shard has its own journal. An ascending relay
-// that may write is then `tagged`: on each shard its commands run under locks on their keys and
-// are journalled as that shard's part of one transaction (Journal::EnterTx, with the relay's
-// lock id), so it leaves a shard at once: nothing of it is in that journal yet. The last shard
-// stamps commit_ns and writes its part, then the relay goes down the other shards, each writing
-// its part once the part above it is on disk (`committing`), and home, where the locks go.
-// Start-up replays the parts only if all of them are on disk (journal_load.cc), so a crash
-// keeps the whole pipeline or none of it, and nobody reads its keys before every part is on
-// disk. If nothing changed (SET NX on taken locks) nothing is written, but the relay still goes
-// down the shards, its message waiting at each for what it may have read there to be on disk. A
-// pipeline over two shards so waits for two fsyncs, where one visiting the shard of each next
-// command waited for one per shard switch (about eight for 16 random keys). Locks held for
-// fsyncs would serialize relays that share a key (a hot counter in every pipeline), where in
-// order they share each fsync: an origin whose relays meet locks goes in order for a while
-// (TaggedBackoff).
+// Under appendfsync always an ascending relay that may write is `tagged`: on each shard its
+// commands run under locks on their keys and are journalled as that shard's part of one
+// transaction (Journal::EnterTx, the relay's lock id as its id), so that a crash keeps the whole
+// pipeline or none of it though each shard has its own journal. It leaves each shard at once;
+// the last stamps commit_ns and writes its part, and the relay comes down the others, each
+// writing its part once the one above is on disk (`committing`), then home, where the locks go.
+// Around hot keys an origin sends its relays in order for a while (TaggedBackoff).
+// docs/ARCHITECTURE.md, *Under `appendfsync always`*, says why and what it costs.
 //
 // Why ascending cannot deadlock: the relay takes its locks on a shard all at once, and waits on a
 // shard only while it holds locks on lower shards alone, as a transaction does (lock_table.h).
@@ -72,6 +64,7 @@
 #include "server/core/server.h"
 #include "server/txn/lock_table.h"
 #include "server/txn/relay_route.h"
+#include "server/txn/tagged_backoff.h"
 
 namespace deadbolt::server {
 
@@ -260,41 +253,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct);
 // A relay's lock id has this bit; a transaction's does not.
 constexpr uint64_t kRelayLockBit = uint64_t{1} << 63;
 
-// appendfsync always: how long this reactor's relays go in order rather than tagged. A tagged
-// relay keeps its keys locked for its fsyncs, so relays meeting on a key wait for each other
-// fsync by fsync, where in order they would share each one (a hot counter in every pipeline).
-// Over each kWindow tagged relays of this origin, if more than half waited for another relay's
-// lock, relays go in order for `span_ms`, which doubles each time (up to kMaxSpanMs) and halves
-// after a window where fewer waited. Random keys meet now and then (a few in a hundred relays
-// here), which costs less than going in order.
-struct TaggedBackoff {
-  int64_t until_ms = 0;
-  int64_t span_ms = 0;
-  uint32_t seen = 0;    // tagged relays home in this window
-  uint32_t waited = 0;  // of which waited for another relay's lock
-  static constexpr uint32_t kWindow = 32;
-  static constexpr int64_t kFirstSpanMs = 10;
-  static constexpr int64_t kMaxSpanMs = 1000;
-};
-thread_local TaggedBackoff tagged_backoff;
-
-void NoteTaggedRelay(bool waited, int64_t now_ms) {
-  TaggedBackoff& b = tagged_backoff;
-  b.seen++;
-  if (waited) b.waited++;
-  if (b.seen < TaggedBackoff::kWindow) return;
-  if (2 * b.waited > b.seen) {
-    b.span_ms = b.span_ms == 0 ? TaggedBackoff::kFirstSpanMs
-                               : std::min(2 * b.span_ms, TaggedBackoff::kMaxSpanMs);
-    b.until_ms = now_ms + b.span_ms;
-  } else {
-    b.span_ms /= 2;
-  }
-  b.seen = b.waited = 0;
-}
-
-// Whether a relay that would be tagged goes in order instead (TaggedBackoff).
-bool BackingOff(int64_t now_ms) { return now_ms < tagged_backoff.until_ms; }
+thread_local TaggedBackoff tagged_backoff;  // (appendfsync always)
 
 // What RunRelay reads first on shard `to`, and Home at home: lines the sender wrote.
 TaskHints ToShard(Relay& r, int to) {
@@ -533,7 +492,7 @@ void Home(std::unique_ptr<Relay> r, bool by_message) {
     return;
   }
   for (Relay::Held& h : r->held) Release(*r, h, re);
-  if (r->tagged) NoteTaggedRelay(r->waited, re->now_ms());
+  if (r->tagged) tagged_backoff.Note(r->waited, re->now_ms());
   // Commands ran ahead exactly when their keys were locked: replies go back in pipeline order.
   if (r->ahead) ToPipelineOrder(*r, r->order.size());
   // The relay keeps its replies buffer (and its capacity, for the next relay's replies on the
@@ -1069,7 +1028,7 @@ void Connection::SendRelay(bool run_here) {
   if (!r->in_order && !AscendingPays(*r)) r->in_order = true;
   // (Reads alone leave nothing on disk to keep in order.)
   if (r->in_order || !r->writes) r->tagged = false;
-  if (r->tagged && BackingOff(reactor_->now_ms())) {
+  if (r->tagged && tagged_backoff.InOrder(reactor_->now_ms())) {
     r->tagged = false;
     r->in_order = true;
     reactor_->stats().relay_tagged_backoffs++;
