@@ -155,8 +155,8 @@ struct Relay {
   // each next command not yet run since, skipping those done.
   bool mixed = false;
   std::vector<uint8_t> done;       // mixed: which commands have run
-  // appendfsync always, ascending: the commands from the first one run ahead on are one
-  // transaction in the journal (see the top of this file).
+  // appendfsync always, ascending: its commands are one transaction in the journal (see the
+  // top of this file).
   bool tagged = false;
   bool writes = false;                  // a command may write (kWrite)
   bool tx_changed = false;              // tagged: a command run under its locks changed a key
@@ -433,16 +433,17 @@ size_t ToPipelineOrder(Relay& r, size_t end) {
 }
 
 // Releases the locks of `h` (on its shard, from here). A tagged relay's part there is settled
-// with them (every part is on disk by then): a rewrite's scan may pass its keys.
-void Release(const Relay& r, Relay::Held& h, Reactor* re) {
+// with them: a rewrite's scan may pass its keys (it renames its file only once what it wrote is
+// on disk, the part included). `parts_on_disk`: the relay came home in a message that waited
+// for the last of its parts, so the unlocks need not wait for this journal; otherwise its part
+// here may not be on disk yet, and a reader of its keys elsewhere must not see them before.
+// (Here, a reader's reply waits for this journal anyway.)
+void Release(const Relay& r, Relay::Held& h, Reactor* re, bool parts_on_disk) {
   const bool settle = r.tagged && r.tx_changed;
   if (h.shard == re->id()) {
     re->locks().Unlock(r.lock_id, *h.names, false);
     GiveNames(std::move(h.names));
-    if (settle) {
-      // Through this journal: the part it settles may be the one just committed here.
-      re->Send(re->id(), [id = r.lock_id] { Reactor::Current()->journal()->SettleTx(id); });
-    }
+    if (settle) re->journal()->SettleTx(r.lock_id);
   } else {
     auto unlock = [id = r.lock_id, names = std::move(h.names), settle]() mutable {
       Reactor* at = Reactor::Current();
@@ -450,9 +451,9 @@ void Release(const Relay& r, Relay::Held& h, Reactor* re) {
       GiveNames(std::move(names));
       if (settle) at->journal()->SettleTx(id);
     };
-    if (r.tagged) {
-      // Every part is on disk (the relay came home after them): this journal has nothing to
-      // do with it, and its next pipeline would wait for these keys.
+    if (r.tagged && parts_on_disk) {
+      // This journal has nothing to do with it, and the client's next pipeline would wait for
+      // these keys.
       re->SendUnheld(h.shard, std::move(unlock));
     } else {
       re->Send(h.shard, std::move(unlock));
@@ -491,7 +492,7 @@ void Home(std::unique_ptr<Relay> r, bool by_message) {
     c->OnRelayPaused(std::unique_ptr<Relay, RelayDeleter>(r.release()), front);
     return;
   }
-  for (Relay::Held& h : r->held) Release(*r, h, re);
+  for (Relay::Held& h : r->held) Release(*r, h, re, by_message);
   if (r->tagged) tagged_backoff.Note(r->waited, re->now_ms());
   // Commands ran ahead exactly when their keys were locked: replies go back in pipeline order.
   if (r->ahead) ToPipelineOrder(*r, r->order.size());
@@ -659,7 +660,7 @@ bool PauseHere(Relay& r, Reactor* re) {
   size_t still = 0;
   for (size_t k = 0; k < r.held.size(); k++) {
     if (r.held[k].last < r.next) {
-      Release(r, r.held[k], re);
+      Release(r, r.held[k], re, false);
     } else {
       r.held[still++] = std::move(r.held[k]);
     }
@@ -753,8 +754,10 @@ int ParticipantBelow(const Relay& r, int me) {
   return below;
 }
 
-// Tagged, from a shard that committed its part: to the next participant down, or home. The
-// message leaves once the part is on disk; home, the replies wait for it.
+// Tagged, from a shard that committed its part: to the next participant down, or home, in a
+// message that leaves once the part is on disk. Home on this reactor (the origin is the lowest
+// participant), the replies wait for this journal as output does, and so do the unlocks it
+// sends (Release).
 void Descend(std::unique_ptr<Relay> r, int me) {
   const int below = ParticipantBelow(*r, me);
   Reactor* re = Reactor::Current();
@@ -825,7 +828,7 @@ void RunRelay(std::unique_ptr<Relay> r, bool direct) {
   if (r->mixed) [[unlikely]] {  // back for a command after those it ran ahead here (StopAhead)
     for (size_t k = 0; k < r->held.size(); k++) {
       if (r->held[k].shard != me) continue;
-      Release(*r, r->held[k], re);
+      Release(*r, r->held[k], re, false);
       r->held.erase(r->held.begin() + k);
       break;
     }
