@@ -44,10 +44,10 @@ def run_ahead_count(c):
     return int(harness.info(c, "stats").get("pipeline_cmds_run_ahead", "0"))
 
 
-def ordered_reader(keys, writer_done, min_reads, tx):
-    """A worker body reading the four keys a writer sets to its round number in that order,
-    atomically (MGET, or GETs in MULTI/EXEC if `tx`), until the writer is done and it has read
-    `min_reads` times: every read must find k0 >= k1 >= k2 >= k3 >= k0 - 1."""
+def atomic_reader(keys, writer_done, min_reads, tx, possible, writer_does):
+    """A worker body reading `keys` atomically (MGET, or GETs in MULTI/EXEC if `tx`) until the
+    writer is done and it has read `min_reads` times: possible(values) must hold for every
+    read, else it fails naming what the writer does."""
     def body(w, conn):
         reads = 0
         while not writer_done.is_set() or reads < min_reads:
@@ -56,12 +56,37 @@ def ordered_reader(keys, writer_done, min_reads, tx):
                 got = decode(read_transaction(w, conn, len(keys), "MULTI GET.. EXEC"))
             else:
                 got = decode(conn.cmd("MGET", *keys))
-            v = [int(x) for x in got]
-            if not (v[0] >= v[1] >= v[2] >= v[3] >= v[0] - 1):
-                w.fail("read %d saw %r: the writer, which sets %s in that order, never "
-                       "went through that state" % (reads, v, keys))
+            if not possible(got):
+                w.fail("read %d saw %r: the writer, which %s, never went through that state"
+                       % (reads, got, writer_does))
             reads += 1
         return reads
+    return body
+
+
+def ordered_reader(keys, writer_done, min_reads, tx):
+    """atomic_reader of the four keys a writer sets to its round number in that order: every
+    read must find k0 >= k1 >= k2 >= k3 >= k0 - 1."""
+    def possible(got):
+        v = [int(x) for x in got]
+        return v[0] >= v[1] >= v[2] >= v[3] >= v[0] - 1
+    return atomic_reader(keys, writer_done, min_reads, tx, possible,
+                         "sets %s in that order" % keys)
+
+
+def round_writer(writer_done, commands, replies, min_rounds=200):
+    """A worker body pipelining commands(n) for rounds n = 1, 2, ... for at least a second and
+    `min_rounds` rounds, expecting replies(n); sets writer_done at the end."""
+    def body(w, conn):
+        n = 0
+        stop = time.monotonic() + 1.0
+        while time.monotonic() < stop or n < min_rounds:
+            n += 1
+            cmds = commands(n)
+            conn.send(b"".join(harness.encode_command(*cmd) for cmd in cmds))
+            w.expect(conn.read_replies(len(cmds)), replies(n), "round %d" % n)
+        writer_done.set()
+        return n
     return body
 
 
@@ -87,17 +112,8 @@ class PipelineSeenInOrderTest(RunAheadTestCase):
         self.assertReply(OK, "MSET", *[x for k in keys for x in (k, "0")])
         before = None if harness.AGAINST_REDIS else run_ahead_count(c)
         writer_done = threading.Event()
-
-        def writer(w, conn):
-            n = 0
-            stop = time.monotonic() + 1.0
-            while time.monotonic() < stop or n < 200:
-                n += 1
-                conn.send(b"".join(harness.encode_command("SET", k, n) for k in keys))
-                w.expect(conn.read_replies(len(keys)), [OK] * len(keys), "round %d" % n)
-            writer_done.set()
-            return n
-
+        writer = round_writer(writer_done, lambda n: [("SET", k, n) for k in keys],
+                              lambda n: [OK] * len(keys))
         bodies = [("writer", writer)]
         bodies += [("mget%d" % i, ordered_reader(keys, writer_done, 20, False)) for i in range(2)]
         bodies += [("tx%d" % i, ordered_reader(keys, writer_done, 20, True)) for i in range(2)]
@@ -179,39 +195,20 @@ class LockScriptsSeenInOrderTest(RunAheadTestCase):
         c.cmd("DEL", *keys)
         before = None if harness.AGAINST_REDIS else run_ahead_count(c)
         writer_done = threading.Event()
+        writer = round_writer(
+            writer_done,
+            lambda n: [("SET", k, n) for k in keys] + [("EVALSHA", sha, 1, k, n) for k in keys],
+            lambda n: [OK] * 4 + [integer(1)] * 4)
 
-        def writer(w, conn):
-            n = 0
-            stop = time.monotonic() + 1.0
-            while time.monotonic() < stop or n < 200:
-                n += 1
-                cmds = [("SET", k, n) for k in keys] + [("EVALSHA", sha, 1, k, n) for k in keys]
-                conn.send(b"".join(harness.encode_command(*cmd) for cmd in cmds))
-                w.expect(conn.read_replies(len(cmds)), [OK] * 4 + [integer(1)] * 4,
-                         "round %d" % n)
-            writer_done.set()
-            return n
+        def possible(got):
+            present = "".join("1" if v is not None else "0" for v in got)
+            return (present in ("0000", "1000", "1100", "1110", "1111", "0111", "0011", "0001")
+                    and len({v for v in got if v is not None}) <= 1)
 
-        def reader(tx):
-            def body(w, conn):
-                reads = 0
-                while not writer_done.is_set() or reads < 20:
-                    if tx:
-                        conn.send(transaction_bytes(*[("GET", k) for k in keys]))
-                        got = decode(read_transaction(w, conn, len(keys), "MULTI GET.. EXEC"))
-                    else:
-                        got = decode(conn.cmd("MGET", *keys))
-                    present = "".join("1" if v is not None else "0" for v in got)
-                    if (present not in ("0000", "1000", "1100", "1110", "1111", "0111", "0011",
-                                        "0001") or len({v for v in got if v is not None}) > 1):
-                        w.fail("read %d saw %r: the writer, which sets %s in that order and "
-                               "then deletes them in that order, never went through that state"
-                               % (reads, got, keys))
-                    reads += 1
-                return reads
-            return body
-
-        bodies = [("writer", writer), ("mget", reader(False)), ("tx", reader(True))]
+        does = "sets %s in that order and then deletes them in that order" % keys
+        bodies = [("writer", writer),
+                  ("mget", atomic_reader(keys, writer_done, 20, False, possible, does)),
+                  ("tx", atomic_reader(keys, writer_done, 20, True, possible, does))]
         results = self.run_workers(bodies, on_error=writer_done.set)
         self.assertGreaterEqual(results["writer"], 200, repr(results))
         if before is not None:
