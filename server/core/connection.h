@@ -327,6 +327,13 @@ class Connection {
   void OnRelayPaused(std::unique_ptr<Relay, RelayDeleter> relay, size_t front);
   void ResumeRelay();
   void DropPausedRelay();
+  // appendfsync always: a tagged relay's parts are written at once on their shards, each
+  // participant acking to here once its part is on disk (relay.cc, StartCommit). Home waits for
+  // them: TaggedAcksIn says whether all are in, else keeps the relay until OnTaggedAck brings
+  // the last, which sends it home again.
+  bool TaggedAcksIn(std::unique_ptr<Relay>& r, bool by_message);
+  void OnTaggedAck();
+  std::string TakeTaggedAckError();  // a part whose journal write failed: the replies' error
   // Reactor thread, when the socket is closed: leaves shared state (watches) behind.
   void OnClose();
   bool CanFree() const { return closing_ && refs_ == 0 && !recv_armed_ && !send_in_flight_; }
@@ -582,6 +589,10 @@ class Connection {
   int inflight_reads_ = 0;                      // of them, reads (kMaxInflightReads)
   std::unique_ptr<Relay, RelayDeleter> relay_;  // being gathered, not yet sent
   std::unique_ptr<Relay, RelayDeleter> paused_relay_;  // OnRelayPaused
+  std::unique_ptr<Relay, RelayDeleter> tagged_home_;   // home, waiting for acks (TaggedAcksIn)
+  bool tagged_home_by_message_ = false;
+  uint32_t tagged_acks_ = 0;      // acks in for the relay out (a connection has one at a time)
+  std::string tagged_ack_error_;  // OnTaggedAck
   bool direct_reply_ = false;  // the relay out may send its replies from its last shard
   bool lazy_waiting_ = false;  // WaitForRelayHome
   const CommandSpec* deferred_spec_ = nullptr;

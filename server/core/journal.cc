@@ -595,7 +595,32 @@ void Journal::Durable() {
     }
     sync_waiters_.swap(still);
   }
+  RunDurableWaiters();
   reactor_->OnJournalDurable();
+}
+
+void Journal::WhenDurable(uint64_t batch, absl::AnyInvocable<void(bool failed)> fn) {
+  durable_waiters_.emplace_back(batch, std::move(fn));
+  RunDurableWaiters();
+}
+
+void Journal::RunDurableWaiters() {
+  if (durable_waiters_.empty()) return;
+  const uint64_t durable = durable_batch();
+  const uint64_t failed = failed_upto_;
+  std::vector<std::pair<bool, absl::AnyInvocable<void(bool)>>> ready;
+  size_t still = 0;
+  for (size_t i = 0; i < durable_waiters_.size(); i++) {
+    auto& w = durable_waiters_[i];
+    if (w.first <= durable || w.first <= failed) {
+      ready.emplace_back(w.first > durable, std::move(w.second));
+    } else {
+      if (still != i) durable_waiters_[still] = std::move(w);  // (not onto itself)
+      still++;
+    }
+  }
+  durable_waiters_.resize(still);
+  for (auto& [failed_here, fn] : ready) fn(failed_here);  // (one may add a waiter)
 }
 
 void Journal::WhenSynced(absl::AnyInvocable<void()> fn) {
@@ -614,6 +639,7 @@ void Journal::WhenSynced(absl::AnyInvocable<void()> fn) {
 void Journal::Tick(int64_t now_ms) {
   now_ms_ = now_ms;
   if (!main_) return;
+  RunDurableWaiters();  // (those whose batch failed)
   FollowPolicy();
   if (now_ms >= next_sync_ms_) {
     next_sync_ms_ = now_ms + 1000;

@@ -138,6 +138,10 @@ class Journal {
   // Calls fn once everything journalled so far is on disk (WAITAOF), starting an fsync if
   // needed (whatever the policy).
   void WhenSynced(absl::AnyInvocable<void()> fn);
+  // Calls fn(false) once `batch` is on disk as output needs it (durable_batch()), or fn(true)
+  // once a write or fsync failed while it was pending (failed_batch(); noticed on the next
+  // Tick). Called from the journal's completions: fn should only post work for the loop.
+  void WhenDurable(uint64_t batch, absl::AnyInvocable<void(bool failed)> fn);
 
   // A transaction's work on this shard (Transaction::Hop, EXEC's local commands): the changes
   // made between EnterTx and LeaveTx are kept apart, and CommitTx (Transaction::Release) writes
@@ -205,6 +209,8 @@ class Journal {
   // A replaced file is closed once nothing is in flight on it. True if f was one (and is gone).
   bool CloseIfRetired(File& f);
   void Durable();  // durable_batch() may have moved: release waiters
+  void RunDurableWaiters();
+  std::vector<std::pair<uint64_t, absl::AnyInvocable<void(bool)>>> durable_waiters_;
   void RewriteStep(int64_t now_ms);
   void RewriteFail(const std::string& why);
   void FinishRewrite();

@@ -25,8 +25,9 @@
 // commands run under locks on their keys and are journalled as that shard's part of one
 // transaction (Journal::EnterTx, the relay's lock id as its id), so that a crash keeps the whole
 // pipeline or none of it though each shard has its own journal. It leaves each shard at once;
-// the last stamps commit_ns and writes its part, and the relay comes down the others, each
-// writing its part once the one above is on disk (`committing`), then home, where the locks go.
+// the last stamps commit_ns and writes its part, and has every other part written at once too
+// (their fsyncs overlap); home waits for every part to be on disk, then the locks go
+// (StartCommit).
 // Around hot keys an origin sends its relays in order for a while (TaggedBackoff).
 // docs/ARCHITECTURE.md, *Under `appendfsync always`*, says why and what it costs.
 //
@@ -49,6 +50,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -57,6 +59,7 @@
 #include <vector>
 
 #include "server/base/config.h"
+#include "server/base/error_strings.h"
 #include "server/cmdtable/journal_health.h"
 #include "server/core/connection.h"
 #include "server/core/journal.h"
@@ -161,7 +164,11 @@ struct Relay {
   bool writes = false;                  // a command may write (kWrite)
   bool tx_changed = false;              // tagged: a command run under its locks changed a key
   bool waited = false;                  // tagged: waited for another relay's lock (TaggedBackoff)
-  bool committing = false;              // tagged: going down the participants, committing
+  uint32_t acks_due = 0;  // tagged: acks home waits for, one per part not written there or last
+  // Tagged, its origin a participant: the origin's journal batch with its part there (home
+  // waits for it: see Home).
+  bool home_part = false;
+  uint64_t home_batch = 0;
   int64_t commit_ns = 0;
   std::vector<uint32_t> participants;  // tagged: the shards with a part, ascending
   std::string fail_error;  // tagged: a part's journal write failed: every reply becomes this
@@ -348,8 +355,11 @@ void Recycle(std::unique_ptr<Relay> r) {
   r->next = r->segment = r->segment_reply = 0;
   r->resumed = r->in_order = r->discard = r->may_pause = r->paused = r->ahead = r->mixed = false;
   r->done.clear();
-  r->tagged = r->committing = r->writes = r->tx_changed = r->waited = false;
+  r->tagged = r->writes = r->tx_changed = r->waited = false;
   r->commit_ns = 0;
+  r->acks_due = 0;
+  r->home_part = false;
+  r->home_batch = 0;
   r->participants.clear();
   r->fail_error.clear();
   r->reply_idx.clear();
@@ -470,6 +480,34 @@ void Home(std::unique_ptr<Relay> r, bool by_message) {
     // The last shard's part waited for a journal batch that could not be written.
     if (r->tagged && !r->participants.empty() && r->fail_error.empty()) r->fail_error = *e;
     if (r->fail_error.empty()) FailSegment(*r, *e);
+  }
+  if (r->acks_due > 0) {  // tagged: its other parts' acks (StartCommit)
+    Connection* c = r->conn;
+    if (!c->TaggedAcksIn(r, by_message)) return;  // c keeps it until the last ack
+    std::string e = c->TakeTaggedAckError();
+    if (!e.empty() && r->fail_error.empty()) r->fail_error = std::move(e);
+    r->acks_due = 0;
+  }
+  if (r->home_part) {
+    // Tagged, with a part here: every other part is on disk (the acks); once this one is too,
+    // the replies and the unlocks leave at once, as for a relay home by message. (Held for this
+    // journal instead, they would wait for its newest batch, and a client's next pipeline could
+    // overtake the unlocks.)
+    const uint64_t batch = r->home_batch;  // (0: nothing here waits for the disk)
+    r->home_part = false;
+    Journal* j = Reactor::Current()->journal();
+    if (batch != 0 && j->durable_batch() < batch) {
+      j->WhenDurable(batch, [r = std::move(r)](bool failed) mutable {
+        if (failed && r->fail_error.empty()) {
+          Journal* jf = Reactor::Current()->journal();
+          r->fail_error = errors::AofWriteError(jf->error() ? jf->error() : EIO);
+        }
+        Reactor* here = Reactor::Current();
+        here->Send(here->id(), [r = std::move(r)]() mutable { Home(std::move(r), true); });
+      });
+      return;
+    }
+    by_message = true;
   }
   if (!r->fail_error.empty()) [[unlikely]] {
     // A part of a tagged relay: whether its commands are on disk is unknown.
@@ -745,48 +783,25 @@ bool SendRepliesHere(std::unique_ptr<Relay>& r, Reactor* re) {
   return true;
 }
 
-// Tagged: the highest participant below `me`, or -1.
-int ParticipantBelow(const Relay& r, int me) {
-  int below = -1;
-  for (uint32_t p : r.participants) {
-    if (static_cast<int>(p) < me) below = static_cast<int>(p);
-  }
-  return below;
-}
-
-// Tagged, from a shard that committed its part: to the next participant down, or home, in a
-// message that leaves once the part is on disk. Home on this reactor (the origin is the lowest
-// participant), the replies wait for this journal as output does, and so do the unlocks it
-// sends (Release).
-void Descend(std::unique_ptr<Relay> r, int me) {
-  const int below = ParticipantBelow(*r, me);
-  Reactor* re = Reactor::Current();
-  if (below >= 0) {
-    re->Send(below, Carry(std::move(r)), TaskHints{});
-  } else if (r->origin == me) {
-    Home(std::move(r), false);
-  } else {
-    SendHome(std::move(r), false);
-  }
-}
-
-// Tagged, going down: the part above is on disk (the relay's message waited for it); this
-// shard's part is committed, then the relay goes to the next participant down, or home.
-void CommitHere(std::unique_ptr<Relay> r) {
-  Reactor* re = Reactor::Current();
-  const int me = re->id();
-  if (const std::string* e = Reactor::FailedReplyError()) {
-    if (r->fail_error.empty()) r->fail_error = *e;
-  }
-  if (r->tx_changed) {
-    re->journal()->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
-  }
-  Descend(std::move(r), me);
+// Tagged, home on the origin, which has a part: the part is committed here, after the top's
+// (the message that brought the relay left at once). Home waits for the other parts' acks; the
+// replies and the unlocks then wait for this journal, as output does.
+void CommitAtOrigin(std::unique_ptr<Relay> r) {
+  Journal* j = Reactor::Current()->journal();
+  if (r->tx_changed) j->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
+  r->home_part = true;
+  r->home_batch = j->TurnBatch();
+  Home(std::move(r), false);
 }
 
 // Tagged, on the last shard: its part (perhaps empty) stamps commit_ns, after every change of
-// the relay was made, as Transaction's last part does; the others are committed on the way down.
-// (Nothing is committed if nothing changed; the way down still waits for each journal.)
+// the relay was made, as Transaction's last part does. Every other part is committed at once too,
+// each by a message of its own that leaves now (the origin's by the relay itself), so that the
+// parts' fsyncs overlap: each participant but the origin then sends the origin an ack that
+// leaves once its part is on disk (held), and home waits for all of them (acks_due) before the
+// replies or the unlocks go. A crash between the parts' writes keeps none of the relay: start-up
+// replays a part only if every part is on disk (journal_load.cc). (Nothing is committed if
+// nothing changed; the acks still wait for each journal, for what the relay read there.)
 void StartCommit(std::unique_ptr<Relay> r) {
   Reactor* re = Reactor::Current();
   const int me = re->id();
@@ -799,21 +814,51 @@ void StartCommit(std::unique_ptr<Relay> r) {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   r->commit_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-  r->committing = true;
   if (r->tx_changed) {
     re->stats().relay_tagged++;
     re->journal()->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
   }
-  Descend(std::move(r), me);
+  const int origin = r->origin;
+  Connection* conn = r->conn;  // dereferenced on the origin only
+  uint32_t acks = 0;
+  bool origin_part = false;
+  for (uint32_t p : r->participants) {
+    const int s = static_cast<int>(p);
+    if (s == me) continue;
+    if (s == origin) {
+      origin_part = true;
+      continue;
+    }
+    acks++;
+    re->SendUnheld(s, [id = r->lock_id, parts = r->participants, ns = r->commit_ns,
+                       changed = r->tx_changed, conn, origin] {
+      Reactor* at = Reactor::Current();
+      if (changed) at->journal()->CommitTx(id, parts, ns, /*writes=*/true);
+      at->Send(origin, [conn] { conn->OnTaggedAck(); });  // once this part is on disk
+    });
+  }
+  if (origin_part) {
+    acks++;
+    re->Send(origin, [conn] { conn->OnTaggedAck(); });  // once this part is on disk
+    r->acks_due = acks;
+    TaskHints h = ToHome(*r);
+    re->SendUnheld(
+        origin, [r = std::move(r)]() mutable { CommitAtOrigin(std::move(r)); }, h);
+    return;
+  }
+  r->acks_due = acks;
+  if (origin == me) {
+    r->home_part = true;
+    r->home_batch = re->journal()->TurnBatch();
+    Home(std::move(r), false);  // the replies and unlocks wait for this journal
+  } else {
+    SendHome(std::move(r), false);  // once this part is on disk
+  }
 }
 
 // `direct`: called by the connection on its own reactor rather than from a message, so it must
 // not come home here (the connection is in the middle of its input).
 void RunRelay(std::unique_ptr<Relay> r, bool direct) {
-  if (r->committing) [[unlikely]] {
-    CommitHere(std::move(r));
-    return;
-  }
   PrefetchLines<true>(r.get(), sizeof(Relay));  // its fields' lines, together, not one by one
   Reactor* re = Reactor::Current();
   const int me = re->id();
@@ -1131,6 +1176,33 @@ void Connection::DropPausedRelay() {  // (closing: what waited for it never runs
   Recycle(std::unique_ptr<Relay>(paused_relay_.release()));
   inflight_--;
   Unref();
+}
+
+bool Connection::TaggedAcksIn(std::unique_ptr<Relay>& r, bool by_message) {
+  if (tagged_acks_ >= r->acks_due) {
+    tagged_acks_ = 0;
+    return true;
+  }
+  tagged_home_.reset(r.release());
+  tagged_home_by_message_ = by_message;
+  return false;
+}
+
+void Connection::OnTaggedAck() {
+  if (const std::string* e = Reactor::FailedReplyError()) {
+    if (tagged_ack_error_.empty()) tagged_ack_error_ = *e;  // that part may not be on disk
+  }
+  tagged_acks_++;
+  if (tagged_home_ && tagged_acks_ >= tagged_home_->acks_due) {
+    std::unique_ptr<Relay> r(tagged_home_.release());
+    Home(std::move(r), tagged_home_by_message_);
+  }
+}
+
+std::string Connection::TakeTaggedAckError() {
+  std::string e;
+  e.swap(tagged_ack_error_);
+  return e;
 }
 
 void Connection::OnRelayDone() {

@@ -64,12 +64,14 @@ AGAINST_REDIS = (not os.environ.get("DEADBOLT_SERVER")
                  and os.environ.get("DEADBOLT_AGAINST_REDIS") == "1")
 
 
-def run_tool(test, argv, timeout):
+def run_tool(test, argv, timeout, env=None):
     """Runs one of the tools/ programs: returns (exit code, "$ argv" + its stdout and stderr);
-    fails `test` if it has not finished within `timeout` seconds."""
+    fails `test` if it has not finished within `timeout` seconds. `env`: variables added to
+    this process's environment for it."""
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           stdin=subprocess.DEVNULL, timeout=timeout)
+                           stdin=subprocess.DEVNULL, timeout=timeout,
+                           env=dict(os.environ, **env) if env else None)
     except subprocess.TimeoutExpired as e:
         test.fail("%s did not finish within %ds:\n%s"
                   % (" ".join(argv), timeout, (e.output or b"").decode("utf-8", "replace")))

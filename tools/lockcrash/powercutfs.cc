@@ -12,6 +12,9 @@
 // only once fsynced: stricter than ext4's data=ordered about data, kinder about directory
 // entries. Files are opened with direct_io and no attribute caching, so the kernel never serves
 // bytes from before a cut. Used by lockcrash --power-cut (tools/README.md).
+//
+// POWERCUTFS_SLOW_FSYNC=TEXT:MS in the environment: an fsync of a file whose path contains TEXT
+// first waits MS milliseconds, as a slow disk would (one shard's journal lagging the others).
 
 #define FUSE_USE_VERSION 31
 
@@ -24,6 +27,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -48,6 +52,8 @@ struct FileLog {
 };
 std::unordered_map<ino_t, FileLog> g_logs;
 uint64_t g_cuts = 0;
+std::string g_slow_text;  // POWERCUTFS_SLOW_FSYNC
+int g_slow_ms = 0;
 
 constexpr const char* kControl = "/.powercut";
 constexpr uint64_t kControlFh = ~uint64_t{0};
@@ -226,9 +232,10 @@ int Truncate(const char* path, off_t size, fuse_file_info* fi) {
   return r;
 }
 
-int Fsync(const char*, int datasync, fuse_file_info* fi) {
+int Fsync(const char* path, int datasync, fuse_file_info* fi) {
   if (fi->fh == kControlFh) return 0;
   const int fd = static_cast<int>(fi->fh);
+  if (g_slow_ms > 0 && path && strstr(path, g_slow_text.c_str())) usleep(g_slow_ms * 1000);
   // What the fsync covers: the writes made before it started.
   struct stat st {};
   size_t covered = 0;
@@ -308,6 +315,13 @@ int main(int argc, char** argv) {
   if (g_backing < 0) {
     fprintf(stderr, "powercutfs: %s: %s\n", argv[1], strerror(errno));
     return 2;
+  }
+  if (const char* slow = getenv("POWERCUTFS_SLOW_FSYNC")) {
+    const char* colon = strrchr(slow, ':');
+    if (colon && colon > slow) {
+      g_slow_text.assign(slow, static_cast<size_t>(colon - slow));
+      g_slow_ms = atoi(colon + 1);
+    }
   }
   fuse_operations ops{};
   ops.init = Init;
