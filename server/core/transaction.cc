@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <ctime>
 
+#include "server/base/error_strings.h"
 #include "server/core/journal.h"
 #include "server/core/reactor.h"
 #include "server/txn/lock_table.h"
@@ -112,14 +114,29 @@ void Transaction::UpSteps(Reactor& r, const Plan& plan, size_t i) {
   Leave(r, plan, prev);
 }
 
+// A journalled pass, on a part below the top: its phases all ran on the way up; its part is
+// committed now, at once with the others.
+struct Transaction::CommitPart {
+  std::shared_ptr<const Plan> plan;
+  Transaction* tx;  // dereferenced only on the coordinator
+
+  void operator()() {
+    Reactor* r = Reactor::Current();
+    Commit(*r, *plan);
+    AckPart(*r, *plan, tx);
+  }
+};
+
 // LockRunPhases: runs on parts[i]'s shard once every part's locks are held and every later
 // part has run; runs this part's last phases and passes on down (or home). Without a journal
 // each part lets go here. With one, every change was made by the top (the phases took their
-// earliest visits), and each part is committed here instead: the top first, stamping commit_ns
-// after every change of the transaction, as Release() does after the hops. The message down
-// leaves once the part is written (with `always`, on disk: Reactor::FlushOutboxes), and the
-// first part, the last to commit, lets every part go: its messages too wait for its part, so no
-// key of the transaction is seen before every part is written, as with Release().
+// earliest visits), so it never comes down: the top stamps commit_ns after every change of the
+// transaction, as Release() does after the hops, commits its part and has every other part
+// committed at once (CommitPart, in messages that need not wait for its journal); each part
+// acks to the coordinator once it is on disk (AckPart), and the coordinator, once every ack is
+// in, lets every part go and answers (PassAck). So no key of the transaction is seen before
+// every part is on disk, as with Release(), and the parts' fsyncs overlap rather than follow
+// each other down the shards.
 struct Transaction::RunStep {
   std::shared_ptr<const Plan> plan;
   size_t i;
@@ -129,29 +146,19 @@ struct Transaction::RunStep {
     Reactor* r = Reactor::Current();
     const Part& p = plan->parts[i];
     const size_t n = plan->parts.size();
-    if (i + 1 < n) NotePassFailure(*plan);  // sent down after the part above was committed
     uint64_t prev = Enter(*r, *plan);
     RunSteps(*r, *plan, DownVisit(i, n));
     Leave(*r, *plan, prev);
-    const bool journalled = PassJournalled(*r, *plan);
-    if (journalled) {
-      if (i == n - 1) plan->commit_ns = NowNs();
+    if (PassJournalled(*r, *plan)) {  // (at the top: see above)
+      plan->commit_ns = NowNs();
       Commit(*r, *plan);
-    }
-    if (!journalled || i == 0) {
-      if (journalled) {
-        for (size_t j = 1; j < n; j++) {
-          r->Send(plan->parts[j].shard, [plan = plan, j] {
-            const Part& part = plan->parts[j];
-            Reactor* rj = Reactor::Current();
-            Settle(*rj, *plan);
-            rj->locks().Unlock(plan->id, part.names, part.whole);
-          });
-        }
-        Settle(*r, *plan);
+      for (size_t j = 0; j + 1 < n; j++) {
+        r->SendUnheld(plan->parts[j].shard, CommitPart{plan, tx});
       }
-      r->locks().Unlock(plan->id, p.names, p.whole);
+      AckPart(*r, *plan, tx);
+      return;
     }
+    r->locks().Unlock(plan->id, p.names, p.whole);
     if (i > 0) {
       r->Send(plan->parts[i - 1].shard, RunStep{plan, i - 1, tx});
     } else if (plan->origin == r->id()) {
@@ -162,6 +169,48 @@ struct Transaction::RunStep {
     }
   }
 };
+
+// A pass's part was just committed here: the coordinator hears once it is on disk. A message
+// from here waits for this journal (Reactor::FlushOutboxes); one to this reactor itself does
+// not, so there the journal says when.
+void Transaction::AckPart(Reactor& r, const Plan& plan, Transaction* tx) {
+  if (plan.origin != r.id()) {
+    r.Send(plan.origin, [tx] { tx->PassAck(false); });
+    return;
+  }
+  Journal* j = r.journal();
+  j->WhenDurable(j->TurnBatch(), [tx](bool failed) {
+    Reactor* here = Reactor::Current();
+    here->Send(here->id(), [tx, failed] { tx->PassAck(failed); });
+  });
+}
+
+void Transaction::PassAck(bool failed) {
+  NoteFailedReply();
+  if (failed && failed_error_.empty()) {
+    Journal* j = origin_->journal();
+    failed_error_ = errors::AofWriteError(j->error() ? j->error() : EIO);
+  }
+  if (++pass_acks_ < plan_->parts.size()) return;
+  // Every part is on disk: the locks go (nothing here need wait for the journal), then the
+  // answer.
+  const int origin = origin_->id();
+  for (size_t k = 0; k < plan_->parts.size(); k++) {
+    const Part& p = plan_->parts[k];
+    if (p.shard == origin) {
+      Settle(*origin_, *plan_);
+      origin_->locks().Unlock(plan_->id, p.names, p.whole);
+      continue;
+    }
+    origin_->SendUnheld(p.shard, [plan = std::shared_ptr<const Plan>(plan_), k] {
+      const Part& part = plan->parts[k];
+      Reactor* r = Reactor::Current();
+      Settle(*r, *plan);
+      r->locks().Unlock(plan->id, part.names, part.whole);
+    });
+  }
+  OnLocked();
+}
 
 // Runs on parts[i]'s shard: takes its locks (or waits for them), then passes on to the next
 // shard, or tells the coordinator that every lock is held.

@@ -136,6 +136,9 @@ class Transaction {
   void Unlock();
   struct LockStep;
   struct RunStep;
+  struct CommitPart;
+  static void AckPart(Reactor& r, const Plan& plan, Transaction* tx);
+  void PassAck(bool failed);
   void OnLocked();
   // On the coordinator: an abandoned transaction's lock chain stopped, holding parts [0, held).
   void OnAbandoned(size_t held);
@@ -151,6 +154,7 @@ class Transaction {
   absl::AnyInvocable<void()> hop_then_;
   bool released_ = false;
   size_t commit_remaining_ = 0;
+  size_t pass_acks_ = 0;  // a journalled pass's parts on disk (PassAck)
   absl::AnyInvocable<void()> release_then_;
   std::string failed_error_;
 };
