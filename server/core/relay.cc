@@ -45,8 +45,8 @@
 // costs both (bench/PROFILE.md, session 20). Replies are written in the order the commands ran,
 // with each one's length; home puts them in pipeline order from the per-command shard bytes.
 //
-// Also here: a pipeline's keys asked for ahead of its lookups, whether a relay runs its commands
-// (PrefetchKeys) or the connection runs them inline (Connection::PrefetchPipeline).
+// Also here: a relay's keys asked for ahead of its lookups on a shard (PrefetchKeys; the
+// connection's own look-ahead is Connection::PrefetchPipeline, in connection_exec.cc).
 
 #include <algorithm>
 #include <array>
