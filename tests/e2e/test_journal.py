@@ -193,6 +193,16 @@ class JournalCase(unittest.TestCase):
         self.server.kill()
         self._gone()
 
+    def kill_while(self, threads, stop):
+        """Starts the writer threads, SIGKILLs the server 0.2-0.5 s later, stops them."""
+        for t in threads:
+            t.start()
+        time.sleep(0.2 + random.random() * 0.3)
+        self.kill()
+        stop.set()
+        for t in threads:
+            t.join(SLACK)
+
     def log(self):
         """The running server's output so far."""
         return self.server.log_text()
@@ -896,14 +906,8 @@ class JournalLaggingPowerCutTest(JournalCase):
                 except (OSError, ConnectionError):
                     pass
 
-            threads = [threading.Thread(target=mset, args=(w,)) for w in range(self.WRITERS)]
-            for t in threads:
-                t.start()
-            time.sleep(0.3 + random.random() * 0.3)
-            self.kill()
-            stop.set()
-            for t in threads:
-                t.join(SLACK)
+            self.kill_while([threading.Thread(target=mset, args=(w,))
+                             for w in range(self.WRITERS)], stop)
             self.power_cut()
         self.stop()
         self.assertEqual(broken, [])
@@ -917,16 +921,6 @@ class JournalCrossShardCrashTest(JournalCase):
 
     ROUNDS = 10
     WRITERS = 4
-
-    def kill_while(self, threads, stop):
-        """Starts the writer threads, SIGKILLs the server 0.2-0.5 s later, stops them."""
-        for t in threads:
-            t.start()
-        time.sleep(0.2 + random.random() * 0.3)
-        self.kill()
-        stop.set()
-        for t in threads:
-            t.join(SLACK)
 
     def test_mset_and_rename_across_shards_survive_sigkill_whole(self):
         mset_keys = [[on_shard(i % 2, "m%d:%d" % (w, i)) for i in range(4)]
