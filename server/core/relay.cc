@@ -784,8 +784,8 @@ bool SendRepliesHere(std::unique_ptr<Relay>& r, Reactor* re) {
 }
 
 // Tagged, home on the origin, which has a part: the part is committed here, after the top's
-// (the message that brought the relay left at once). Home waits for the other parts' acks; the
-// replies and the unlocks then wait for this journal, as output does.
+// (the message that brought the relay left at once). Home waits for the other parts' acks and
+// for this part's batch to be on disk; then the replies and the unlocks leave at once.
 void CommitAtOrigin(std::unique_ptr<Relay> r) {
   Journal* j = Reactor::Current()->journal();
   if (r->tx_changed) j->CommitTx(r->lock_id, r->participants, r->commit_ns, /*writes=*/true);
@@ -850,7 +850,7 @@ void StartCommit(std::unique_ptr<Relay> r) {
   if (origin == me) {
     r->home_part = true;
     r->home_batch = re->journal()->TurnBatch();
-    Home(std::move(r), false);  // the replies and unlocks wait for this journal
+    Home(std::move(r), false);  // (waits for the acks and for this part on disk)
   } else {
     SendHome(std::move(r), false);  // once this part is on disk
   }
